@@ -1,0 +1,66 @@
+#include "sim/engine/task_graph.hpp"
+
+#include <stdexcept>
+
+namespace dtsim {
+
+int TaskGraph::add(Task task)
+{
+  for (int dep : task.after) {
+    if (dep < 0 || dep >= size())
+      throw std::logic_error("TaskGraph: dependency on a task that does not exist yet: " + task.name);
+  }
+  task.iteration = iteration_;
+  if (task.group < 0)
+    task.group = group_;
+  tasks_.push_back(std::move(task));
+  return size() - 1;
+}
+
+int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+{
+  Task t;
+  t.kind = TaskKind::Compute;
+  t.device = device;
+  t.seconds = seconds;
+  t.name = std::move(name);
+  t.category = std::move(category);
+  t.after = std::move(after);
+  return add(std::move(t));
+}
+
+int TaskGraph::add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+{
+  Task t;
+  t.kind = TaskKind::Delay;
+  t.device = device;
+  t.seconds = seconds;
+  t.name = std::move(name);
+  t.category = std::move(category);
+  t.after = std::move(after);
+  return add(std::move(t));
+}
+
+int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, std::string category,
+                            std::vector<int> after)
+{
+  Task t;
+  t.kind = TaskKind::Transfer;
+  t.src = src;
+  t.dst = dst;
+  t.device = src;
+  t.bytes = bytes;
+  t.name = std::move(name);
+  t.category = std::move(category);
+  t.after = std::move(after);
+  return add(std::move(t));
+}
+
+void TaskGraph::add_dependency(int task, int must_finish_first)
+{
+  if (must_finish_first < 0 || must_finish_first >= task)
+    throw std::logic_error("TaskGraph: a task may only depend on earlier tasks");
+  tasks_[static_cast<std::size_t>(task)].after.push_back(must_finish_first);
+}
+
+}  // namespace dtsim

@@ -1,0 +1,60 @@
+// One or more training iterations as a graph of tasks with dependencies: compute on a device,
+// transfers between devices (which contend for the links of their route), and pure delays
+// (protocol latencies, launch overheads). Built by strategies and collectives, run by the engine.
+// Knows nothing of SimGrid.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+enum class TaskKind { Compute, Transfer, Delay };
+
+struct Task {
+  TaskKind kind = TaskKind::Compute;
+  std::string name;        ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
+  std::string category;    ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
+  int device = -1;         ///< Compute/Delay: the device it is attributed to
+  double seconds = 0;      ///< Compute/Delay: duration when alone on the device
+  int src = -1;            ///< Transfer: source device
+  int dst = -1;            ///< Transfer: destination device
+  double bytes = 0;        ///< Transfer: payload
+  double rate_cap = 0;     ///< Transfer: bytes/s ceiling for this flow (0: none)
+  int iteration = 0;       ///< training iteration it belongs to
+  int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
+  std::vector<int> after;  ///< tasks that must finish before this one starts
+};
+
+class TaskGraph {
+public:
+  int add(Task task);
+  int add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after = {});
+  int add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after = {});
+  int add_transfer(int src, int dst, double bytes, std::string name, std::string category,
+                   std::vector<int> after = {});
+  void add_dependency(int task, int must_finish_first);
+
+  Task& operator[](int id) { return tasks_[static_cast<std::size_t>(id)]; }
+  const Task& operator[](int id) const { return tasks_[static_cast<std::size_t>(id)]; }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  int size() const { return static_cast<int>(tasks_.size()); }
+
+  /// Tasks added from now on carry this iteration number / group id.
+  void set_iteration(int iteration) { iteration_ = iteration; }
+  void set_group(int group) { group_ = group; }
+
+private:
+  std::vector<Task> tasks_;
+  int iteration_ = 0;
+  int group_ = -1;
+};
+
+/// When a task ran in the simulation.
+struct Span {
+  double start = 0;
+  double end = 0;
+  double duration() const { return end - start; }
+};
+
+}  // namespace dtsim

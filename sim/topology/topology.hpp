@@ -1,0 +1,83 @@
+// The machine as a graph: devices (GPUs, CPU sockets, PCIe switches, NVSwitches, NICs, network
+// switches) joined by full-duplex links. Routes are computed on this graph (Boost.Graph); the
+// engine turns it into a SimGrid platform. This header is the contract between the topology
+// builders (presets, files) and everything downstream.
+#pragma once
+
+#include "sim/topology/gpu_spec.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dtsim {
+
+enum class DeviceKind { Gpu, Cpu, PcieSwitch, NvSwitch, Nic, NetworkSwitch };
+enum class LinkKind { NvLink, Pcie, CpuInterconnect, Network };
+
+const char* to_string(DeviceKind kind);
+const char* to_string(LinkKind kind);
+
+struct Device {
+  std::string name;   ///< unique, e.g. "n0.gpu3", "n1.nic0", "leaf2"
+  DeviceKind kind;
+  int node = -1;      ///< node index, -1 for fabric devices
+  int local_index = 0;
+};
+
+/// A full-duplex link: `bandwidth` bytes/s in each direction, independently.
+struct Link {
+  std::string name;
+  LinkKind kind;
+  int a = -1;         ///< device index
+  int b = -1;         ///< device index
+  double bandwidth = 0;  ///< bytes/s per direction
+  double latency = 0;    ///< seconds
+  int lanes = 1;         ///< e.g. 2 for an NV2 pair (bandwidth already includes it)
+};
+
+/// One link of a route, crossed from a to b (forward) or from b to a.
+struct Hop {
+  int link = -1;
+  bool forward = true;
+  bool operator==(const Hop&) const = default;
+};
+using Route = std::vector<Hop>;
+
+class Topology {
+public:
+  int add_device(std::string name, DeviceKind kind, int node = -1, int local_index = 0);
+  int add_link(std::string name, LinkKind kind, int a, int b, double bandwidth, double latency, int lanes = 1);
+  /// Appends a GPU (already added as a device) to the rank order.
+  void add_gpu_rank(int device);
+
+  const std::vector<Device>& devices() const { return devices_; }
+  const std::vector<Link>& links() const { return links_; }
+  /// Device indices of the GPUs, in rank order (node-major).
+  const std::vector<int>& gpus() const { return gpus_; }
+  int device_index(const std::string& name) const;   ///< -1 when absent
+
+  /// The path a transfer from device `from` to device `to` takes. Shortest by latency-weighted
+  /// cost, preferring higher bandwidth (NVLink over PCIe); GPUs never forward traffic for others
+  /// unless `gpu_forwarding` is set. Cached. Empty when from == to; throws if unreachable.
+  const Route& route(int from, int to) const;
+  /// Bottleneck bandwidth and total latency along a route.
+  double route_bandwidth(const Route& route) const;
+  double route_latency(const Route& route) const;
+
+  std::string name;          ///< preset or file it came from
+  GpuSpec gpu;               ///< every GPU of the cluster is of this kind
+  int nodes = 1;
+  int gpus_per_node = 0;
+  bool gpu_forwarding = false;
+
+private:
+  std::vector<Device> devices_;
+  std::vector<Link> links_;
+  std::vector<int> gpus_;
+  std::map<std::string, int> by_name_;
+  mutable std::map<std::pair<int, int>, Route> route_cache_;
+};
+
+}  // namespace dtsim

@@ -1,0 +1,214 @@
+#include "sim/util/json_reader.hpp"
+
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace dtsim {
+
+nlohmann::json load_json_file(const std::string& path)
+{
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path, "", "cannot open the file (expected an existing, readable JSON file)");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    // Turn the byte offset into line:column, which is what an editor shows.
+    const std::string content = text.str();
+    const auto upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, content.size());
+    const auto line = 1 + std::count(content.begin(), content.begin() + static_cast<long>(upto), '\n');
+    const auto last_nl = content.rfind('\n', upto == 0 ? 0 : upto - 1);
+    const auto column = last_nl == std::string::npos ? upto + 1 : upto - last_nl;
+    throw InputError(path, "", fmt::format("malformed JSON at line {}, column {} (expected valid JSON)", line, column));
+  }
+}
+
+std::string json_pointer_escape(const std::string& key)
+{
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string describe_json(const nlohmann::json& value)
+{
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return fmt::format("the boolean {}", value.dump());
+    case nlohmann::json::value_t::string: return fmt::format("the string {}", value.dump());
+    case nlohmann::json::value_t::array: return "an array";
+    case nlohmann::json::value_t::object: return "an object";
+    default: return fmt::format("{}", value.dump());
+  }
+}
+
+JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::string pointer)
+    : value_(&value), file_(std::move(file)), pointer_(std::move(pointer))
+{
+}
+
+void JsonReader::fail(const std::string& problem) const
+{
+  throw InputError(file_, pointer_.empty() ? "/" : pointer_, problem);
+}
+
+bool JsonReader::has(const std::string& key) const
+{
+  return value_->is_object() && value_->contains(key);
+}
+
+JsonReader JsonReader::at(const std::string& key) const
+{
+  if (!value_->is_object())
+    fail(fmt::format("expected an object with a \"{}\" member, got {}", key, describe_json(*value_)));
+  auto it = value_->find(key);
+  if (it == value_->end())
+    fail(fmt::format("missing member \"{}\"", key));
+  return JsonReader(*it, file_, pointer_ + "/" + json_pointer_escape(key));
+}
+
+std::optional<JsonReader> JsonReader::find(const std::string& key) const
+{
+  if (!has(key))
+    return std::nullopt;
+  return at(key);
+}
+
+std::vector<JsonReader> JsonReader::items() const
+{
+  if (!value_->is_array())
+    fail(fmt::format("expected an array, got {}", describe_json(*value_)));
+  std::vector<JsonReader> out;
+  out.reserve(value_->size());
+  for (std::size_t i = 0; i < value_->size(); ++i)
+    out.emplace_back((*value_)[i], file_, fmt::format("{}/{}", pointer_, i));
+  return out;
+}
+
+std::vector<std::pair<std::string, JsonReader>> JsonReader::members() const
+{
+  if (!value_->is_object())
+    fail(fmt::format("expected an object, got {}", describe_json(*value_)));
+  std::vector<std::pair<std::string, JsonReader>> out;
+  for (auto it = value_->begin(); it != value_->end(); ++it)
+    out.emplace_back(it.key(), JsonReader(it.value(), file_, pointer_ + "/" + json_pointer_escape(it.key())));
+  return out;
+}
+
+std::string JsonReader::as_string() const
+{
+  if (!value_->is_string())
+    fail(fmt::format("expected a string, got {}", describe_json(*value_)));
+  return value_->get<std::string>();
+}
+
+double JsonReader::as_number() const
+{
+  if (!value_->is_number())
+    fail(fmt::format("expected a number, got {}", describe_json(*value_)));
+  const double v = value_->get<double>();
+  if (!std::isfinite(v))
+    fail("expected a finite number");
+  return v;
+}
+
+double JsonReader::as_positive() const
+{
+  const double v = as_number();
+  if (!(v > 0))
+    fail(fmt::format("expected a positive number, got {}", value_->dump()));
+  return v;
+}
+
+double JsonReader::as_non_negative() const
+{
+  const double v = as_number();
+  if (v < 0)
+    fail(fmt::format("expected a number >= 0, got {}", value_->dump()));
+  return v;
+}
+
+std::int64_t JsonReader::as_int() const
+{
+  if (value_->is_number_integer())
+    return value_->get<std::int64_t>();
+  if (value_->is_number_float()) {
+    const double v = value_->get<double>();
+    if (std::isfinite(v) && std::floor(v) == v && std::abs(v) < 9e15)
+      return static_cast<std::int64_t>(v);
+  }
+  fail(fmt::format("expected an integer, got {}", describe_json(*value_)));
+}
+
+std::int64_t JsonReader::as_positive_int() const
+{
+  const auto v = as_int();
+  if (v <= 0)
+    fail(fmt::format("expected a positive integer, got {}", v));
+  return v;
+}
+
+bool JsonReader::as_bool() const
+{
+  if (!value_->is_boolean())
+    fail(fmt::format("expected true or false, got {}", describe_json(*value_)));
+  return value_->get<bool>();
+}
+
+std::string JsonReader::as_choice(const std::vector<std::string>& allowed) const
+{
+  const std::string v = as_string();
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    fail(fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), v));
+  return v;
+}
+
+void JsonReader::reject_unknown(const std::vector<std::string>& known) const
+{
+  for (const auto& [key, member] : members()) {
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      member.fail(fmt::format("unknown member \"{}\" (expected one of {})", key, fmt::join(known, ", ")));
+  }
+}
+
+std::string JsonReader::string_or(const std::string& key, const std::string& fallback) const
+{
+  return has(key) ? at(key).as_string() : fallback;
+}
+
+double JsonReader::number_or(const std::string& key, double fallback) const
+{
+  return has(key) ? at(key).as_number() : fallback;
+}
+
+double JsonReader::positive_or(const std::string& key, double fallback) const
+{
+  return has(key) ? at(key).as_positive() : fallback;
+}
+
+std::int64_t JsonReader::positive_int_or(const std::string& key, std::int64_t fallback) const
+{
+  return has(key) ? at(key).as_positive_int() : fallback;
+}
+
+bool JsonReader::bool_or(const std::string& key, bool fallback) const
+{
+  return has(key) ? at(key).as_bool() : fallback;
+}
+
+}  // namespace dtsim
