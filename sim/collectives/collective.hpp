@@ -1,0 +1,37 @@
+// Collectives expand into point-to-point transfers and delays on a TaskGraph, so that they run
+// over the real links of the platform and contend with everything else in flight.
+#pragma once
+
+#include "sim/engine/task_graph.hpp"
+#include "sim/topology/topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Gather, Scatter, AllToAll, SendRecv };
+
+const char* to_string(CollectiveOp op);
+
+struct CollectiveCall {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  std::vector<int> ranks;   ///< devices taking part (GPU device indices), in communicator rank order
+  double bytes = 0;         ///< as nccl-tests counts it: the per-rank buffer for AllReduce/Broadcast/Reduce,
+                            ///< the total (n x per-rank) for AllGather/ReduceScatter/AllToAll
+  int root = 0;             ///< index into `ranks` for rooted collectives
+  std::string label;        ///< e.g. "bucket 2"; prefixes task names
+  std::string category = "allreduce";
+};
+
+/// Where a collective sits in the graph: rank i's part may start once start_after[i] tasks are
+/// done (all ranks' lists may be equal); done[i] is the task after which rank i has its result.
+struct CollectiveTasks {
+  std::vector<int> done;
+};
+
+/// Appends `call` to `graph`. `start_after[i]` are the tasks rank i waits for (may be empty).
+CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
+                               const std::vector<std::vector<int>>& start_after);
+
+}  // namespace dtsim
