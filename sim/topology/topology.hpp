@@ -66,6 +66,24 @@ public:
   double route_bandwidth(const Route& route) const;
   double route_latency(const Route& route) const;
 
+  // --- Convenience accessors (added; derived from the lists above) ---
+  const Device& device(int index) const { return devices_.at(static_cast<std::size_t>(index)); }
+  const Link& link(int index) const { return links_.at(static_cast<std::size_t>(index)); }
+  /// Node of GPU rank `rank` (ranks are node-major).
+  int node_of(int rank) const;
+  /// Device indices of the GPUs of `node`, in rank order.
+  std::vector<int> gpus_of_node(int node) const;
+  /// Device indices of the NICs of `node`, by local index.
+  std::vector<int> nics_of_node(int node) const;
+  /// Device indices of every device of a kind, in insertion order.
+  std::vector<int> devices_of_kind(DeviceKind kind) const;
+  /// Number of links of a kind.
+  int count_links(LinkKind kind) const;
+  /// Link indices of the links joining a and b directly (either orientation).
+  std::vector<int> links_between(int a, int b) const;
+  /// Link indices attached to a device.
+  std::vector<int> links_of(int device) const;
+
   std::string name;          ///< preset or file it came from
   GpuSpec gpu;               ///< every GPU of the cluster is of this kind
   int nodes = 1;
@@ -78,6 +96,9 @@ private:
   std::vector<int> gpus_;
   std::map<std::string, int> by_name_;
   mutable std::map<std::pair<int, int>, Route> route_cache_;
+  mutable std::vector<bool> routed_from_;  ///< sources whose routes are all in route_cache_
+  mutable bool cached_forwarding_ = false; ///< gpu_forwarding the cache was computed with
+  void compute_routes_from(int from) const;
 };
 
 }  // namespace dtsim

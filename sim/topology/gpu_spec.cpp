@@ -1,0 +1,125 @@
+// GPU kinds as data: dense peak FLOP/s per precision, memory size, compute capability.
+//
+// Figures are NVIDIA's published dense (non-sparse) peaks at boost clock:
+//  - V100 SXM2/PCIe, A100 SXM4/PCIe, H100 SXM/PCIe, H200: the Tesla/data-center datasheets
+//    (tensor-core FP16/BF16/TF32 "dense" columns; the sparse figures are twice these).
+//  - RTX 2080 Ti, TITAN RTX: Turing architecture whitepaper (FP16 tensor with FP32 accumulate, which
+//    is what cuBLAS/AMP uses; GeForce runs it at half the FP16-accumulate rate, TITAN at full rate).
+//  - RTX 4090: Ada architecture whitepaper (FP16/BF16 tensor with FP32 accumulate, dense).
+//  - RTX A6000: RTX A6000 datasheet (309.7 TFLOPS sparse tensor -> 154.8 dense).
+//  - P40: Tesla P40 datasheet (no tensor cores; FP16 math runs at FP32 rate in practice).
+// A zero entry means the GPU has no fast path for that precision; peak_flops() then falls back to
+// the FP32 rate (the work is done with FP32 math).
+#include "sim/topology/gpu_spec.hpp"
+
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace dtsim {
+
+namespace {
+
+constexpr double T = 1e12;
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+
+struct GpuEntry {
+  GpuSpec spec;
+  std::vector<std::string> aliases;
+};
+
+GpuSpec make(const char* name, double fp32, double tf32, double fp16, double bf16, double memory, int cc)
+{
+  GpuSpec s;
+  s.name = name;
+  s.fp32_flops = fp32;
+  s.tf32_flops = tf32;
+  s.fp16_flops = fp16;
+  s.bf16_flops = bf16;
+  s.memory_bytes = memory;
+  s.compute_capability = cc;
+  return s;
+}
+
+const std::vector<GpuEntry>& table()
+{
+  static const std::vector<GpuEntry> entries = {
+      {make("V100-SXM2", 15.7 * T, 0, 125 * T, 0, 16 * GiB, 70), {"V100", "V100-SXM2-16GB"}},
+      {make("V100-SXM2-32GB", 15.7 * T, 0, 125 * T, 0, 32 * GiB, 70), {}},
+      {make("V100-PCIe", 14.0 * T, 0, 112 * T, 0, 16 * GiB, 70), {"V100-PCIe-16GB"}},
+      {make("V100-PCIe-32GB", 14.0 * T, 0, 112 * T, 0, 32 * GiB, 70), {}},
+      {make("A100-SXM4", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80), {"A100", "A100-SXM4-40GB"}},
+      {make("A100-SXM4-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80), {"A100-80GB"}},
+      {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80), {"A100-PCIe-40GB"}},
+      {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80), {}},
+      {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 80 * GiB, 90), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
+      {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90), {"H100-PCIe-80GB"}},
+      {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90), {"H200-SXM"}},
+      {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75), {"RTX2080Ti", "RTX-2080-Ti"}},
+      {make("RTX-4090", 82.6 * T, 82.6 * T, 165.2 * T, 165.2 * T, 24 * GiB, 89), {"RTX4090"}},
+      {make("RTX-A6000", 38.7 * T, 77.4 * T, 154.8 * T, 154.8 * T, 48 * GiB, 86), {"A6000"}},
+      {make("TITAN-RTX", 16.3 * T, 0, 130 * T, 0, 24 * GiB, 75), {"TITANRTX"}},
+      {make("P40", 11.8 * T, 0, 0, 0, 24 * GiB, 61), {"Tesla-P40"}},
+  };
+  return entries;
+}
+
+std::string upper(std::string s)
+{
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return s;
+}
+
+}  // namespace
+
+double GpuSpec::peak_flops(Precision precision) const
+{
+  auto or_fp32 = [this](double v) { return v > 0 ? v : fp32_flops; };
+  switch (precision) {
+    case Precision::Fp32: return fp32_flops;
+    case Precision::Tf32: return or_fp32(tf32_flops);
+    case Precision::Fp16: return or_fp32(fp16_flops);
+    case Precision::Bf16: return or_fp32(bf16_flops);
+    case Precision::Amp: return or_fp32(fp16_flops > 0 ? fp16_flops : bf16_flops);
+  }
+  return fp32_flops;
+}
+
+GpuSpec gpu_spec(const std::string& name, const std::string& file, const std::string& pointer)
+{
+  const std::string key = upper(name);
+  for (const auto& entry : table()) {
+    if (upper(entry.spec.name) == key)
+      return entry.spec;
+    for (const auto& alias : entry.aliases)
+      if (upper(alias) == key)
+        return entry.spec;
+  }
+  throw InputError(file.empty() ? "gpu" : file, pointer,
+                   fmt::format("unknown GPU kind \"{}\" (expected one of {})", name, fmt::join(gpu_names(), ", ")));
+}
+
+std::vector<std::string> gpu_names()
+{
+  std::vector<std::string> names;
+  for (const auto& entry : table())
+    names.push_back(entry.spec.name);
+  return names;
+}
+
+const char* to_string(Precision precision)
+{
+  switch (precision) {
+    case Precision::Fp32: return "fp32";
+    case Precision::Tf32: return "tf32";
+    case Precision::Amp: return "amp";
+    case Precision::Fp16: return "fp16";
+    case Precision::Bf16: return "bf16";
+  }
+  return "?";
+}
+
+}  // namespace dtsim
