@@ -1,0 +1,220 @@
+// The SimGrid adapter: the only file of dtsim that includes SimGrid headers (3.32 API).
+//
+// Platform: one full zone; every device of the topology is a host, every link a split-duplex link
+// (UP = a->b, DOWN = b->a); a route is added only for the (src, dst) pairs that some transfer
+// uses, with the links Topology::route() chose. CM02 without cross-traffic and TCP-gamma makes a
+// lone flow take exactly latency + size / bandwidth, shared max-min with the others.
+//
+// Tasks run in SimGrid's DAG mode (no actors): compute is an Exec on the device's host (speed 1e9
+// "flop"/s, so flops = nanoseconds); delays are Execs on a many-core timer host so they never
+// contend; transfers are host-to-host Comms. Dependencies are add_successor edges.
+//
+// SimGrid supports one simulation per process (its clock and configuration are global), so
+// simulate() forks: the child runs SimGrid and pipes the spans back.
+#include "sim/engine/engine.hpp"
+
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <simgrid/version.h>
+#include <xbt/log.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static_assert(SIMGRID_VERSION >= 33200, "dtsim needs SimGrid 3.32 or newer");
+
+namespace sg4 = simgrid::s4u;
+
+namespace dtsim {
+namespace {
+
+constexpr double kUnitsPerSecond = 1e9;   // host speed: one "flop" is one nanosecond of work
+
+struct Platform {
+  std::vector<sg4::Host*> hosts;           // by device index
+  std::vector<sg4::SplitDuplexLink*> links;  // by link index
+  sg4::Host* timer = nullptr;
+};
+
+Platform build_platform(const Topology& topology, const TaskGraph& graph)
+{
+  auto* zone = sg4::create_full_zone("dtsim");
+  Platform p;
+  for (const auto& d : topology.devices())
+    p.hosts.push_back(zone->create_host(d.name, kUnitsPerSecond)->seal());
+  p.timer = zone->create_host("dtsim.timer", kUnitsPerSecond)->set_core_count(1 << 20)->seal();
+  for (const auto& l : topology.links()) {
+    auto* link = zone->create_split_duplex_link(l.name, l.bandwidth);
+    link->set_latency(l.latency);
+    link->seal();
+    p.links.push_back(link);
+  }
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& t : graph.tasks()) {
+    if (t.kind == TaskKind::Transfer && t.src != t.dst)
+      pairs.emplace(t.src, t.dst);
+  }
+  for (const auto& [src, dst] : pairs) {
+    std::vector<sg4::LinkInRoute> route;
+    for (const Hop& hop : topology.route(src, dst)) {
+      route.emplace_back(p.links[static_cast<std::size_t>(hop.link)],
+                         hop.forward ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+    }
+    zone->add_route(p.hosts[static_cast<std::size_t>(src)]->get_netpoint(),
+                    p.hosts[static_cast<std::size_t>(dst)]->get_netpoint(), nullptr, nullptr, route, false);
+  }
+  zone->seal();
+  return p;
+}
+
+// An activity of either kind, so that dependencies can be added on the typed pointer
+// (Activity::add_successor is protected in 3.32).
+struct Node {
+  sg4::ExecPtr exec;
+  sg4::CommPtr comm;
+  sg4::Activity* activity() const { return exec ? static_cast<sg4::Activity*>(exec.get()) : comm.get(); }
+};
+
+std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
+{
+  int argc = 1;
+  char name[] = "dtsim";
+  char* argv[] = {name, nullptr};
+  sg4::Engine engine(&argc, argv);
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+
+  const Platform p = build_platform(topology, graph);
+
+  std::vector<Node> nodes(static_cast<std::size_t>(graph.size()));
+  for (int id = 0; id < graph.size(); ++id) {
+    const Task& t = graph[id];
+    Node& n = nodes[static_cast<std::size_t>(id)];
+    if (t.kind == TaskKind::Transfer && t.src != t.dst) {
+      n.comm = sg4::Comm::sendto_init(p.hosts[static_cast<std::size_t>(t.src)], p.hosts[static_cast<std::size_t>(t.dst)]);
+      n.comm->set_payload_size(static_cast<std::uint64_t>(t.bytes + 0.5));
+      if (t.rate_cap > 0)
+        n.comm->set_rate(t.rate_cap);
+      n.comm->set_name(t.name);
+    } else {
+      const bool on_device = t.kind == TaskKind::Compute;
+      n.exec = sg4::Exec::init();
+      n.exec->set_host(on_device ? p.hosts[static_cast<std::size_t>(t.device)] : p.timer);
+      n.exec->set_flops_amount(t.kind == TaskKind::Transfer ? 0.0 : t.seconds * kUnitsPerSecond);
+      n.exec->set_name(t.name);
+    }
+    for (int dep : t.after) {
+      Node& before = nodes[static_cast<std::size_t>(dep)];
+      sg4::ActivityPtr succ = n.exec ? sg4::ActivityPtr(n.exec) : sg4::ActivityPtr(n.comm);
+      if (before.exec)
+        before.exec->add_successor(succ);
+      else
+        before.comm->add_successor(succ);
+    }
+  }
+  for (auto& n : nodes) {
+    if (n.exec)
+      n.exec->vetoable_start();
+    else
+      n.comm->vetoable_start();
+  }
+  engine.run();
+
+  std::vector<Span> spans(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const sg4::Activity* a = nodes[i].activity();
+    if (a->get_state() != sg4::Activity::State::FINISHED)
+      throw std::runtime_error(fmt::format("task '{}' never ran (a dependency cycle or an unreachable route)",
+                                           graph[static_cast<int>(i)].name));
+    spans[i] = {a->get_start_time(), a->get_finish_time()};
+  }
+  return spans;
+}
+
+void write_all(int fd, const void* data, std::size_t size)
+{
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      _exit(4);
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+std::string read_all(int fd)
+{
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph)
+{
+  if (graph.size() == 0)
+    return {};
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    char status = 0;
+    std::string payload;
+    try {
+      const auto spans = run_simgrid(topology, graph);
+      payload.assign(reinterpret_cast<const char*>(spans.data()), spans.size() * sizeof(Span));
+    } catch (const std::exception& e) {
+      status = 1;
+      payload = e.what();
+    }
+    write_all(fds[1], &status, 1);
+    write_all(fds[1], payload.data(), payload.size());
+    ::close(fds[1]);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  const std::string got = read_all(fds[0]);
+  ::close(fds[0]);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || got.empty())
+    throw std::runtime_error("the SimGrid simulation process failed");
+  if (got[0] != 0)
+    throw std::runtime_error("simulation: " + got.substr(1));
+  if (got.size() - 1 != static_cast<std::size_t>(graph.size()) * sizeof(Span))
+    throw std::runtime_error("simulation: truncated result");
+  std::vector<Span> spans(static_cast<std::size_t>(graph.size()));
+  std::memcpy(spans.data(), got.data() + 1, got.size() - 1);
+  return spans;
+}
+
+}  // namespace dtsim

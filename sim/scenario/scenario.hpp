@@ -1,0 +1,69 @@
+// A scenario: which cluster, which model, how it is trained, with which parallelism strategy.
+// The parsed fields that every strategy needs are typed here; strategy options stay JSON and are
+// read (with their pointers) by the strategy that owns them.
+#pragma once
+
+#include "sim/topology/gpu_spec.hpp"
+#include "sim/util/json_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+/// Where per-layer compute times come from (exactly one per scenario).
+struct ComputeSpec {
+  enum class Source { StepTime, Throughput, Flops };
+  Source source = Source::StepTime;
+  double step_time_s = 0;            ///< measured single-GPU time of one iteration at batch_per_gpu
+  double single_gpu_throughput = 0;  ///< measured samples/s of one GPU at batch_per_gpu
+  std::string gpu;                   ///< Flops: GPU kind whose peak is used ("" = the cluster's)
+  double efficiency = 0;             ///< Flops: fraction of peak reached
+};
+
+struct TrainingSpec {
+  std::int64_t dataset_samples = 0;
+  std::int64_t batch_per_gpu = 0;
+  double epochs = 0;
+  Precision precision = Precision::Fp32;
+  ComputeSpec compute;
+};
+
+struct Scenario {
+  std::string file;            ///< the scenario file (errors name it)
+  nlohmann::json doc;          ///< the document after --set overrides
+  std::string name;
+  std::string model;
+  TrainingSpec training;
+  std::string strategy;        ///< strategy.kind
+  int gpus = 0;
+
+  JsonReader reader() const { return JsonReader(doc, file); }
+  JsonReader cluster() const { return reader().at("cluster"); }
+  JsonReader strategy_options() const { return reader().at("strategy"); }
+};
+
+/// One --set override: "training.compute.single_gpu_throughput=367".
+struct Override {
+  std::string path;   ///< dotted path
+  std::string value;  ///< JSON text, or a bare string
+};
+
+/// Parses "a.b.c=value"; throws InputError (file "--set") when malformed.
+Override parse_override(const std::string& text);
+
+/// Applies overrides to a document. A value that parses as JSON is used as such, otherwise as a
+/// string; `null` removes the member. Setting one way of giving the compute times
+/// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency) removes the others.
+void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
+
+/// Loads, applies overrides, validates. Throws InputError naming the file and JSON pointer.
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+
+/// Validates an already-built document (used by load_scenario and by tests).
+Scenario parse_scenario(nlohmann::json doc, const std::string& file);
+
+}  // namespace dtsim

@@ -1,0 +1,94 @@
+#include "sim/scenario/scenario.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+namespace {
+
+Precision parse_precision(const JsonReader& r)
+{
+  const std::string p = r.as_choice({"fp32", "tf32", "amp", "fp16", "bf16"});
+  if (p == "tf32")
+    return Precision::Tf32;
+  if (p == "amp")
+    return Precision::Amp;
+  if (p == "fp16")
+    return Precision::Fp16;
+  if (p == "bf16")
+    return Precision::Bf16;
+  return Precision::Fp32;
+}
+
+ComputeSpec parse_compute(const JsonReader& r)
+{
+  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency"});
+  const int given = static_cast<int>(r.has("step_time_s")) + static_cast<int>(r.has("single_gpu_throughput")) +
+                    static_cast<int>(r.has("gpu") || r.has("efficiency"));
+  if (given != 1)
+    r.fail("expected exactly one of {\"step_time_s\": s}, {\"single_gpu_throughput\": samples/s} or "
+           "{\"gpu\": name, \"efficiency\": fraction}");
+  ComputeSpec c;
+  if (r.has("step_time_s")) {
+    c.source = ComputeSpec::Source::StepTime;
+    c.step_time_s = r.at("step_time_s").as_positive();
+  } else if (r.has("single_gpu_throughput")) {
+    c.source = ComputeSpec::Source::Throughput;
+    c.single_gpu_throughput = r.at("single_gpu_throughput").as_positive();
+  } else {
+    c.source = ComputeSpec::Source::Flops;
+    c.gpu = r.string_or("gpu", "");
+    const auto eff = r.at("efficiency");
+    c.efficiency = eff.as_positive();
+    if (c.efficiency > 1)
+      eff.fail(fmt::format("expected a fraction of peak in (0, 1], got {}", c.efficiency));
+  }
+  return c;
+}
+
+TrainingSpec parse_training(const JsonReader& r)
+{
+  r.reject_unknown({"dataset_samples", "batch_per_gpu", "epochs", "precision", "compute", "loader", "optimizer"});
+  TrainingSpec t;
+  t.dataset_samples = r.at("dataset_samples").as_positive_int();
+  t.batch_per_gpu = r.at("batch_per_gpu").as_positive_int();
+  t.epochs = r.at("epochs").as_positive();
+  t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
+  t.compute = parse_compute(r.at("compute"));
+  return t;
+}
+
+}  // namespace
+
+Scenario parse_scenario(nlohmann::json doc, const std::string& file)
+{
+  Scenario s;
+  s.file = file;
+  s.doc = std::move(doc);
+  const JsonReader root = s.reader();
+  if (!root.is_object())
+    root.fail("expected a scenario object with cluster, model, training, strategy and gpus");
+  root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation"});
+  s.name = root.string_or("name", "");
+  root.at("cluster");  // must exist; the topology builder validates its content
+  s.model = root.at("model").as_string();
+  s.training = parse_training(root.at("training"));
+  const auto strategy = root.at("strategy");
+  s.strategy = strategy.at("kind").as_choice({"ddp", "dp", "pipeline", "hybrid", "single"});
+  const auto gpus = root.at("gpus");
+  const auto n = gpus.as_positive_int();
+  if (n > 1'000'000)
+    gpus.fail(fmt::format("expected a GPU count up to 1000000, got {}", n));
+  s.gpus = static_cast<int>(n);
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides)
+{
+  nlohmann::json doc = load_json_file(path);
+  apply_overrides(doc, overrides);
+  return parse_scenario(std::move(doc), path);
+}
+
+}  // namespace dtsim

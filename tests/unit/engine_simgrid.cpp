@@ -1,0 +1,100 @@
+// The SimGrid adapter: lone flows take latency + size / bandwidth, flows sharing a link split it,
+// dependencies order tasks, and a ring AllReduce on a contention-free ring matches the closed form
+// 2(n-1)/n * S/B + 2(n-1) * latency.
+#include "sim/collectives/collective.hpp"
+#include "sim/engine/engine.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace dtsim;
+
+namespace {
+
+// n GPUs, each on its own link (bandwidth B, latency L) to one switch.
+Topology star(int n, double bandwidth, double latency)
+{
+  Topology t;
+  t.name = "test-star";
+  const int sw = t.add_device("switch", DeviceKind::NetworkSwitch);
+  for (int g = 0; g < n; ++g) {
+    const int d = t.add_device("gpu" + std::to_string(g), DeviceKind::Gpu, 0, g);
+    t.add_link("l" + std::to_string(g), LinkKind::Network, d, sw, bandwidth, latency);
+    t.add_gpu_rank(d);
+  }
+  t.gpus_per_node = n;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a lone transfer takes latency + size / bandwidth")
+{
+  const Topology t = star(2, 10e9, 1e-6);
+  TaskGraph g;
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "x", "test");
+  const auto spans = simulate(t, g);
+  CHECK(spans[0].duration() == doctest::Approx(2e-6 + 0.1).epsilon(1e-9));
+}
+
+TEST_CASE("two transfers into one GPU share its link")
+{
+  const Topology t = star(3, 10e9, 0);
+  TaskGraph g;
+  g.add_transfer(t.gpus()[0], t.gpus()[2], 1e9, "a", "test");
+  g.add_transfer(t.gpus()[1], t.gpus()[2], 1e9, "b", "test");
+  const auto spans = simulate(t, g);
+  CHECK(spans[0].end == doctest::Approx(0.2));
+  CHECK(spans[1].end == doctest::Approx(0.2));
+}
+
+TEST_CASE("opposite directions of a link do not contend (full duplex)")
+{
+  const Topology t = star(2, 10e9, 0);
+  TaskGraph g;
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "a", "test");
+  g.add_transfer(t.gpus()[1], t.gpus()[0], 1e9, "b", "test");
+  const auto spans = simulate(t, g);
+  CHECK(spans[0].end == doctest::Approx(0.1));
+  CHECK(spans[1].end == doctest::Approx(0.1));
+}
+
+TEST_CASE("dependencies order compute, delays and transfers")
+{
+  const Topology t = star(2, 10e9, 0);
+  TaskGraph g;
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
+  const int d = g.add_delay(t.gpus()[0], 0.25, "launch", "overhead", {c});
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "send", "test", {d});
+  const int c2 = g.add_compute(t.gpus()[0], 0.5, "other", "forward");  // shares GPU0 with fwd
+  const auto spans = simulate(t, g);
+  CHECK(spans[static_cast<std::size_t>(c)].end == doctest::Approx(1.0));  // two kernels share the GPU
+  CHECK(spans[static_cast<std::size_t>(c2)].end == doctest::Approx(1.0));
+  CHECK(spans[static_cast<std::size_t>(d)].end == doctest::Approx(1.25));
+  CHECK(spans[static_cast<std::size_t>(x)].start == doctest::Approx(1.25));
+  CHECK(spans[static_cast<std::size_t>(x)].end == doctest::Approx(1.35));
+}
+
+TEST_CASE("ring AllReduce on a contention-free ring matches the closed form")
+{
+  for (int n : {2, 4, 8, 16}) {
+    const double B = 12.5e9;
+    const double hop_latency = 2 * 1.5e-6;  // two links per GPU-to-GPU route
+    const double S = 100e6;
+    const Topology t = star(n, B, 1.5e-6);
+    TaskGraph g;
+    CollectiveCall call;
+    call.ranks = t.gpus();
+    call.bytes = S;
+    call.label = "ar";
+    const auto tasks = add_collective(g, t, call, std::vector<std::vector<int>>(static_cast<std::size_t>(n)));
+    const auto spans = simulate(t, g);
+    double end = 0;
+    for (int id : tasks.done)
+      end = std::max(end, spans[static_cast<std::size_t>(id)].end);
+    const double closed = 2.0 * (n - 1) / n * S / B + 2.0 * (n - 1) * hop_latency;
+    CAPTURE(n);
+    CHECK(end == doctest::Approx(closed).epsilon(1e-6));
+  }
+}
