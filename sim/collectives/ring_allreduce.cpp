@@ -2,6 +2,7 @@
 // which every rank sends one chunk (S/n bytes) to its successor. A rank's step k waits only for the
 // chunk it received in step k-1 (no global barrier), so the ring pipelines naturally.
 #include "sim/collectives/collective.hpp"
+#include "sim/collectives/ring_broadcast.hpp"
 
 #include <fmt/format.h>
 
@@ -67,6 +68,8 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& /*topology*/, c
     throw std::logic_error("collective with no ranks");
   if (start_after.size() != call.ranks.size())
     throw std::logic_error("collective: one start_after list per rank expected");
+  if (call.op == CollectiveOp::Broadcast)
+    return add_ring_broadcast(graph, call, start_after);
   if (call.op != CollectiveOp::AllReduce)
     throw std::logic_error(fmt::format("collective {} is not modelled yet", to_string(call.op)));
   return add_ring_allreduce(graph, call, start_after);
