@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ struct Layer {
   double fwd_flops = 0;                      ///< forward FLOPs per sample (2 per multiply-accumulate)
   double activation_elems = 0;               ///< output elements per sample (what a pipeline stage sends on)
   std::int64_t buffer_elems = 0;             ///< buffers (BatchNorm running stats), broadcast by DDP every forward
+  /// Layers sharing a block (a residual block, a transformer layer, summed embeddings) must stay on
+  /// one pipeline stage: a cut is valid only after a block's last layer, whose activation_elems is
+  /// what crosses it. Equals `name` when the layer is a block of its own. Blocks are contiguous.
+  std::string block;
 
   std::int64_t params() const;
 };
@@ -24,11 +29,16 @@ struct Model {
   std::string source;                        ///< where the numbers come from
   double input_elems = 0;                    ///< per sample (e.g. 3*224*224)
   std::vector<Layer> layers;
+  std::map<std::string, double> arch;        ///< optional architecture facts ("hidden", "seq_len", "classes" ...)
 
   std::int64_t params() const;
   double fwd_flops() const;                  ///< per sample
   std::int64_t buffer_elems() const;
   std::size_t param_tensor_count() const;
+  /// Element counts of all parameter tensors in model.parameters() order (DDP buckets walk this reversed).
+  std::vector<std::int64_t> param_tensor_sizes() const;
+  /// True when a pipeline cut between layers[i] and layers[i+1] keeps every block on one side.
+  bool cut_allowed_after(std::size_t i) const;
 };
 
 /// Loads models/NAME.json, or a file when `name_or_path` ends in .json. Throws InputError.
