@@ -1,17 +1,52 @@
+// dtsim run SCENARIO.json [--json] [--trace FILE] [--set key.path=value ...]
 #include "tools/cli/command.hpp"
+
+#include "sim/predict/predict.hpp"
+#include "sim/report/chrome_trace.hpp"
+#include "sim/report/json_report.hpp"
+#include "sim/report/text_report.hpp"
+#include "sim/util/atomic_file.hpp"
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace dtsim::cli {
+
+namespace {
+struct RunArgs {
+  std::string scenario;
+  bool json = false;
+  std::string trace;
+  std::vector<std::string> sets;
+};
+}  // namespace
 
 void add_run_command(CLI::App& app, Action& action)
 {
-  auto* cmd = app.add_subcommand("run", "(not yet implemented)");
-  cmd->allow_extras();
-  cmd->callback([&action] {
-    action = [] {
-      fmt::print(stderr, "dtsim: 'run' is not implemented yet\n");
-      return 1;
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Predict one scenario: iteration time, scaling, epoch and total time");
+  cmd->add_option("scenario", args->scenario, "Scenario file (JSON)")->required();
+  cmd->add_flag("--json", args->json, "Print the figures as JSON");
+  cmd->add_option("--trace", args->trace, "Write every simulated span as a Chrome trace (Perfetto)");
+  cmd->add_option("--set", args->sets,
+                  "Override a scenario field: key.path=value (JSON value or bare string; null removes the key; "
+                  "setting one training.compute source removes the others)")
+      ->take_all();
+  cmd->callback([&action, args] {
+    action = [args] {
+      std::vector<Override> overrides;
+      for (const auto& s : args->sets)
+        overrides.push_back(parse_override(s));
+      const Scenario scenario = load_scenario(args->scenario, overrides);
+      const Prediction p = predict(scenario);
+      if (!args->trace.empty())
+        write_file_atomically(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans));
+      if (args->json)
+        fmt::print("{}\n", json_report(p.result).dump(2));
+      else
+        fmt::print("{}", text_report(p.result));
+      return 0;
     };
   });
 }

@@ -1,0 +1,25 @@
+// The whole data flow for one scenario: cluster -> topology graph, model -> layer table, strategy
+// -> task graph of a few iterations, engine -> spans, analysis -> figures.
+#pragma once
+
+#include "sim/engine/task_graph.hpp"
+#include "sim/report/results.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/strategies/plan.hpp"
+#include "sim/topology/topology.hpp"
+
+#include <vector>
+
+namespace dtsim {
+
+struct Prediction {
+  Topology topology;
+  Plan plan;
+  std::vector<Span> spans;
+  RunResult result;
+};
+
+/// Throws InputError for anything wrong in the scenario (or the files it names).
+Prediction predict(const Scenario& scenario);
+
+}  // namespace dtsim

@@ -1,0 +1,46 @@
+#include "sim/report/json_report.hpp"
+
+namespace dtsim {
+
+nlohmann::json json_report(const RunResult& r)
+{
+  nlohmann::json comm = nlohmann::json::array();
+  for (const auto& c : r.comm_per_iteration)
+    comm.push_back({{"label", c.label}, {"op", c.op}, {"bytes", c.bytes}});
+  return {
+      {"scenario", r.scenario},
+      {"strategy", r.strategy},
+      {"model", r.model},
+      {"topology", r.topology},
+      {"gpu", r.gpu},
+      {"gpus", r.gpus},
+      {"nodes_used", r.nodes_used},
+      {"params", r.params},
+      {"gradient_bytes", r.gradient_bytes},
+      {"compute_source", r.compute_source},
+      {"comm_per_iteration", comm},
+      {"simulated_iterations", r.simulated_iterations},
+      {"warmup_iterations", r.warmup_iterations},
+      {"iteration_spread", r.iteration_spread},
+      {"setup_time_s", r.setup_time_s},
+      {"iteration_time_s", r.iteration_time_s},
+      {"compute_time_s", r.compute_time_s},
+      {"comm_time_s", r.comm_time_s},
+      {"exposed_comm_time_s", r.exposed_comm_time_s},
+      {"samples_per_iteration", r.samples_per_iteration},
+      {"throughput_samples_per_s", r.throughput_samples_per_s},
+      {"single_gpu_iteration_time_s", r.single_gpu_iteration_s},
+      {"single_gpu_throughput_samples_per_s", r.single_gpu_throughput},
+      {"speedup_vs_1gpu", r.speedup_vs_1gpu},
+      {"scaling_efficiency", r.scaling_efficiency},
+      {"iterations_per_epoch", r.iterations_per_epoch},
+      {"epoch_time_s", r.epoch_time_s},
+      {"total_time_s", r.total_time_s},
+      {"total_time_days", r.total_time_days},
+      {"single_gpu_total_days", r.single_gpu_total_days},
+      {"ideal_linear_total_days", r.ideal_linear_total_days},
+      {"notes", r.notes},
+  };
+}
+
+}  // namespace dtsim

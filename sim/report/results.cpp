@@ -1,0 +1,85 @@
+#include "sim/report/results.hpp"
+
+#include "sim/util/units.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace dtsim {
+
+namespace {
+
+// Total length of the union of [start, end) intervals.
+double union_length(std::vector<Span> spans)
+{
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  double total = 0;
+  double cur_start = 0;
+  double cur_end = -1;
+  for (const auto& s : spans) {
+    if (s.start > cur_end) {
+      if (cur_end > cur_start)
+        total += cur_end - cur_start;
+      cur_start = s.start;
+      cur_end = s.end;
+    } else {
+      cur_end = std::max(cur_end, s.end);
+    }
+  }
+  if (cur_end > cur_start)
+    total += cur_end - cur_start;
+  return total;
+}
+
+}  // namespace
+
+void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
+{
+  const int iterations = static_cast<int>(plan.iteration_end.size());
+  if (plan.warmup_iterations < 1 || iterations <= plan.warmup_iterations)
+    throw std::logic_error("analyse: needs at least one warm-up and one measured iteration");
+  r.simulated_iterations = iterations;
+  r.warmup_iterations = plan.warmup_iterations;
+  const auto end_of = [&](int it) { return spans[static_cast<std::size_t>(plan.iteration_end[static_cast<std::size_t>(it)])].end; };
+  r.setup_time_s = plan.setup_end >= 0 ? spans[static_cast<std::size_t>(plan.setup_end)].end : 0.0;
+
+  std::vector<double> durations;
+  for (int it = plan.warmup_iterations; it < iterations; ++it)
+    durations.push_back(end_of(it) - end_of(it - 1));
+  const double measured = static_cast<double>(iterations - plan.warmup_iterations);
+  r.iteration_time_s = (end_of(iterations - 1) - end_of(plan.warmup_iterations - 1)) / measured;
+  const auto [lo, hi] = std::minmax_element(durations.begin(), durations.end());
+  r.iteration_spread = (*hi - *lo) / r.iteration_time_s;
+
+  std::vector<std::vector<Span>> transfers(static_cast<std::size_t>(iterations));
+  const auto& tasks = plan.graph.tasks();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.kind == TaskKind::Transfer && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end))
+      transfers[static_cast<std::size_t>(t.iteration)].push_back(spans[i]);
+  }
+  double comm = 0;
+  for (int it = plan.warmup_iterations; it < iterations; ++it)
+    comm += union_length(transfers[static_cast<std::size_t>(it)]);
+  r.comm_time_s = comm / measured;
+  r.compute_time_s = plan.compute_per_iteration_s;
+  r.exposed_comm_time_s = std::max(0.0, r.iteration_time_s - r.compute_time_s);
+
+  r.samples_per_iteration = plan.samples_per_iteration;
+  r.single_gpu_iteration_s = plan.single_gpu_iteration_s;
+  r.throughput_samples_per_s = plan.samples_per_iteration / r.iteration_time_s;
+  r.single_gpu_throughput = r.batch_per_gpu / plan.single_gpu_iteration_s;
+  r.speedup_vs_1gpu = r.throughput_samples_per_s / r.single_gpu_throughput;
+  r.scaling_efficiency = r.speedup_vs_1gpu / r.gpus;
+
+  r.iterations_per_epoch = std::ceil(r.dataset_samples / plan.samples_per_iteration);
+  r.single_gpu_iterations_per_epoch = std::ceil(r.dataset_samples / r.batch_per_gpu);
+  r.epoch_time_s = r.iterations_per_epoch * r.iteration_time_s;
+  r.total_time_s = r.setup_time_s + r.epochs * r.epoch_time_s;
+  r.total_time_days = r.total_time_s / kSecondsPerDay;
+  r.single_gpu_total_days = r.single_gpu_iterations_per_epoch * plan.single_gpu_iteration_s * r.epochs / kSecondsPerDay;
+  r.ideal_linear_total_days = r.single_gpu_total_days / r.gpus;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,62 @@
+// Reads the simulated spans back into the figures a user asks for: iteration time and its parts,
+// throughput, speedup, scaling efficiency, epoch and total time, beside the by-hand arithmetic
+// (single-GPU total, ideal linear total).
+#pragma once
+
+#include "sim/engine/task_graph.hpp"
+#include "sim/strategies/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct RunResult {
+  // What was simulated.
+  std::string scenario;
+  std::string strategy;
+  std::string model;
+  std::string topology;
+  std::string gpu;
+  int gpus = 0;
+  int nodes_used = 0;
+  int gpus_per_node = 0;
+  long long params = 0;
+  double gradient_bytes = 0;
+  std::vector<CommGroup> comm_per_iteration;
+  std::vector<std::string> notes;
+  std::string compute_source;
+
+  // One steady-state iteration.
+  int simulated_iterations = 0;
+  int warmup_iterations = 0;
+  double iteration_time_s = 0;
+  double iteration_spread = 0;   ///< (max - min) / mean over the measured iterations
+  double compute_time_s = 0;
+  double comm_time_s = 0;        ///< time with at least one transfer in flight
+  double exposed_comm_time_s = 0;
+  double setup_time_s = 0;       ///< one-off (parameter broadcast)
+
+  // Scaling and totals.
+  double samples_per_iteration = 0;
+  double throughput_samples_per_s = 0;
+  double single_gpu_iteration_s = 0;
+  double single_gpu_throughput = 0;
+  double speedup_vs_1gpu = 0;
+  double scaling_efficiency = 0;
+  double dataset_samples = 0;
+  double epochs = 0;
+  double batch_per_gpu = 0;
+  double iterations_per_epoch = 0;
+  double single_gpu_iterations_per_epoch = 0;
+  double epoch_time_s = 0;
+  double total_time_s = 0;
+  double total_time_days = 0;
+  double single_gpu_total_days = 0;
+  double ideal_linear_total_days = 0;
+};
+
+/// `result` arrives with the descriptive fields and training sizes filled; this fills the rest.
+void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& result);
+
+}  // namespace dtsim

@@ -1,0 +1,95 @@
+#include "sim/report/text_report.hpp"
+
+#include "sim/util/units.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace dtsim {
+
+namespace {
+
+// 1281167 -> "1,281,167"
+std::string thousands(double value)
+{
+  std::string digits = fmt::format("{:.0f}", value);
+  std::string out;
+  const auto n = digits.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[i];
+    if ((n - i - 1) % 3 == 0 && i + 1 < n && digits[i] != '-')
+      out += ',';
+  }
+  return out;
+}
+
+std::string duration(double seconds)
+{
+  if (seconds >= 2 * kSecondsPerDay)
+    return fmt::format("{:.2f} days", seconds / kSecondsPerDay);
+  if (seconds >= 2 * 3600)
+    return fmt::format("{:.2f} h", seconds / 3600);
+  if (seconds >= 120)
+    return fmt::format("{:.1f} min", seconds / 60);
+  if (seconds >= 1)
+    return fmt::format("{:.3f} s", seconds);
+  return fmt::format("{:.3f} ms", seconds * 1e3);
+}
+
+std::string sizes_mib(const std::vector<CommGroup>& groups)
+{
+  std::string out;
+  for (const auto& g : groups)
+    out += fmt::format("{}{} {} {:.1f} MiB", out.empty() ? "" : ", ", g.op, g.label, g.bytes / kMiB);
+  return out;
+}
+
+}  // namespace
+
+std::string text_report(const RunResult& r)
+{
+  std::string out;
+  auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("dtsim prediction: {}", r.scenario));
+  line(fmt::format("  cluster    {}: {} GPU(s) used on {} node(s) of {} {}", r.topology, r.gpus, r.nodes_used,
+                   r.gpus_per_node, r.gpu));
+  line(fmt::format("  model      {}: {} parameters, {:.1f} MB of gradients per replica", r.model, thousands(static_cast<double>(r.params)),
+                   r.gradient_bytes / 1e6));
+  line(fmt::format("  strategy   {}", r.strategy));
+  line(fmt::format("  compute    {}", r.compute_source));
+  if (!r.comm_per_iteration.empty())
+    line(fmt::format("  per step   {}", sizes_mib(r.comm_per_iteration)));
+  line("");
+  line(fmt::format("One iteration (steady state: mean of {} simulated after {} warm-up; spread {:.2f}%)",
+                   r.simulated_iterations - r.warmup_iterations, r.warmup_iterations, r.iteration_spread * 100));
+  line(fmt::format("  iteration time           {:>12.6f} s", r.iteration_time_s));
+  line(fmt::format("  compute                  {:>12.6f} s", r.compute_time_s));
+  line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
+  line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
+  line("");
+  line("Throughput and scaling");
+  line(fmt::format("  throughput               {:>12.1f} samples/s   (one GPU: {:.1f} samples/s)", r.throughput_samples_per_s,
+                   r.single_gpu_throughput));
+  line(fmt::format("  speedup vs 1 GPU         {:>12.2f} x on {} GPUs", r.speedup_vs_1gpu, r.gpus));
+  line(fmt::format("  scaling efficiency       {:>12.1f} %", r.scaling_efficiency * 100));
+  line("");
+  line(fmt::format("Training time: {} samples x {} epochs", thousands(r.dataset_samples), r.epochs));
+  line(fmt::format("  single GPU (by hand)     {:>12}   = {} batches of {} x {:.4g} s x {} epochs",
+                   duration(r.single_gpu_total_days * kSecondsPerDay), thousands(r.single_gpu_iterations_per_epoch),
+                   r.batch_per_gpu, r.single_gpu_iteration_s, r.epochs));
+  line(fmt::format("  ideal linear, {:>3} GPUs   {:>12}   = single GPU / {}", r.gpus,
+                   duration(r.ideal_linear_total_days * kSecondsPerDay), r.gpus));
+  line(fmt::format("  simulated,    {:>3} GPUs   {:>12}   = {} iterations x {:.6f} s x {} epochs (epoch {})", r.gpus,
+                   duration(r.total_time_s), thousands(r.iterations_per_epoch), r.iteration_time_s, r.epochs,
+                   duration(r.epoch_time_s)));
+  if (!r.notes.empty()) {
+    line("");
+    line("Modelled as");
+    for (const auto& n : r.notes)
+      line("  - " + n);
+  }
+  return out;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,76 @@
+#include "sim/strategies/compute_time.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+namespace dtsim {
+
+namespace {
+constexpr double kBackwardOverForward = 2.0;
+}
+
+double LayerTimes::fwd_total() const
+{
+  return std::accumulate(fwd.begin(), fwd.end(), 0.0);
+}
+
+double LayerTimes::bwd_total() const
+{
+  return std::accumulate(bwd.begin(), bwd.end(), 0.0);
+}
+
+LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples)
+{
+  const auto& spec = scenario.training.compute;
+  const JsonReader where = scenario.reader().at("training").at("compute");
+  const double total_flops = model.fwd_flops();
+  if (!(total_flops > 0))
+    where.fail(fmt::format("model \"{}\" has no forward FLOPs to spread compute time over", model.name));
+
+  LayerTimes t;
+  t.fwd.resize(model.layers.size());
+  t.bwd.resize(model.layers.size());
+  const double batch = static_cast<double>(scenario.training.batch_per_gpu);
+  double fwd_seconds = 0;  // whole forward for `samples` samples
+  switch (spec.source) {
+    case ComputeSpec::Source::StepTime:
+      fwd_seconds = spec.step_time_s / (1 + kBackwardOverForward) * samples / batch;
+      break;
+    case ComputeSpec::Source::Throughput:
+      fwd_seconds = batch / spec.single_gpu_throughput / (1 + kBackwardOverForward) * samples / batch;
+      break;
+    case ComputeSpec::Source::Flops: {
+      const GpuSpec gpu = spec.gpu.empty() ? cluster_gpu : gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu");
+      const double peak = gpu.peak_flops(scenario.training.precision);
+      if (!(peak > 0))
+        where.fail(fmt::format("GPU {} has no peak FLOP/s for precision {}", gpu.name,
+                               to_string(scenario.training.precision)));
+      fwd_seconds = total_flops * samples / (peak * spec.efficiency);
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    t.fwd[i] = fwd_seconds * model.layers[i].fwd_flops / total_flops;
+    t.bwd[i] = kBackwardOverForward * t.fwd[i];
+  }
+  return t;
+}
+
+std::string describe_compute_source(const Scenario& scenario)
+{
+  const auto& spec = scenario.training.compute;
+  switch (spec.source) {
+    case ComputeSpec::Source::StepTime:
+      return fmt::format("measured single-GPU step {} s at batch {}", spec.step_time_s, scenario.training.batch_per_gpu);
+    case ComputeSpec::Source::Throughput:
+      return fmt::format("measured single-GPU throughput {} samples/s at batch {}", spec.single_gpu_throughput,
+                         scenario.training.batch_per_gpu);
+    case ComputeSpec::Source::Flops:
+      return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
+                         spec.gpu.empty() ? "cluster GPU's" : spec.gpu);
+  }
+  return "";
+}
+
+}  // namespace dtsim

@@ -1,0 +1,29 @@
+// Per-layer forward and backward times of one GPU, from one of the scenario's compute sources:
+// a measured single-GPU step time or throughput spread over the layers by FLOP share, or FLOPs
+// divided by (peak x efficiency). Backward is taken as twice forward (no profile yet).
+#pragma once
+
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/topology/gpu_spec.hpp"
+
+#include <vector>
+
+namespace dtsim {
+
+struct LayerTimes {
+  std::vector<double> fwd;   ///< seconds per layer (model order)
+  std::vector<double> bwd;
+  double fwd_total() const;
+  double bwd_total() const;
+  double step() const { return fwd_total() + bwd_total(); }
+};
+
+/// Times for `samples` samples on one GPU of kind `cluster_gpu`. Measured sources scale linearly
+/// from their batch_per_gpu to `samples`. Throws InputError (pointing at /training/compute).
+LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples);
+
+/// Describes the compute source in one line for reports ("measured step 7.2 s at batch 128").
+std::string describe_compute_source(const Scenario& scenario);
+
+}  // namespace dtsim

@@ -1,0 +1,99 @@
+// Scenario parsing, its errors (file + JSON pointer + what was expected) and --set overrides.
+#include "sim/scenario/scenario.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace dtsim;
+using nlohmann::json;
+
+namespace {
+
+json base()
+{
+  return json::parse(R"({
+    "name": "t", "cluster": {"base": "dgx1-v100"}, "model": "resnet50",
+    "training": {"dataset_samples": 1281167, "batch_per_gpu": 128, "epochs": 100, "precision": "fp32",
+                 "compute": {"step_time_s": 7.2}},
+    "strategy": {"kind": "ddp"}, "gpus": 32 })");
+}
+
+std::string error_of(json doc)
+{
+  try {
+    parse_scenario(std::move(doc), "s.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("a valid scenario parses")
+{
+  const Scenario s = parse_scenario(base(), "s.json");
+  CHECK(s.gpus == 32);
+  CHECK(s.model == "resnet50");
+  CHECK(s.training.batch_per_gpu == 128);
+  CHECK(s.training.compute.source == ComputeSpec::Source::StepTime);
+  CHECK(s.training.compute.step_time_s == doctest::Approx(7.2));
+  CHECK(s.strategy == "ddp");
+}
+
+TEST_CASE("errors name the file, the JSON pointer and what was expected")
+{
+  json d = base();
+  d["training"]["batch_per_gpu"] = -3;
+  CHECK(error_of(d) == "s.json: at /training/batch_per_gpu: expected a positive integer, got -3");
+
+  d = base();
+  d["gpus"] = 0;
+  CHECK(error_of(d) == "s.json: at /gpus: expected a positive integer, got 0");
+
+  d = base();
+  d["training"].erase("epochs");
+  CHECK(error_of(d) == "s.json: at /training: missing member \"epochs\"");
+
+  d = base();
+  d["training"]["compute"] = json::object();
+  CHECK(error_of(d).find("s.json: at /training/compute: expected exactly one of") == 0);
+
+  d = base();
+  d["strategy"]["kind"] = "zero";
+  CHECK(error_of(d).find("s.json: at /strategy/kind: expected one of ddp, dp") == 0);
+
+  d = base();
+  d["trainig"] = 1;
+  CHECK(error_of(d).find("s.json: at /trainig: unknown member \"trainig\"") == 0);
+}
+
+TEST_CASE("--set overrides any field, and a compute source replaces the others")
+{
+  json d = base();
+  apply_overrides(d, {parse_override("training.compute.single_gpu_throughput=367"), parse_override("gpus=8"),
+                      parse_override("strategy.kind=ddp"), parse_override("name=renamed")});
+  const Scenario s = parse_scenario(d, "s.json");
+  CHECK(s.training.compute.source == ComputeSpec::Source::Throughput);
+  CHECK(s.training.compute.single_gpu_throughput == doctest::Approx(367));
+  CHECK_FALSE(d["training"]["compute"].contains("step_time_s"));
+  CHECK(s.gpus == 8);
+  CHECK(s.name == "renamed");
+
+  apply_overrides(d, {parse_override("training.compute.gpu=V100-SXM2"), parse_override("training.compute.efficiency=0.45")});
+  CHECK(d["training"]["compute"] == json::parse(R"({"gpu": "V100-SXM2", "efficiency": 0.45})"));
+
+  apply_overrides(d, {parse_override("cluster.nic={\"count_per_node\": 2, \"gbps\": 200}")});
+  CHECK(d["cluster"]["nic"]["gbps"] == 200);
+
+  apply_overrides(d, {parse_override("cluster.nic=null")});
+  CHECK_FALSE(d["cluster"].contains("nic"));
+}
+
+TEST_CASE("malformed --set is bad input")
+{
+  CHECK_THROWS_AS(parse_override("gpus"), InputError);
+  CHECK_THROWS_AS(parse_override("training..epochs=3"), InputError);
+  json d = base();
+  CHECK_THROWS_AS(apply_overrides(d, {parse_override("gpus.count=3")}), InputError);
+}
