@@ -1,0 +1,208 @@
+#include "calibration/nccl_tests_log.hpp"
+
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace dtsim {
+
+namespace {
+
+std::vector<std::string> split_ws(const std::string& line)
+{
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string t; in >> t;)
+    out.push_back(t);
+  return out;
+}
+
+bool is_integer(const std::string& t)
+{
+  if (t.empty())
+    return false;
+  std::size_t i = t[0] == '-' ? 1 : 0;
+  return i < t.size() && std::all_of(t.begin() + static_cast<long>(i), t.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+std::optional<double> to_number(const std::string& t)
+{
+  double v = 0;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || p != t.data() + t.size())
+    return std::nullopt;
+  return v;
+}
+
+std::string lower(std::string s)
+{
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+/// Finds the collective named in `text` ("all_reduce_perf", "allreduce", ...); most specific first.
+std::string op_in(const std::string& raw)
+{
+  const std::string text = lower(raw);
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"reduce_scatter", "reduce_scatter"}, {"reducescatter", "reduce_scatter"},
+      {"all_reduce", "all_reduce"},         {"allreduce", "all_reduce"},
+      {"all_gather", "all_gather"},         {"allgather", "all_gather"},
+      {"alltoall", "alltoall"},             {"all_to_all", "alltoall"},
+      {"sendrecv", "sendrecv"},             {"broadcast", "broadcast"},
+      {"reduce_perf", "reduce"},            {"gather_perf", "gather"},
+      {"scatter_perf", "scatter"},          {"hypercube", "hypercube"}};
+  for (const auto& [key, op] : names)
+    if (text.find(key) != std::string::npos)
+      return op;
+  return "";
+}
+
+bool is_data_row(const std::vector<std::string>& t)
+{
+  return t.size() >= 12 && is_integer(t[0]) && t[0][0] != '-' && is_integer(t[1]);
+}
+
+}  // namespace
+
+bool looks_like_nccl_tests_log(const std::string& text)
+{
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] == '#')
+      continue;
+    if (is_data_row(split_ws(line)))
+      return true;
+  }
+  return false;
+}
+
+double nccl_tests_busbw_factor(const std::string& op, int n)
+{
+  if (n <= 0)
+    return 1.0;
+  if (op == "all_reduce")
+    return 2.0 * (n - 1) / n;
+  if (op == "all_gather" || op == "reduce_scatter" || op == "alltoall")
+    return static_cast<double>(n - 1) / n;
+  return 1.0;
+}
+
+int infer_ranks_from_bandwidths(const NcclTestsLog& log)
+{
+  if (log.op != "all_reduce" && log.op != "all_gather" && log.op != "reduce_scatter" && log.op != "alltoall")
+    return 0;
+  // The ratio is printed with 2 decimals: use the row with the largest algbw for precision.
+  const NcclTestsRow* best = nullptr;
+  for (const auto& r : log.rows)
+    if (!best || r.out_of_place.algbw > best->out_of_place.algbw)
+      best = &r;
+  if (!best || best->out_of_place.algbw < 1.0)
+    return 0;
+  double ratio = best->out_of_place.busbw / best->out_of_place.algbw;
+  if (log.op == "all_reduce")
+    ratio /= 2.0;  // (n-1)/n
+  if (ratio >= 0.999)
+    return 0;
+  return static_cast<int>(std::lround(1.0 / (1.0 - ratio)));
+}
+
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path)
+{
+  NcclTestsLog log;
+  log.path = path;
+  std::istringstream in(text);
+  int line_no = 0;
+  int rank_lines = 0;
+  int header_ranks = 0;
+  std::optional<bool> header_has_root;
+  std::string op_from_header;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (!line.empty() && line[0] == '#') {
+      const auto starting = line.find("Collective test starting:");
+      if (starting != std::string::npos)
+        op_from_header = op_in(line.substr(starting));
+      else if (op_from_header.empty() && line.find("_perf") != std::string::npos)
+        op_from_header = op_in(line);
+      if (line.find("#  Rank") == 0)
+        ++rank_lines;
+      const auto ngpus = line.find("nGpus ");
+      const auto nthread = line.find("nThread ");
+      if (ngpus != std::string::npos && nthread != std::string::npos)
+        header_ranks = std::atoi(line.c_str() + nthread + 8) * std::atoi(line.c_str() + ngpus + 6);
+      const auto t = split_ws(line);
+      if (std::find(t.begin(), t.end(), "size") != t.end() && std::find(t.begin(), t.end(), "redop") != t.end())
+        header_has_root = std::find(t.begin(), t.end(), "root") != t.end();
+      const auto avg = line.find("Avg bus bandwidth");
+      if (avg != std::string::npos) {
+        const auto colon = line.find(':', avg);
+        if (colon != std::string::npos) {
+          const auto toks = split_ws(line.substr(colon + 1));
+          if (!toks.empty())
+            log.avg_busbw = to_number(toks[0]);
+        }
+      }
+      continue;
+    }
+    const auto t = split_ws(line);
+    if (t.empty() || !is_data_row(t))
+      continue;
+    const bool root = header_has_root.value_or(t.size() != 12);
+    const std::size_t first = root ? 5 : 4;
+    if (t.size() < first + 8)
+      throw InputError(path, "", fmt::format("line {}: expected {} columns in an nccl-tests row, found {}", line_no,
+                                             first + 8, t.size()));
+    NcclTestsRow row;
+    row.line = line_no;
+    row.size = std::stoull(t[0]);
+    row.count = std::stoull(t[1]);
+    row.type = t[2];
+    row.redop = t[3];
+    if (root) {
+      if (!is_integer(t[4]))
+        throw InputError(path, "", fmt::format("line {}: expected an integer root column, found '{}'", line_no, t[4]));
+      row.root = std::stoi(t[4]);
+    }
+    auto number = [&](std::size_t i) {
+      const auto v = to_number(t[i]);
+      if (!v)
+        throw InputError(path, "", fmt::format("line {}: column {}: expected a number, found '{}'", line_no, i + 1, t[i]));
+      return *v;
+    };
+    row.out_of_place = {number(first), number(first + 1), number(first + 2)};
+    row.in_place = {number(first + 4), number(first + 5), number(first + 6)};
+    log.rows.push_back(row);
+    log.has_root_column = root;
+  }
+  if (log.rows.empty())
+    throw InputError(path, "", "no nccl-tests data rows found (expected lines of size, count, type, redop, time, algbw, busbw)");
+  log.op = !op_from_header.empty() ? op_from_header : op_in(path.substr(path.find_last_of('/') + 1));
+  if (log.op.empty())
+    log.op = "all_reduce";  // the default test, and the only one whose rows have redop and root -1
+  log.ranks = rank_lines > 0 ? rank_lines : header_ranks;
+  if (log.ranks == 0)
+    log.ranks = infer_ranks_from_bandwidths(log);
+  return log;
+}
+
+NcclTestsLog load_nccl_tests_log(const std::string& path)
+{
+  std::ifstream in(path);
+  if (!in)
+    throw InputError(path, "", "cannot open the file (expected an nccl-tests output log)");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_nccl_tests_log(text.str(), path);
+}
+
+}  // namespace dtsim

@@ -1,0 +1,55 @@
+// Reads the text output of NVIDIA's nccl-tests (all_reduce_perf, sendrecv_perf, ...): the table of
+// size / count / type / redop [/ root] / time / algbw / busbw / #wrong (or error) for out-of-place
+// and in-place runs. Both layouts are accepted: the current one (with a root column and #wrong)
+// and the older one (no root column, an "error" column). Lines starting with '#' are comments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct NcclTestsRun {
+  double time_us = 0;
+  double algbw = 0;  ///< GB/s (1e9 bytes/s)
+  double busbw = 0;  ///< GB/s
+};
+
+struct NcclTestsRow {
+  std::uint64_t size = 0;   ///< bytes, as nccl-tests prints it
+  std::uint64_t count = 0;  ///< elements
+  std::string type;
+  std::string redop;
+  int root = -1;            ///< -1 when the layout has no root column
+  NcclTestsRun out_of_place;
+  NcclTestsRun in_place;
+  int line = 0;             ///< 1-based line number in the file
+};
+
+struct NcclTestsLog {
+  std::string path;
+  std::string op;             ///< "all_reduce", "all_gather", ..., "" when it cannot be told
+  bool has_root_column = true;
+  int ranks = 0;              ///< from the header ("nGpus", "Rank" lines) or inferred; 0 if unknown
+  std::vector<NcclTestsRow> rows;
+  std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
+};
+
+/// True when `text` contains at least one nccl-tests data row (used to tell file formats apart).
+bool looks_like_nccl_tests_log(const std::string& text);
+
+/// Parses a log; throws InputError naming `path` and the line when a data row is malformed or the
+/// file has no rows.
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path);
+NcclTestsLog load_nccl_tests_log(const std::string& path);
+
+/// The busbw/algbw factor nccl-tests uses for `op` on `ranks` ranks (1 when unknown).
+double nccl_tests_busbw_factor(const std::string& op, int ranks);
+
+/// Rank count implied by the busbw/algbw ratio of the largest rows (AllReduce: 2(n-1)/n,
+/// AllGather/ReduceScatter/AllToAll: (n-1)/n); 0 when the op's factor does not depend on n.
+int infer_ranks_from_bandwidths(const NcclTestsLog& log);
+
+}  // namespace dtsim
