@@ -174,19 +174,59 @@ const Route& Topology::route(int from, int to) const
     throw std::out_of_range(fmt::format("route({}, {}): no such device", from, to));
   if (from == to)
     return empty;
-  if (cached_forwarding_ != gpu_forwarding) {
+  if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p) {
     route_cache_.clear();
     routed_from_.clear();
     cached_forwarding_ = gpu_forwarding;
+    cached_p2p_ = pcie_p2p;
   }
   if (auto it = route_cache_.find({from, to}); it != route_cache_.end())
     return it->second;
-  if (routed_from_.size() <= static_cast<std::size_t>(from) || !routed_from_[static_cast<std::size_t>(from)])
+  if (routed_from_.size() <= static_cast<std::size_t>(from) || !routed_from_[static_cast<std::size_t>(from)]) {
     compute_routes_from(from);
+    if (!pcie_p2p && devices_[from].kind == DeviceKind::Gpu)
+      stage_through_host(from);
+  }
   if (auto it = route_cache_.find({from, to}); it != route_cache_.end())
     return it->second;
   throw std::runtime_error(fmt::format("no route from {} to {}{}", devices_[from].name, devices_[to].name,
                                        gpu_forwarding ? "" : " (GPUs do not forward traffic)"));
+}
+
+// Without PCIe P2P, the driver (cudaMemcpyPeer) and NCCL (SHM transport) copy through a host
+// buffer: the data goes up to the GPU's own CPU socket and from there to the destination.
+void Topology::stage_through_host(int from) const
+{
+  int home = -1;
+  std::size_t home_hops = 0;
+  for (int c = 0; c < static_cast<int>(devices_.size()); ++c) {
+    if (devices_[c].kind != DeviceKind::Cpu)
+      continue;
+    auto it = route_cache_.find({from, c});
+    if (it != route_cache_.end() && (home < 0 || it->second.size() < home_hops)) {
+      home = c;
+      home_hops = it->second.size();
+    }
+  }
+  if (home < 0)
+    return;
+  const Route up = route_cache_.at({from, home});
+  for (int to = 0; to < static_cast<int>(devices_.size()); ++to) {
+    const DeviceKind kind = devices_[to].kind;
+    if (to == from || (kind != DeviceKind::Gpu && kind != DeviceKind::Nic))
+      continue;
+    auto it = route_cache_.find({from, to});
+    if (it == route_cache_.end())
+      continue;
+    const bool uses_nvlink = std::any_of(it->second.begin(), it->second.end(),
+                                         [this](const Hop& h) { return links_[h.link].kind == LinkKind::NvLink; });
+    if (uses_nvlink)
+      continue;
+    Route staged = up;
+    const Route& down = route(home, to);
+    staged.insert(staged.end(), down.begin(), down.end());
+    it->second = std::move(staged);
+  }
 }
 
 double Topology::route_bandwidth(const Route& route) const

@@ -89,6 +89,9 @@ public:
   int nodes = 1;
   int gpus_per_node = 0;
   bool gpu_forwarding = false;
+  /// PCIe peer-to-peer between GPUs. When false, a transfer from a GPU to another GPU or to a NIC
+  /// that does not use NVLink is staged through host memory: GPU -> its CPU socket -> destination.
+  bool pcie_p2p = true;
 
 private:
   std::vector<Device> devices_;
@@ -98,6 +101,8 @@ private:
   mutable std::map<std::pair<int, int>, Route> route_cache_;
   mutable std::vector<bool> routed_from_;  ///< sources whose routes are all in route_cache_
   mutable bool cached_forwarding_ = false; ///< gpu_forwarding the cache was computed with
+  mutable bool cached_p2p_ = true;         ///< pcie_p2p the cache was computed with
+  void stage_through_host(int from) const;
   void compute_routes_from(int from) const;
 };
 

@@ -1,0 +1,80 @@
+// The network between nodes (see topology_assembly.hpp for the model).
+#include "sim/topology/topology_assembly.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtsim {
+
+namespace {
+
+std::vector<int> all_nics(const Topology& t, int nodes)
+{
+  std::vector<int> out;
+  for (int n = 0; n < nodes; ++n)
+    for (int nic : t.nics_of_node(n))
+      out.push_back(nic);
+  return out;
+}
+
+void connect_nic(Topology& t, const TopologySpec& s, int nic, int sw)
+{
+  t.add_link(fmt::format("{}-{}", t.device(nic).name, t.device(sw).name), LinkKind::Network, nic, sw,
+             s.nic_bandwidth, s.nic_latency);
+}
+
+/// Joins leaves to one aggregate spine; each uplink carries `ports` NIC-rate ports / oversubscription.
+void add_spine(Topology& t, const TopologySpec& s, const std::vector<int>& leaves, int ports)
+{
+  if (leaves.size() < 2)
+    return;
+  const int spine = t.add_device("fabric.spine", DeviceKind::NetworkSwitch, -1, 0);
+  const double up_bw = ports * s.nic_bandwidth / s.oversubscription;
+  const int lanes = std::max(1, static_cast<int>(std::lround(ports / s.oversubscription)));
+  for (int leaf : leaves)
+    t.add_link(fmt::format("{}-fabric.spine", t.device(leaf).name), LinkKind::Network, leaf, spine, up_bw,
+               s.fabric_latency, lanes);
+}
+
+}  // namespace
+
+void add_fabric(Topology& t, const TopologySpec& s)
+{
+  if (s.nodes < 2)
+    return;
+  const std::vector<int> nics = all_nics(t, s.nodes);
+  switch (s.fabric) {
+    case FabricKind::Switch: {
+      const int sw = t.add_device("fabric.switch", DeviceKind::NetworkSwitch, -1, 0);
+      for (int nic : nics)
+        connect_nic(t, s, nic, sw);
+      break;
+    }
+    case FabricKind::FatTree: {
+      const int n_leaves = (static_cast<int>(nics.size()) + s.nics_per_leaf - 1) / s.nics_per_leaf;
+      std::vector<int> leaves;
+      for (int l = 0; l < n_leaves; ++l)
+        leaves.push_back(t.add_device(fmt::format("fabric.leaf{}", l), DeviceKind::NetworkSwitch, -1, l));
+      for (std::size_t j = 0; j < nics.size(); ++j)
+        connect_nic(t, s, nics[j], leaves[j / static_cast<std::size_t>(s.nics_per_leaf)]);
+      add_spine(t, s, leaves, s.nics_per_leaf);
+      break;
+    }
+    case FabricKind::RailOptimized: {
+      std::vector<int> rails;
+      for (int r = 0; r < s.nics_per_node; ++r)
+        rails.push_back(t.add_device(fmt::format("fabric.rail{}", r), DeviceKind::NetworkSwitch, -1, r));
+      for (int n = 0; n < s.nodes; ++n) {
+        const auto node_nics = t.nics_of_node(n);
+        for (std::size_t i = 0; i < node_nics.size(); ++i)
+          connect_nic(t, s, node_nics[i], rails[i]);
+      }
+      add_spine(t, s, rails, s.nodes);
+      break;
+    }
+  }
+}
+
+}  // namespace dtsim

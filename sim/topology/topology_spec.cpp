@@ -1,0 +1,208 @@
+#include "sim/topology/topology_spec.hpp"
+
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace dtsim {
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"base", "name", "description", "notes", "nodes", "gpus_per_node",
+                                           "gpu", "gpu_forwarding", "intra_node", "nic", "fabric"};
+const std::vector<std::string> kIntraKeys = {
+    "kind", "nvlink_lane_gbytes", "nvlink_lanes_per_gpu", "nvlink_latency_us", "max_gpus", "nvlink_pairs",
+    "pcie_gen", "pcie_lanes", "pcie_latency_us", "p2p", "cpu_sockets", "pcie_switches", "gpus_per_pcie_switch",
+    "cpu_interconnect"};
+const std::vector<std::string> kCpuLinkKeys = {"gbytes", "latency_us"};
+const std::vector<std::string> kNicKeys = {"count_per_node", "gbps", "latency_us", "pcie_gen"};
+const std::vector<std::string> kFabricKeys = {"kind", "latency_us", "nics_per_leaf", "oversubscription"};
+
+void check_member_names(const LayeredJson& layers)
+{
+  for (const auto& obj : layers.objects_at({}))
+    obj.reject_unknown(kTopKeys);
+  for (const auto& obj : layers.objects_at({"intra_node"}))
+    obj.reject_unknown(kIntraKeys);
+  for (const auto& obj : layers.objects_at({"intra_node", "cpu_interconnect"}))
+    obj.reject_unknown(kCpuLinkKeys);
+  for (const auto& obj : layers.objects_at({"nic"}))
+    obj.reject_unknown(kNicKeys);
+  for (const auto& obj : layers.objects_at({"fabric"}))
+    obj.reject_unknown(kFabricKeys);
+}
+
+int positive_int(const JsonReader& r)
+{
+  const auto v = r.as_positive_int();
+  if (v > 1'000'000)
+    r.fail(fmt::format("expected a positive integer of at most 1000000, got {}", v));
+  return static_cast<int>(v);
+}
+
+int non_negative_int(const JsonReader& r)
+{
+  const auto v = r.as_int();
+  if (v < 0 || v > 1'000'000)
+    r.fail(fmt::format("expected an integer from 0 to 1000000, got {}", v));
+  return static_cast<int>(v);
+}
+
+int pcie_gen_of(const JsonReader& r)
+{
+  const auto v = r.as_int();
+  if (v < 3 || v > 5)
+    r.fail(fmt::format("expected a PCIe generation of 3, 4 or 5, got {}", v));
+  return static_cast<int>(v);
+}
+
+std::vector<NvLinkPair> read_pairs(const JsonReader& list, int gpus_per_node, const JsonReader& gpus_at)
+{
+  std::vector<NvLinkPair> pairs;
+  std::set<std::pair<int, int>> seen;
+  int mesh_size = 0;
+  for (const auto& item : list.items()) {
+    const auto fields = item.items();
+    if (fields.size() != 3)
+      item.fail(fmt::format("expected [gpu, gpu, links] (3 integers), got {} elements", fields.size()));
+    NvLinkPair p{non_negative_int(fields[0]), non_negative_int(fields[1]), positive_int(fields[2])};
+    if (p.a == p.b)
+      item.fail(fmt::format("an NVLink joins two different GPUs, got GPU {} to itself", p.a));
+    if (!seen.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second)
+      item.fail(fmt::format("GPUs {} and {} are listed twice (put the link count in one entry)", p.a, p.b));
+    mesh_size = std::max({mesh_size, p.a + 1, p.b + 1});
+    if (p.a < gpus_per_node && p.b < gpus_per_node)
+      pairs.push_back(p);
+  }
+  if (gpus_per_node > mesh_size)
+    gpus_at.fail(fmt::format("the NVLink mesh (intra_node.nvlink_pairs at {}) describes {} GPUs, got gpus_per_node {}",
+                             list.pointer().empty() ? "/" : list.pointer(), mesh_size, gpus_per_node));
+  return pairs;
+}
+
+}  // namespace
+
+double pcie_bandwidth(int gen, int lanes)
+{
+  // Transfer rate per lane (GT/s); gen3+ use 128b/130b encoding.
+  const double gts = gen == 3 ? 8.0 : gen == 4 ? 16.0 : 32.0;
+  return gts * 1e9 * lanes * (128.0 / 130.0) / 8.0;
+}
+
+const char* to_string(IntraNodeKind kind)
+{
+  switch (kind) {
+    case IntraNodeKind::NvSwitch: return "nvswitch";
+    case IntraNodeKind::NvLinkMesh: return "nvlink-mesh";
+    case IntraNodeKind::Pcie: return "pcie";
+  }
+  return "?";
+}
+
+const char* to_string(FabricKind kind)
+{
+  switch (kind) {
+    case FabricKind::Switch: return "switch";
+    case FabricKind::FatTree: return "fat-tree";
+    case FabricKind::RailOptimized: return "rail-optimized";
+  }
+  return "?";
+}
+
+TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& name, std::optional<int> nodes_override)
+{
+  check_member_names(layers);
+  TopologySpec s;
+  s.name = name;
+  const auto us = [](const JsonReader& r) { return r.as_non_negative() * 1e-6; };
+  const auto gbytes = [](const JsonReader& r) { return r.as_positive() * 1e9; };
+
+  s.nodes = positive_int(layers.at({"nodes"}));
+  if (nodes_override) {
+    if (*nodes_override <= 0)
+      throw InputError("--nodes", "", fmt::format("expected a positive number of nodes, got {}", *nodes_override));
+    s.nodes = *nodes_override;
+  }
+  const JsonReader gpus_at = layers.at({"gpus_per_node"});
+  s.gpus_per_node = positive_int(gpus_at);
+  const JsonReader gpu_at = layers.at({"gpu"});
+  s.gpu = gpu_spec(gpu_at.as_string(), gpu_at.file(), gpu_at.pointer());
+  if (auto f = layers.find({"gpu_forwarding"}))
+    s.gpu_forwarding = f->as_bool();
+
+  // Inside a node.
+  const std::string kind = layers.at({"intra_node", "kind"}).as_choice({"nvswitch", "nvlink-mesh", "pcie"});
+  s.intra_kind = kind == "nvswitch" ? IntraNodeKind::NvSwitch : kind == "nvlink-mesh" ? IntraNodeKind::NvLinkMesh : IntraNodeKind::Pcie;
+  if (s.intra_kind != IntraNodeKind::Pcie) {
+    s.nvlink_lane_bandwidth = gbytes(layers.at({"intra_node", "nvlink_lane_gbytes"}));
+    s.nvlink_latency = us(layers.at({"intra_node", "nvlink_latency_us"}));
+  }
+  if (s.intra_kind == IntraNodeKind::NvSwitch) {
+    s.nvlink_lanes_per_gpu = positive_int(layers.at({"intra_node", "nvlink_lanes_per_gpu"}));
+    s.max_gpus = positive_int(layers.at({"intra_node", "max_gpus"}));
+    if (s.gpus_per_node > s.max_gpus)
+      gpus_at.fail(fmt::format("the NVSwitch fabric takes at most {} GPUs (intra_node.max_gpus), got gpus_per_node {}",
+                               s.max_gpus, s.gpus_per_node));
+  }
+  if (s.intra_kind == IntraNodeKind::NvLinkMesh)
+    s.nvlink_pairs = read_pairs(layers.at({"intra_node", "nvlink_pairs"}), s.gpus_per_node, gpus_at);
+
+  s.pcie_gen = pcie_gen_of(layers.at({"intra_node", "pcie_gen"}));
+  if (auto lanes = layers.find({"intra_node", "pcie_lanes"})) {
+    s.pcie_lanes = static_cast<int>(lanes->as_int());
+    if (s.pcie_lanes != 1 && s.pcie_lanes != 2 && s.pcie_lanes != 4 && s.pcie_lanes != 8 && s.pcie_lanes != 16)
+      lanes->fail(fmt::format("expected a PCIe width of 1, 2, 4, 8 or 16 lanes, got {}", s.pcie_lanes));
+  }
+  s.pcie_latency = us(layers.at({"intra_node", "pcie_latency_us"}));
+  if (auto p2p = layers.find({"intra_node", "p2p"}))
+    s.p2p = p2p->as_bool();
+  if (auto sockets = layers.find({"intra_node", "cpu_sockets"}))
+    s.cpu_sockets = positive_int(*sockets);
+  if (auto switches = layers.find({"intra_node", "pcie_switches"}))
+    s.pcie_switches = non_negative_int(*switches);
+  if (s.pcie_switches > 0) {
+    const JsonReader per = layers.at({"intra_node", "gpus_per_pcie_switch"});
+    s.gpus_per_pcie_switch = positive_int(per);
+    if (s.gpus_per_node > s.pcie_switches * s.gpus_per_pcie_switch)
+      gpus_at.fail(fmt::format("{} PCIe switches of {} GPUs hold at most {} GPUs, got gpus_per_node {}", s.pcie_switches,
+                               s.gpus_per_pcie_switch, s.pcie_switches * s.gpus_per_pcie_switch, s.gpus_per_node));
+    if (s.pcie_switches < s.cpu_sockets)
+      layers.at({"intra_node", "pcie_switches"})
+          .fail(fmt::format("expected at least one PCIe switch per CPU socket ({}), got {}", s.cpu_sockets, s.pcie_switches));
+  }
+  if (s.cpu_sockets > 1) {
+    s.cpu_link_bandwidth = gbytes(layers.at({"intra_node", "cpu_interconnect", "gbytes"}));
+    s.cpu_link_latency = us(layers.at({"intra_node", "cpu_interconnect", "latency_us"}));
+  }
+
+  // NICs and the network between nodes.
+  s.nics_per_node = non_negative_int(layers.at({"nic", "count_per_node"}));
+  if (s.nics_per_node > 0 || s.nodes > 1) {
+    if (s.nics_per_node == 0)
+      layers.at({"nic", "count_per_node"}).fail(fmt::format("{} nodes need at least one NIC per node, got 0", s.nodes));
+    s.nic_bandwidth = layers.at({"nic", "gbps"}).as_positive() * 1e9 / 8.0;
+    s.nic_latency = us(layers.at({"nic", "latency_us"}));
+    s.nic_pcie_gen = s.pcie_gen;
+    if (auto gen = layers.find({"nic", "pcie_gen"}))
+      s.nic_pcie_gen = pcie_gen_of(*gen);
+  }
+  if (s.nodes > 1 || layers.find({"fabric", "kind"})) {
+    const std::string fabric = layers.at({"fabric", "kind"}).as_choice({"switch", "fat-tree", "rail-optimized"});
+    s.fabric = fabric == "switch" ? FabricKind::Switch : fabric == "fat-tree" ? FabricKind::FatTree : FabricKind::RailOptimized;
+    s.fabric_latency = us(layers.at({"fabric", "latency_us"}));
+    if (auto per_leaf = layers.find({"fabric", "nics_per_leaf"}))
+      s.nics_per_leaf = positive_int(*per_leaf);
+    if (auto over = layers.find({"fabric", "oversubscription"})) {
+      s.oversubscription = over->as_positive();
+      if (s.oversubscription < 1)
+        over->fail(fmt::format("expected an oversubscription ratio >= 1 (1 = non-blocking), got {}", s.oversubscription));
+    }
+  }
+  return s;
+}
+
+}  // namespace dtsim
