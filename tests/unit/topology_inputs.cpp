@@ -1,0 +1,148 @@
+// Cluster descriptions: presets, files, inline objects with "base"; bad input names file and pointer.
+#include "sim/topology/topology_builder.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+using namespace dtsim;
+
+namespace {
+
+struct Failure {
+  std::string file, pointer, message;
+};
+
+Failure error_of_inline(const std::string& text)
+{
+  const nlohmann::json value = nlohmann::json::parse(text);
+  try {
+    build_topology(JsonReader(value, "scenario.json", "/cluster"));
+  } catch (const InputError& e) {
+    return {e.file(), e.pointer(), e.what()};
+  }
+  FAIL("expected an InputError for " << text);
+  return {};
+}
+
+Failure error_of_file(const std::string& name)
+{
+  try {
+    load_topology(std::string(DTSIM_TESTS_DIR) + "/data/topology/" + name);
+  } catch (const InputError& e) {
+    return {e.file(), e.pointer(), e.what()};
+  }
+  FAIL("expected an InputError for " << name);
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& part)
+{
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("inline overrides are deep-merged over the preset")
+{
+  const nlohmann::json value = nlohmann::json::parse(
+      R"({"base": "hgx-h100", "nodes": 2, "gpu": "H200", "nic": {"gbps": 200}, "fabric": {"kind": "switch"}})");
+  const Topology t = build_topology(JsonReader(value, "scenario.json", "/cluster"));
+  CHECK(t.name == "hgx-h100");
+  CHECK(t.gpu.name == "H200");
+  CHECK(t.nics_of_node(1).size() == 8);  // count_per_node kept from the preset
+  CHECK(t.device_index("fabric.switch") >= 0);
+  CHECK(t.route_bandwidth(t.route(t.gpus()[0], t.gpus()[8])) == doctest::Approx(25e9));
+}
+
+TEST_CASE("--nodes overrides the file; files may start from a base preset")
+{
+  CHECK(load_topology("dgx-a100", 2).gpus().size() == 16);
+  const Topology t = load_topology(std::string(DTSIM_TESTS_DIR) + "/data/topology/dgx1_4nodes_1nic.json");
+  CHECK(t.name == "dgx1_4nodes_1nic");
+  CHECK(t.gpus().size() == 32);
+  CHECK(load_topology(std::string(DTSIM_TESTS_DIR) + "/data/topology/dgx1_4nodes_1nic.json", 2).gpus().size() == 16);
+  CHECK_THROWS_AS(load_topology("dgx-a100", 0), InputError);
+}
+
+TEST_CASE("errors in inline clusters point into the scenario")
+{
+  auto e = error_of_inline(R"({"base": "dgx1-v100", "nodes": 0})");
+  CHECK(e.file == "scenario.json");
+  CHECK(e.pointer == "/cluster/nodes");
+
+  e = error_of_inline(R"({"base": "hgx-h100", "gpus_per_node": 16})");
+  CHECK(e.pointer == "/cluster/gpus_per_node");
+  CHECK(contains(e.message, "at most 8"));
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "intra_node": {"kind": "ring"}})");
+  CHECK(e.pointer == "/cluster/intra_node/kind");
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "nic": {"count": 2}})");
+  CHECK(e.pointer == "/cluster/nic/count");
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "gpu": "V200"})");
+  CHECK(e.pointer == "/cluster/gpu");
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "nic": {"gbps": -100}})");
+  CHECK(e.pointer == "/cluster/nic/gbps");
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "gpus_per_node": 12})");
+  CHECK(e.pointer == "/cluster/gpus_per_node");
+  CHECK(contains(e.message, "describes 8 GPUs"));
+
+  e = error_of_inline(R"({"base": "nope"})");
+  CHECK(e.pointer == "/cluster/base");
+  CHECK(contains(e.message, "dgx1-v100"));
+
+  e = error_of_inline(R"({"gpu": "A100"})");
+  CHECK(e.pointer == "/cluster");
+  CHECK(contains(e.message, "nodes"));
+
+  e = error_of_inline(R"(42)");
+  CHECK(e.pointer == "/cluster");
+}
+
+TEST_CASE("a preset value keeps pointing at the preset file when the override is fine")
+{
+  // Fewer GPUs than the mesh describes is allowed: the first GPUs of the machine.
+  const nlohmann::json value = nlohmann::json::parse(R"({"base": "dgx1-v100", "gpus_per_node": 4})");
+  const Topology t = build_topology(JsonReader(value, "scenario.json", "/cluster"));
+  CHECK(t.count_links(LinkKind::NvLink) == 6);  // the fully connected quad 0-3
+}
+
+TEST_CASE("broken files name the file and the JSON pointer")
+{
+  auto e = error_of_file("bad_zero_rate.json");
+  CHECK(contains(e.file, "bad_zero_rate.json"));
+  CHECK(e.pointer == "/nic/gbps");
+
+  e = error_of_file("bad_unknown_kind.json");
+  CHECK(e.pointer == "/intra_node/kind");
+
+  e = error_of_file("bad_too_many_gpus.json");
+  CHECK(e.pointer == "/gpus_per_node");
+
+  e = error_of_file("bad_nvlink_pair.json");
+  CHECK(e.pointer == "/intra_node/nvlink_pairs/1");
+
+  e = error_of_file("bad_typo.json");
+  CHECK(e.pointer == "/fabric/nic_per_leaf");
+
+  e = error_of_file("bad_base.json");
+  CHECK(e.pointer == "/base");
+
+  e = error_of_file("bad_syntax.json");
+  CHECK(contains(e.message, "malformed JSON"));
+
+  e = error_of_file("does_not_exist.json");
+  CHECK(contains(e.message, "cannot open"));
+
+  try {
+    load_topology("dgx-9000");
+    FAIL("expected InputError");
+  } catch (const InputError& err) {
+    CHECK(err.file() == "--topology");
+    CHECK(contains(err.what(), "hgx-h100"));
+  }
+}
