@@ -150,6 +150,23 @@ double max_flow_between(const Topology& t, const std::vector<int>& from_ranks, c
   return boost::push_relabel_max_flow(g, source, sink);
 }
 
+double nccl_link_bandwidth(const Topology& t, const Link& link)
+{
+  switch (link.kind) {
+    case LinkKind::NvLink: {
+      const int cc = t.gpu.compute_capability;
+      const double per_lane = cc >= 100 ? 40.1 : cc >= 90 ? 20.6 : cc == 86 ? 12.0 : cc >= 70 ? 20.0 : 18.0;
+      return link.lanes * per_lane * 1e9;
+    }
+    case LinkKind::Pcie:
+      // NCCL's 12 GB/s for a gen3 x16 link against its nominal 15.75 GB/s, the same ratio for gen4/5.
+      return link.bandwidth * 12e9 / (8e9 * 16 * 128.0 / 130.0 / 8.0);
+    case LinkKind::CpuInterconnect:
+    case LinkKind::Network: return link.bandwidth;
+  }
+  return link.bandwidth;
+}
+
 double bisection_bandwidth(const Topology& t)
 {
   const int n = static_cast<int>(t.gpus().size());

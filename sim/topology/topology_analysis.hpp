@@ -30,4 +30,10 @@ double bisection_bandwidth(const Topology& topology);
 /// Maximum flow from one set of GPU ranks to another (same rules).
 double max_flow_between(const Topology& topology, const std::vector<int>& from_ranks, const std::vector<int>& to_ranks);
 
+/// The bandwidth NCCL's topology search would assume for a link, bytes/s (NCCL 2.30 topo.h):
+/// NVLink lanes x per-lane rate by compute capability (SM60 18, SM70 20, SM80 20, SM86 12,
+/// SM90 20.6, SM100 40.1 GB/s); PCIe width x speed / 80 (gen3 x16 12, gen4 24, gen5 48 GB/s);
+/// NIC Gb/s / 8; other links at their nominal rate.
+double nccl_link_bandwidth(const Topology& topology, const Link& link);
+
 }  // namespace dtsim

@@ -188,3 +188,18 @@ TEST_CASE("pcie-box without P2P stages GPU-to-GPU traffic through host memory")
   p2p.pcie_p2p = true;
   CHECK(p2p.route(p2p.gpus()[0], p2p.gpus()[1]).size() == 2);
 }
+
+TEST_CASE("link rates as NCCL's topology search sees them")
+{
+  const Topology v = load_topology("dgx1-v100");
+  const Link& nv2 = v.link(v.links_between(v.gpus()[0], v.gpus()[3]).at(0));
+  CHECK(nccl_link_bandwidth(v, nv2) == doctest::Approx(40e9));  // 2 x SM70 20 GB/s
+  const Link& pcie3 = v.link(v.links_of(v.gpus()[0]).at(0));
+  REQUIRE(pcie3.kind == LinkKind::Pcie);
+  CHECK(nccl_link_bandwidth(v, pcie3) == doctest::Approx(12e9));
+  const Topology h = load_topology("hgx-h100");
+  const Link& nvs = h.link(h.links_between(h.gpus()[0], h.device_index("n0.nvswitch")).at(0));
+  CHECK(nccl_link_bandwidth(h, nvs) == doctest::Approx(18 * 20.6e9));
+  const Link& pcie5 = h.link(h.links_between(h.gpus()[0], h.device_index("n0.pcie0")).at(0));
+  CHECK(nccl_link_bandwidth(h, pcie5) == doctest::Approx(48e9));
+}
