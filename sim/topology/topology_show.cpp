@@ -64,7 +64,9 @@ void injection_section(std::string& out, const Topology& t)
     if (ranks.size() != static_cast<std::size_t>(per_node))
       for (int r : ranks)
         who += fmt::format(" {}", r);
-    out += fmt::format("  {}: NVLink {} ({} lanes), PCIe {}", who, format_rate(nvlink), lanes, format_rate(pcie));
+    out += fmt::format("  {}: NVLink {}, PCIe {}", who,
+                       lanes > 0 ? fmt::format("{} ({} lanes)", format_rate(nvlink), lanes) : std::string("none"),
+                       format_rate(pcie));
     out += t.nodes > 1 ? fmt::format(", network {} (NIC rate / GPUs of the node)\n", format_rate(network))
                        : ", network none (one node)\n";
   }
