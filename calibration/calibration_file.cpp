@@ -128,3 +128,21 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration)
 }
 
 }  // namespace dtsim
+
+#include "sim/topology/topology_builder.hpp"
+
+namespace dtsim {
+
+Topology load_calibrated_topology(const std::string& name, std::optional<int> nodes, const std::string& calibration_path,
+                                  CollectiveOptions& options)
+{
+  Topology topology = load_topology(name, nodes);
+  if (!calibration_path.empty()) {
+    const CalibrationFile cal = CalibrationFile::load(calibration_path);
+    apply_calibration(topology, cal);
+    options.params = cal.nccl_params(topology.gpu.compute_capability);
+  }
+  return topology;
+}
+
+}  // namespace dtsim

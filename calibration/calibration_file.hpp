@@ -35,3 +35,17 @@ struct CalibrationFile {
 void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 
 }  // namespace dtsim
+
+#include "sim/collectives/collective_options.hpp"
+
+#include <optional>
+
+namespace dtsim {
+
+/// For the nccl-tests / calibrate / validate commands: the topology (preset or file, optional
+/// node count) with the calibration file applied, and the collective options it implies (its NCCL
+/// parameters). `calibration_path` may be empty (defaults).
+Topology load_calibrated_topology(const std::string& topology, std::optional<int> nodes,
+                                  const std::string& calibration_path, CollectiveOptions& options);
+
+}  // namespace dtsim

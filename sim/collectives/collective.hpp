@@ -17,8 +17,9 @@ const char* to_string(CollectiveOp op);
 struct CollectiveCall {
   CollectiveOp op = CollectiveOp::AllReduce;
   std::vector<int> ranks;   ///< devices taking part (GPU device indices), in communicator rank order
-  double bytes = 0;         ///< as nccl-tests counts it: the per-rank buffer for AllReduce/Broadcast/Reduce,
-                            ///< the total (n x per-rank) for AllGather/ReduceScatter/AllToAll
+  double bytes = 0;         ///< as nccl-tests counts it: the per-rank buffer for AllReduce/Broadcast/Reduce/
+                            ///< SendRecv, the total (n x per-rank) for AllGather/ReduceScatter/Gather/Scatter,
+                            ///< each rank's send buffer (n pieces of bytes/n) for AllToAll
   int root = 0;             ///< index into `ranks` for rooted collectives
   std::string label;        ///< e.g. "bucket 2"; prefixes task names
   std::string category = "allreduce";
@@ -28,9 +29,13 @@ struct CollectiveCall {
 /// done (all ranks' lists may be equal); done[i] is the task after which rank i has its result.
 struct CollectiveTasks {
   std::vector<int> done;
+  std::string algorithm;     ///< what ran, e.g. "Ring/Simple", "NVLS/Simple"
+  double predicted_us = 0;   ///< NCCL's own cost-model estimate for it (tuning.cc), microseconds
 };
 
-/// Appends `call` to `graph`. `start_after[i]` are the tasks rank i waits for (may be empty).
+/// Appends `call` to `graph` as NCCL would run it on this machine: NCCL's (algorithm, protocol)
+/// choice, its channels as rings over distinct links, its latencies and protocol overheads (see
+/// collective_options.hpp for NCCL_ALGO / NCCL_PROTO and calibrated parameters). `start_after[i]` are the tasks rank i waits for (may be empty).
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
                                const std::vector<std::vector<int>>& start_after);
 

@@ -1,19 +1,137 @@
+// dtsim nccl-tests --topology NAME|FILE [--nodes N] [--op all_reduce|...] [-b MIN] [-e MAX] [-f FACTOR]
+//                  [--calibration FILE] [--algo ring|tree|nvls|nvlstree] [--proto ll|ll128|simple]
+// Prints the predicted table in nccl-tests' own format. The #wrong column reads N/A: nothing is
+// checked in a simulation (nccl-tests prints N/A the same way under -c 0).
 #include "tools/cli/command.hpp"
+
+#include "calibration/calibration_file.hpp"
+#include "sim/collectives/nccl_tests_sweep.hpp"
+#include "sim/util/input_error.hpp"
+#include "sim/util/units.hpp"
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace dtsim::cli {
+
+namespace {
+
+struct NcclTestsArgs {
+  std::string topology;
+  int nodes = 0;
+  std::string op = "all_reduce";
+  std::string min_bytes = "32M", max_bytes = "32M";
+  double factor = 2;
+  std::string calibration;
+  std::string algo, proto;
+  int root = 0;
+};
+
+std::uint64_t size_arg(const std::string& text, const char* flag)
+{
+  const auto v = parse_size(text);
+  if (!v)
+    throw InputError("command line", "", fmt::format("{} expects a size such as 8, 64K, 32M or 8G, got '{}'", flag, text));
+  return *v;
+}
+
+std::string human(std::uint64_t b)
+{
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = static_cast<double>(b);
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g} {}", v, units[u]);
+}
+
+int run(const NcclTestsArgs& a)
+{
+  const auto op = parse_collective_op(a.op);
+  if (!op)
+    throw InputError("command line", "",
+                     fmt::format("--op expects all_reduce, all_gather, reduce_scatter, broadcast, reduce, gather, "
+                                 "scatter, alltoall or sendrecv, got '{}'",
+                                 a.op));
+  CollectiveOptions options;
+  if (!a.algo.empty()) {
+    const auto algo = parse_nccl_algo(a.algo);
+    if (!algo)
+      throw InputError("command line", "", fmt::format("--algo expects ring, tree, nvls, nvlstree or pat, got '{}'", a.algo));
+    options.filter.algos.push_back(*algo);
+  }
+  if (!a.proto.empty()) {
+    const auto proto = parse_nccl_proto(a.proto);
+    if (!proto)
+      throw InputError("command line", "", fmt::format("--proto expects ll, ll128 or simple, got '{}'", a.proto));
+    options.filter.protos.push_back(*proto);
+  }
+  if (!(a.factor > 1))
+    throw InputError("command line", "", fmt::format("-f expects a factor > 1, got {}", a.factor));
+  const std::uint64_t lo = size_arg(a.min_bytes, "-b"), hi = size_arg(a.max_bytes, "-e");
+  if (lo > hi)
+    throw InputError("command line", "", "-b must not exceed -e");
+  const Topology topology = load_calibrated_topology(a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt,
+                                                     a.calibration, options);
+  const int n = static_cast<int>(topology.gpus().size());
+  if (a.root < 0 || a.root >= n)
+    throw InputError("command line", "", fmt::format("--root expects a rank in [0, {}]", n - 1));
+  const auto points = simulate_nccl_tests_sweep(topology, *op, nccl_tests_sweep_sizes(lo, hi, a.factor), options, a.root);
+
+  NcclTestsTable table;
+  table.op = a.op;
+  table.ranks = n;
+  table.min_bytes = lo;
+  table.max_bytes = hi;
+  table.factor = a.factor;
+  table.comments.push_back("dtsim nccl-tests: SIMULATED prediction, not a measurement");
+  table.comments.push_back(fmt::format("topology: {} ({} node(s) x {} GPU(s), {})", topology.name, topology.nodes,
+                                       topology.gpus_per_node, topology.gpu.name));
+  table.comments.push_back(fmt::format("calibration: {}", a.calibration.empty() ? "none (preset defaults)" : a.calibration));
+  table.comments.push_back(fmt::format("NCCL_ALGO={} NCCL_PROTO={}", a.algo.empty() ? "(NCCL's choice)" : a.algo,
+                                       a.proto.empty() ? "(NCCL's choice)" : a.proto));
+  table.comments.push_back("#wrong: N/A (a simulation checks no data)");
+  // Algorithm/protocol per size range.
+  for (std::size_t i = 0; i < points.size();) {
+    std::size_t j = i;
+    while (j + 1 < points.size() && points[j + 1].algorithm == points[i].algorithm)
+      ++j;
+    table.comments.push_back(fmt::format("algorithm {:>14}: {} - {}", points[i].algorithm, human(points[i].size.bytes),
+                                         human(points[j].size.bytes)));
+    i = j + 1;
+  }
+  for (int r = 0; r < n; ++r) {
+    const auto& d = topology.device(topology.gpus()[static_cast<std::size_t>(r)]);
+    table.rank_lines.push_back(fmt::format("#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{:04x}:{:02x}:{:02x}] {}",
+                                           r, 0, 0, fmt::format("node{}", std::max(d.node, 0)), d.local_index, 0, 0, 0,
+                                           topology.gpu.name));
+  }
+  for (const auto& p : points)
+    table.rows.push_back({p.size, p.time_us});
+  fmt::print("{}", format_nccl_tests_table(table));
+  return 0;
+}
+
+}  // namespace
 
 void add_nccl_tests_command(CLI::App& app, Action& action)
 {
-  auto* cmd = app.add_subcommand("nccl-tests", "(not yet implemented)");
-  cmd->allow_extras();
-  cmd->callback([&action] {
-    action = [] {
-      fmt::print(stderr, "dtsim: 'nccl-tests' is not implemented yet\n");
-      return 1;
-    };
-  });
+  auto args = std::make_shared<NcclTestsArgs>();
+  auto* cmd = app.add_subcommand("nccl-tests", "Predict an nccl-tests sweep, printed in nccl-tests' own format");
+  cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
+  cmd->add_option("--nodes", args->nodes, "number of nodes (overrides the topology's)");
+  cmd->add_option("--op", args->op, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, gather, scatter, alltoall, sendrecv");
+  cmd->add_option("-b,--minbytes", args->min_bytes, "smallest size (K/M/G suffixes)");
+  cmd->add_option("-e,--maxbytes", args->max_bytes, "largest size (K/M/G suffixes)");
+  cmd->add_option("-f,--stepfactor", args->factor, "multiplicative step");
+  cmd->add_option("--calibration", args->calibration, "calibration .json (dtsim calibrate)");
+  cmd->add_option("--algo", args->algo, "force NCCL_ALGO: ring, tree, nvls, nvlstree, pat");
+  cmd->add_option("--proto", args->proto, "force NCCL_PROTO: ll, ll128, simple");
+  cmd->add_option("-r,--root", args->root, "root rank of rooted collectives");
+  cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 }
 
 }  // namespace dtsim::cli

@@ -1,17 +1,58 @@
+// dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P]
+// Row by row: measured and predicted time and busbw with the error, then the median |error| for
+// sizes >= 1 MiB and below.
 #include "tools/cli/command.hpp"
+
+#include "calibration/calibration_file.hpp"
+#include "calibration/nccl_fit.hpp"
+#include "sim/util/input_error.hpp"
 
 #include <fmt/format.h>
 
+#include <memory>
+
 namespace dtsim::cli {
+
+namespace {
+struct ValidateArgs {
+  std::string log, topology, calibration, algo, proto;
+  int nodes = 0;
+};
+}  // namespace
 
 void add_validate_command(CLI::App& app, Action& action)
 {
-  auto* cmd = app.add_subcommand("validate", "(not yet implemented)");
-  cmd->allow_extras();
-  cmd->callback([&action] {
-    action = [] {
-      fmt::print(stderr, "dtsim: 'validate' is not implemented yet\n");
-      return 1;
+  auto args = std::make_shared<ValidateArgs>();
+  auto* cmd = app.add_subcommand("validate", "Compare a measured nccl-tests log with dtsim's prediction, row by row");
+  cmd->add_option("log", args->log, "nccl-tests output (all_reduce_perf, ...)")->required();
+  cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
+  cmd->add_option("--nodes", args->nodes, "number of nodes");
+  cmd->add_option("--calibration", args->calibration, "calibration .json");
+  cmd->add_option("--algo", args->algo, "force NCCL_ALGO (as the measurement did)");
+  cmd->add_option("--proto", args->proto, "force NCCL_PROTO");
+  cmd->callback([&action, args] {
+    action = [args] {
+      const NcclTestsLog log = load_nccl_tests_log(args->log);
+      CollectiveOptions options;
+      if (!args->algo.empty()) {
+        const auto a = parse_nccl_algo(args->algo);
+        if (!a)
+          throw InputError("command line", "", fmt::format("--algo expects ring, tree, nvls, nvlstree, got '{}'", args->algo));
+        options.filter.algos.push_back(*a);
+      }
+      if (!args->proto.empty()) {
+        const auto p = parse_nccl_proto(args->proto);
+        if (!p)
+          throw InputError("command line", "", fmt::format("--proto expects ll, ll128, simple, got '{}'", args->proto));
+        options.filter.protos.push_back(*p);
+      }
+      const Topology topology = load_calibrated_topology(
+          args->topology, args->nodes ? std::optional<int>(args->nodes) : std::nullopt, args->calibration, options);
+      const auto result = validate_log(topology, log, options);
+      fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
+                 args->calibration.empty() ? "none" : args->calibration);
+      fmt::print("{}", format_validation(log, result));
+      return 0;
     };
   });
 }

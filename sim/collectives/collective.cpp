@@ -1,0 +1,123 @@
+// Dispatch: pick (algorithm, protocol) as NCCL would, add the start-up latency per rank, expand.
+#include "sim/collectives/collective_options.hpp"
+#include "sim/collectives/expansion.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <stdexcept>
+
+namespace dtsim {
+
+const char* to_string(CollectiveOp op)
+{
+  switch (op) {
+    case CollectiveOp::AllReduce: return "all_reduce";
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::Reduce: return "reduce";
+    case CollectiveOp::Gather: return "gather";
+    case CollectiveOp::Scatter: return "scatter";
+    case CollectiveOp::AllToAll: return "alltoall";
+    case CollectiveOp::SendRecv: return "sendrecv";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_direct(CollectiveOp op)
+{
+  return op == CollectiveOp::AllToAll || op == CollectiveOp::SendRecv || op == CollectiveOp::Gather ||
+         op == CollectiveOp::Scatter;
+}
+
+/// The latency NCCL's model gives for the choice, with the per-hop part scaled by the measured
+/// factor, plus the per-operation launch overhead (microseconds).
+double startup_latency_us(const CollectiveCall& call, const CommLayout& layout, const NcclCost& cost,
+                          const NcclParams& p)
+{
+  if (is_direct(call.op)) {
+    const NcclHw hw = layout.system.nodes > 1 ? NcclHw::Net : layout.system.intra_hw;
+    return p.launch_overhead_us + nccl_base_latency_us(NcclAlgo::Ring, NcclProto::Simple) +
+           p.hop_latency_scale * nccl_hw_latency_us(hw, NcclAlgo::Ring, NcclProto::Simple);
+  }
+  const double base = nccl_base_latency_us(cost.algo, cost.proto);
+  return p.launch_overhead_us + base + p.hop_latency_scale * std::max(0.0, cost.latency_us - base);
+}
+
+}  // namespace
+
+NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call, const NcclFilter& filter)
+{
+  const CommLayout layout = make_comm_layout(topology, call.ranks);
+  if (is_direct(call.op)) {
+    NcclCost c;
+    c.algo = NcclAlgo::Ring;
+    c.proto = NcclProto::Simple;
+    return c;
+  }
+  return nccl_choose(call.op, layout.system, call.bytes, filter);
+}
+
+CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
+                               const std::vector<std::vector<int>>& start_after)
+{
+  return add_collective(graph, topology, call, start_after, CollectiveOptions{});
+}
+
+CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
+                               const std::vector<std::vector<int>>& start_after, const CollectiveOptions& options)
+{
+  if (call.ranks.empty())
+    throw std::logic_error("collective with no ranks");
+  if (start_after.size() != call.ranks.size())
+    throw std::logic_error("collective: one start_after list per rank expected");
+  const int n = static_cast<int>(call.ranks.size());
+  CollectiveTasks out;
+  if (n == 1) {
+    out.done.push_back(graph.add_delay(call.ranks[0], 0.0, call.label + " (1 rank)", call.category, start_after[0]));
+    out.algorithm = "none";
+    return out;
+  }
+  CommLayout layout = make_comm_layout(topology, call.ranks);
+  NcclParams params = options.params ? *options.params : NcclParams::defaults(layout.system.compute_capability);
+  NcclCost cost;
+  if (options.ideal) {
+    layout.rings.assign(1, std::vector<int>(static_cast<std::size_t>(n)));
+    std::iota(layout.rings[0].begin(), layout.rings[0].end(), 0);
+    params.nvlink_efficiency = params.pcie_efficiency = params.pcie_shm_efficiency = params.network_efficiency = 1.0;
+    cost.algo = NcclAlgo::Ring;
+    cost.proto = NcclProto::Simple;
+  } else if (is_direct(call.op)) {
+    cost.algo = NcclAlgo::Ring;
+    cost.proto = NcclProto::Simple;
+  } else {
+    cost = nccl_choose(call.op, layout.system, call.bytes, options.filter);
+  }
+  Expansion x(graph, topology, call, layout, params, cost.algo, cost.proto);
+  const double latency = options.ideal ? 0.0 : startup_latency_us(call, layout, cost, params) * 1e-6;
+  for (int r = 0; r < n; ++r)
+    x.start.push_back(graph.add_delay(call.ranks[static_cast<std::size_t>(r)], latency,
+                                      fmt::format("{} {} {}/{} start-up", call.label, to_string(call.op),
+                                                  to_string(cost.algo), to_string(cost.proto)),
+                                      call.category, start_after[static_cast<std::size_t>(r)]));
+  if (is_direct(call.op)) {
+    out.done = expand_direct(x);
+  } else if (call.op == CollectiveOp::Broadcast || call.op == CollectiveOp::Reduce) {
+    out.done = expand_ring_chain(x);
+  } else if (cost.algo == NcclAlgo::Tree && call.op == CollectiveOp::AllReduce) {
+    out.done = expand_tree_allreduce(x);
+  } else if ((cost.algo == NcclAlgo::Nvls || cost.algo == NcclAlgo::NvlsTree) && call.op == CollectiveOp::AllReduce &&
+             layout.nvswitch) {
+    out.done = expand_nvls_allreduce(x);
+  } else {
+    out.done = expand_ring(x);
+  }
+  out.algorithm = fmt::format("{}/{}", to_string(cost.algo), to_string(cost.proto));
+  out.predicted_us = cost.time_us;
+  return out;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,40 @@
+// How a communicator sits on the machine: its ranks grouped by node, the channels (rings with
+// their own neighbour order, entering and leaving each node through their own NIC) that NCCL
+// would build, and the NcclSystem summary its tuning model reads.
+#pragma once
+
+#include "sim/collectives/nccl_params.hpp"
+#include "sim/collectives/nccl_tuning.hpp"
+#include "sim/topology/topology.hpp"
+
+#include <map>
+#include <vector>
+
+namespace dtsim {
+
+struct CommLayout {
+  std::vector<int> ranks;                 ///< device indices in rank order
+  std::vector<std::vector<int>> by_node;  ///< rank indices per node, in rank order
+  std::vector<int> node_of_rank;          ///< index into by_node
+  int ppn = 1;                            ///< ranks per node (the smallest node)
+  /// Distinct rings, each a permutation of rank indices (position i sends to i+1). Channels that
+  /// would repeat a ring with the same links are merged: `ring_weight` is how many NCCL channels
+  /// each ring stands for.
+  std::vector<std::vector<int>> rings;
+  std::vector<double> ring_weight;
+  bool nvlink = false;                    ///< ranks of a node talk over NVLink
+  bool nvswitch = false;
+  std::vector<int> nvswitch_of_node;      ///< device index per node (-1 when none)
+  int nvlink_lanes_per_gpu = 0;
+  int nics_per_node = 0;
+  double nic_bandwidth = 0;               ///< bytes/s per NIC (nominal)
+  NcclSystem system;                      ///< NCCL's view, for the (algorithm, protocol) choice
+};
+
+CommLayout make_comm_layout(const Topology& topology, const std::vector<int>& ranks);
+
+/// Payload bytes/s over wire bytes/s on the route src -> dst: the efficiency of the bottleneck
+/// link's class (NVLink, PCIe P2P, PCIe through host memory, network).
+double route_efficiency(const Topology& topology, int src, int dst, const NcclParams& params);
+
+}  // namespace dtsim

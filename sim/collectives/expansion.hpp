@@ -1,0 +1,56 @@
+// Shared state of one collective's expansion into tasks: the layout, the chosen (algorithm,
+// protocol), and helpers that add transfers whose wire bytes include the protocol's and the link
+// class's overhead, so that the engine's max-min sharing sees the real load on each link.
+#pragma once
+
+#include "sim/collectives/collective.hpp"
+#include "sim/collectives/comm_layout.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dtsim {
+
+class Expansion {
+public:
+  Expansion(TaskGraph& graph, const Topology& topology, const CollectiveCall& call, const CommLayout& layout,
+            const NcclParams& params, NcclAlgo algo, NcclProto proto);
+
+  TaskGraph& graph;
+  const Topology& topology;
+  const CollectiveCall& call;
+  const CommLayout& layout;
+  const NcclParams& params;
+  NcclAlgo algo;
+  NcclProto proto;
+
+  int n() const { return static_cast<int>(call.ranks.size()); }
+  int device(int rank) const { return call.ranks[static_cast<std::size_t>(rank)]; }
+
+  /// Adds a transfer of `payload` bytes between two devices; `extra_efficiency` multiplies the
+  /// route's efficiency (e.g. NVLS).
+  int transfer(int src_device, int dst_device, double payload, const std::string& what, std::vector<int> after,
+               double extra_efficiency = 1.0);
+  /// A zero-length marker on `rank` after `after` (joins several tasks into one).
+  int join(int rank, std::vector<int> after, const std::string& what);
+
+  /// Per rank: the task its first transfer waits for (the start-up latency, after start_after).
+  std::vector<int> start;
+
+private:
+  std::map<std::pair<int, int>, double> efficiency_;
+};
+
+/// Number of pipeline stages for `bytes` moved in chunks of `chunk_bytes` (bounded flow count).
+int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks = 8);
+
+// One function per algorithm family; each returns done[rank].
+std::vector<int> expand_ring(Expansion& x);          // AllReduce, AllGather, ReduceScatter
+std::vector<int> expand_ring_chain(Expansion& x);    // Broadcast (root -> all), Reduce (all -> root)
+std::vector<int> expand_tree_allreduce(Expansion& x);
+std::vector<int> expand_nvls_allreduce(Expansion& x);  // NVLS (one node) and NVLSTree (nodes)
+std::vector<int> expand_direct(Expansion& x);        // AllToAll, SendRecv, Gather, Scatter
+
+}  // namespace dtsim

@@ -1,0 +1,60 @@
+#include "sim/collectives/nccl_tests_sweep.hpp"
+
+#include "sim/engine/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dtsim {
+
+std::optional<CollectiveOp> parse_collective_op(const std::string& name)
+{
+  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::Broadcast,
+                  CollectiveOp::Reduce, CollectiveOp::Gather, CollectiveOp::Scatter, CollectiveOp::AllToAll,
+                  CollectiveOp::SendRecv})
+    if (name == to_string(op))
+      return op;
+  return std::nullopt;
+}
+
+std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, CollectiveOp op,
+                                                      const std::vector<std::uint64_t>& sizes,
+                                                      const CollectiveOptions& options, int root)
+{
+  const auto& ranks = topology.gpus();
+  const int n = static_cast<int>(ranks.size());
+  TaskGraph graph;
+  std::vector<NcclTestsPoint> points;
+  std::vector<int> barrier;   // the join marking the end of the previous size
+  std::vector<std::vector<int>> ends;  // per size: its done tasks
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    NcclTestsPoint p;
+    p.size = nccl_tests_size(to_string(op), sizes[i], n);
+    CollectiveCall call;
+    call.op = op;
+    call.ranks = ranks;
+    call.bytes = static_cast<double>(p.size.bytes);
+    call.root = root;
+    call.label = fmt::format("{}B", p.size.bytes);
+    call.category = to_string(op);
+    graph.set_group(static_cast<int>(i));
+    const int before = graph.add_delay(ranks[0], 0.0, fmt::format("size {} begins", p.size.bytes), "marker", barrier);
+    std::vector<std::vector<int>> start(static_cast<std::size_t>(n), std::vector<int>{before});
+    const auto tasks = add_collective(graph, topology, call, start, options);
+    p.algorithm = tasks.algorithm;
+    p.model_us = tasks.predicted_us;
+    barrier = {graph.add_delay(ranks[0], 0.0, fmt::format("size {} ends", p.size.bytes), "marker", tasks.done)};
+    ends.push_back({before, barrier[0]});
+    points.push_back(p);
+  }
+  if (points.empty())
+    return points;
+  const auto spans = simulate(topology, graph);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    points[i].time_us =
+        (spans[static_cast<std::size_t>(ends[i][1])].end - spans[static_cast<std::size_t>(ends[i][0])].end) * 1e6;
+  return points;
+}
+
+}  // namespace dtsim

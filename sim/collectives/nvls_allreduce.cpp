@@ -1,0 +1,130 @@
+// NVLink SHARP AllReduce on NVSwitch gen 3 (Hopper+): each GPU owns 1/ppn of the buffer; the
+// switch reads every GPU's copy of that slice and returns the sum (multimem.ld_reduce: GPU -> switch
+// carries S, switch -> GPU carries S/ppn), then the owner multicasts the result (GPU -> switch
+// S/ppn, switch -> every GPU S). On several nodes (NVLSTree) the reduced slices are exchanged
+// between the GPUs of equal local index over a double binary tree of nodes before the multicast.
+// Pipelined in chunks; the transfers carry NCCL's NVLS efficiency on top of the NVLink one.
+#include "sim/collectives/expansion.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+namespace {
+int heap_parent(int v, int nodes, bool mirror)
+{
+  const int m = mirror ? nodes - 1 - v : v;
+  if (m == 0)
+    return -1;
+  const int p = (m - 1) / 2;
+  return mirror ? nodes - 1 - p : p;
+}
+}  // namespace
+
+std::vector<int> expand_nvls_allreduce(Expansion& x)
+{
+  const int n = x.n();
+  const auto& by_node = x.layout.by_node;
+  const int nodes = static_cast<int>(by_node.size());
+  const double eff = x.params.nvls_efficiency;
+  const int chunks = pipeline_chunks(x.call.bytes, 4.0 * 1024 * 1024, 8);
+  const double chunk = x.call.bytes / chunks;
+  std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
+  std::vector<int> up_prev(static_cast<std::size_t>(n), -1), down_prev(static_cast<std::size_t>(n), -1);
+  std::vector<int> net_prev(static_cast<std::size_t>(n) * 4, -1);
+  for (int j = 0; j < chunks; ++j) {
+    // Reduce: every GPU sends its whole chunk to the switch; each gets its reduced slice back.
+    std::vector<int> slice_ready(static_cast<std::size_t>(n), -1);
+    for (int v = 0; v < nodes; ++v) {
+      const auto& members = by_node[static_cast<std::size_t>(v)];
+      const int sw = x.layout.nvswitch_of_node[static_cast<std::size_t>(v)];
+      const double slice = chunk / static_cast<double>(members.size());
+      std::vector<int> ups;
+      for (int r : members) {
+        std::vector<int> deps{x.start[static_cast<std::size_t>(r)]};
+        if (up_prev[static_cast<std::size_t>(r)] >= 0)
+          deps.push_back(up_prev[static_cast<std::size_t>(r)]);
+        ups.push_back(x.transfer(x.device(r), sw, chunk, fmt::format("nvls chunk {} reduce in", j + 1), deps, eff));
+        up_prev[static_cast<std::size_t>(r)] = ups.back();
+      }
+      for (int r : members)
+        slice_ready[static_cast<std::size_t>(r)] =
+            x.transfer(sw, x.device(r), slice, fmt::format("nvls chunk {} reduce out", j + 1), ups, eff);
+    }
+    // Across nodes: GPUs of equal local index reduce and broadcast their slice over two trees.
+    std::vector<int> slice_final = slice_ready;
+    if (nodes > 1) {
+      const int ppn = x.layout.ppn;
+      for (int g = 0; g < ppn; ++g) {
+        auto gpu = [&](int v) { return by_node[static_cast<std::size_t>(v)][static_cast<std::size_t>(g)]; };
+        const double half = chunk / ppn / 2;
+        std::vector<std::vector<int>> final_parts(static_cast<std::size_t>(nodes));
+        for (int t = 0; t < 2; ++t) {
+          std::vector<std::vector<int>> children(static_cast<std::size_t>(nodes));
+          int root = 0;
+          for (int v = 0; v < nodes; ++v) {
+            const int p = heap_parent(v, nodes, t == 1);
+            if (p < 0)
+              root = v;
+            else
+              children[static_cast<std::size_t>(p)].push_back(v);
+          }
+          std::vector<int> order{root};
+          for (std::size_t i = 0; i < order.size(); ++i)
+            for (int c : children[static_cast<std::size_t>(order[i])])
+              order.push_back(c);
+          std::vector<int> up(static_cast<std::size_t>(nodes), -1);
+          for (auto it = order.rbegin(); it != order.rend(); ++it) {
+            const int v = *it;
+            std::vector<int> deps{slice_ready[static_cast<std::size_t>(gpu(v))]};
+            for (int c : children[static_cast<std::size_t>(v)])
+              deps.push_back(up[static_cast<std::size_t>(c)]);
+            const int p = heap_parent(v, nodes, t == 1);
+            if (p >= 0)
+              up[static_cast<std::size_t>(v)] = x.transfer(x.device(gpu(v)), x.device(gpu(p)), half,
+                                                           fmt::format("nvlstree chunk {} up", j + 1), deps);
+            else
+              up[static_cast<std::size_t>(v)] = x.join(gpu(v), deps, "nvlstree reduced");
+          }
+          std::vector<int> down(static_cast<std::size_t>(nodes), -1);
+          for (int v : order) {
+            const int p = heap_parent(v, nodes, t == 1);
+            down[static_cast<std::size_t>(v)] =
+                p < 0 ? up[static_cast<std::size_t>(v)]
+                      : x.transfer(x.device(gpu(p)), x.device(gpu(v)), half, fmt::format("nvlstree chunk {} down", j + 1),
+                                   {down[static_cast<std::size_t>(p)]});
+            final_parts[static_cast<std::size_t>(v)].push_back(down[static_cast<std::size_t>(v)]);
+          }
+        }
+        for (int v = 0; v < nodes; ++v)
+          slice_final[static_cast<std::size_t>(gpu(v))] =
+              x.join(gpu(v), final_parts[static_cast<std::size_t>(v)], "nvlstree slice done");
+      }
+    }
+    // Multicast: each GPU stores its slice once; the switch writes it to every GPU.
+    for (int v = 0; v < nodes; ++v) {
+      const auto& members = by_node[static_cast<std::size_t>(v)];
+      const int sw = x.layout.nvswitch_of_node[static_cast<std::size_t>(v)];
+      const double slice = chunk / static_cast<double>(members.size());
+      std::vector<int> stores;
+      for (int r : members)
+        stores.push_back(x.transfer(x.device(r), sw, slice, fmt::format("nvls chunk {} multicast in", j + 1),
+                                    {slice_final[static_cast<std::size_t>(r)]}, eff));
+      for (int r : members) {
+        std::vector<int> deps = stores;
+        if (down_prev[static_cast<std::size_t>(r)] >= 0)
+          deps.push_back(down_prev[static_cast<std::size_t>(r)]);
+        down_prev[static_cast<std::size_t>(r)] =
+            x.transfer(sw, x.device(r), chunk, fmt::format("nvls chunk {} multicast out", j + 1), deps, eff);
+      }
+    }
+  }
+  std::vector<int> done(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    done[static_cast<std::size_t>(r)] = down_prev[static_cast<std::size_t>(r)];
+  (void)finals;
+  (void)net_prev;
+  return done;
+}
+
+}  // namespace dtsim
