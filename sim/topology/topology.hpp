@@ -99,11 +99,13 @@ private:
   std::vector<int> gpus_;
   std::map<std::string, int> by_name_;
   mutable std::map<std::pair<int, int>, Route> route_cache_;
-  mutable std::vector<bool> routed_from_;  ///< sources whose routes are all in route_cache_
-  mutable bool cached_forwarding_ = false; ///< gpu_forwarding the cache was computed with
-  mutable bool cached_p2p_ = true;         ///< pcie_p2p the cache was computed with
-  void stage_through_host(int from) const;
-  void compute_routes_from(int from) const;
+  /// Per route source: the hop by which Dijkstra reached each device (link -1: not reached).
+  mutable std::map<int, std::vector<Hop>> arrivals_;
+  mutable bool cached_forwarding_ = false; ///< gpu_forwarding the caches were computed with
+  mutable bool cached_p2p_ = true;         ///< pcie_p2p the caches were computed with
+  void reset_routes() const;
+  const std::vector<Hop>& arrivals_from(int from) const;
+  Route shortest_route(int from, int to) const;
 };
 
 }  // namespace dtsim

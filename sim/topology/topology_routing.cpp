@@ -1,0 +1,183 @@
+// Routes on the machine graph.
+//
+// The devices and full-duplex links become a directed Boost.Graph (one arc per direction of each
+// link) and routes are Dijkstra shortest paths on it. The cost of crossing a link is
+//     1 + 1e7 / bandwidth[bytes/s]
+// i.e. routes are shortest in hops, and among routes with equally many hops the one with the
+// higher bandwidth wins (for rates >= 1 GB/s the tie-break adds < 0.01 per hop, so it never buys a
+// longer route). This is why, on an NVSwitch box, GPU -> NVSwitch -> GPU (2 hops, 300 GB/s) is
+// chosen over GPU -> PCIe switch -> GPU (2 hops, 16 GB/s), and on a DGX-1 a direct NV1/NV2 link
+// (1 hop) beats everything. A GPU is never an intermediate hop (its arcs out are dropped unless
+// the route starts there) unless gpu_forwarding is set: NCCL and CUDA P2P do not relay through a
+// third GPU by themselves.
+//
+// Without PCIe P2P (pcie_p2p false), the driver (cudaMemcpyPeer) and NCCL (SHM transport) copy
+// through a host buffer: a route from a GPU to another GPU or to a NIC that uses no NVLink goes up
+// to the GPU's own CPU socket (the nearest one) and from there to the destination.
+//
+// One Dijkstra per source keeps, for every device, the hop it was reached by (a few bytes per
+// device); routes are materialised and cached only for the pairs asked for, so 1,000+ GPU
+// clusters stay cheap.
+#include "sim/topology/topology.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/property_map/property_map.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace dtsim {
+
+namespace {
+
+struct Arc {
+  double cost = 0;
+  int link = -1;
+  bool forward = true;
+};
+using RoutingGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, Arc>;
+using ArcDesc = boost::graph_traits<RoutingGraph>::edge_descriptor;
+
+/// Keeps an arc unless it leaves a GPU other than the route's source (GPUs do not relay).
+struct NoGpuTransit {
+  const RoutingGraph* graph = nullptr;
+  const std::vector<Device>* devices = nullptr;
+  std::size_t source = 0;
+  bool forwarding = false;
+  bool operator()(const ArcDesc& e) const
+  {
+    const auto from = boost::source(e, *graph);
+    return forwarding || from == source || (*devices)[from].kind != DeviceKind::Gpu;
+  }
+};
+
+/// Records, for each vertex, the arc that last lowered its distance.
+struct ArrivalRecorder : boost::default_dijkstra_visitor {
+  std::vector<Hop>* arrivals = nullptr;
+  template <class G>
+  void edge_relaxed(const ArcDesc& e, const G& g)
+  {
+    const Arc& arc = g[e];
+    (*arrivals)[boost::target(e, g)] = Hop{arc.link, arc.forward};
+  }
+};
+
+}  // namespace
+
+void Topology::reset_routes() const
+{
+  route_cache_.clear();
+  arrivals_.clear();
+  cached_forwarding_ = gpu_forwarding;
+  cached_p2p_ = pcie_p2p;
+}
+
+const std::vector<Hop>& Topology::arrivals_from(int from) const
+{
+  if (auto it = arrivals_.find(from); it != arrivals_.end())
+    return it->second;
+  const std::size_t n = devices_.size();
+  RoutingGraph graph(n);
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    const Link& l = links_[i];
+    const double cost = 1.0 + (l.bandwidth > 0 ? 1e7 / l.bandwidth : 1e9);
+    const auto a = static_cast<std::size_t>(l.a), b = static_cast<std::size_t>(l.b);
+    boost::add_edge(a, b, Arc{cost, static_cast<int>(i), true}, graph);
+    boost::add_edge(b, a, Arc{cost, static_cast<int>(i), false}, graph);
+  }
+  NoGpuTransit keep{&graph, &devices_, static_cast<std::size_t>(from), gpu_forwarding};
+  boost::filtered_graph<RoutingGraph, NoGpuTransit> view(graph, keep);
+
+  std::vector<Hop> arrivals(n, Hop{-1, true});
+  std::vector<double> distance(n, std::numeric_limits<double>::infinity());
+  ArrivalRecorder recorder;
+  recorder.arrivals = &arrivals;
+  boost::dijkstra_shortest_paths(
+      view, static_cast<std::size_t>(from),
+      boost::weight_map(boost::get(&Arc::cost, graph))
+          .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph)))
+          .visitor(recorder));
+  return arrivals_.emplace(from, std::move(arrivals)).first->second;
+}
+
+Route Topology::shortest_route(int from, int to) const
+{
+  const std::vector<Hop>& arrivals = arrivals_from(from);
+  Route route;
+  for (int v = to; v != from;) {
+    const Hop& hop = arrivals[static_cast<std::size_t>(v)];
+    if (hop.link < 0 || route.size() > devices_.size())
+      throw std::runtime_error(fmt::format("no route from {} to {}{}", devices_[from].name, devices_[to].name,
+                                           gpu_forwarding ? "" : " (GPUs do not forward traffic)"));
+    route.push_back(hop);
+    const Link& l = links_[static_cast<std::size_t>(hop.link)];
+    v = hop.forward ? l.a : l.b;
+  }
+  std::reverse(route.begin(), route.end());
+  return route;
+}
+
+const Route& Topology::route(int from, int to) const
+{
+  static const Route empty;
+  const int n = static_cast<int>(devices_.size());
+  if (from < 0 || from >= n || to < 0 || to >= n)
+    throw std::out_of_range(fmt::format("route({}, {}): no such device", from, to));
+  if (from == to)
+    return empty;
+  if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
+    reset_routes();
+  if (auto it = route_cache_.find({from, to}); it != route_cache_.end())
+    return it->second;
+
+  Route route = shortest_route(from, to);
+  const DeviceKind to_kind = devices_[to].kind;
+  const bool staged = !pcie_p2p && devices_[from].kind == DeviceKind::Gpu &&
+                      (to_kind == DeviceKind::Gpu || to_kind == DeviceKind::Nic) &&
+                      std::none_of(route.begin(), route.end(),
+                                   [this](const Hop& h) { return links_[h.link].kind == LinkKind::NvLink; });
+  if (staged) {
+    int home = -1;
+    Route up;
+    for (int c = 0; c < n; ++c) {
+      if (devices_[c].kind != DeviceKind::Cpu || arrivals_from(from)[c].link < 0)
+        continue;
+      Route candidate = shortest_route(from, c);
+      if (home < 0 || candidate.size() < up.size()) {
+        home = c;
+        up = std::move(candidate);
+      }
+    }
+    if (home >= 0 && home != to) {
+      const Route down = this->route(home, to);
+      up.insert(up.end(), down.begin(), down.end());
+      route = std::move(up);
+    }
+  }
+  return route_cache_.emplace(std::make_pair(from, to), std::move(route)).first->second;
+}
+
+double Topology::route_bandwidth(const Route& route) const
+{
+  if (route.empty())
+    return std::numeric_limits<double>::infinity();
+  double bw = std::numeric_limits<double>::infinity();
+  for (const Hop& hop : route)
+    bw = std::min(bw, links_.at(static_cast<std::size_t>(hop.link)).bandwidth);
+  return bw;
+}
+
+double Topology::route_latency(const Route& route) const
+{
+  double total = 0;
+  for (const Hop& hop : route)
+    total += links_.at(static_cast<std::size_t>(hop.link)).latency;
+  return total;
+}
+
+}  // namespace dtsim
