@@ -1,7 +1,7 @@
 // The SimGrid adapter: lone flows take latency + size / bandwidth, flows sharing a link split it,
 // dependencies order tasks, and a ring AllReduce on a contention-free ring matches the closed form
 // 2(n-1)/n * S/B + 2(n-1) * latency.
-#include "sim/collectives/collective.hpp"
+#include "sim/collectives/collective_options.hpp"
 #include "sim/engine/engine.hpp"
 
 #include <doctest/doctest.h>
@@ -88,7 +88,9 @@ TEST_CASE("ring AllReduce on a contention-free ring matches the closed form")
     call.ranks = t.gpus();
     call.bytes = S;
     call.label = "ar";
-    const auto tasks = add_collective(g, t, call, std::vector<std::vector<int>>(static_cast<std::size_t>(n)));
+    CollectiveOptions textbook;  // plain ring at line rate, no NCCL latencies (collective_options.hpp)
+    textbook.ideal = true;
+    const auto tasks = add_collective(g, t, call, std::vector<std::vector<int>>(static_cast<std::size_t>(n)), textbook);
     const auto spans = simulate(t, g);
     double end = 0;
     for (int id : tasks.done)
