@@ -4,6 +4,8 @@
 #include "sim/model/model.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/dp.hpp"
+#include "sim/strategies/pipeline.hpp"
 #include "sim/topology/topology_builder.hpp"
 
 #include <fmt/format.h>
@@ -40,7 +42,13 @@ Plan build_plan(const Scenario& s, const Topology& topology, const Model& model,
       s.reader().at("gpus").fail(fmt::format("strategy \"single\" runs on 1 GPU, got {}", s.gpus));
     return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup);
   }
-  s.strategy_options().at("kind").fail(fmt::format("strategy \"{}\" is not available in this version of dtsim (expected ddp or single)", s.strategy));
+  if (s.strategy == "dp")
+    return build_dp_plan(s, topology, model, sim.iterations, sim.warmup);
+  if (s.strategy == "pipeline")
+    return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup);
+  if (s.strategy == "hybrid")
+    return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup);
+  s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline or hybrid)", s.strategy));
 }
 
 }  // namespace
@@ -72,6 +80,17 @@ Prediction predict(const Scenario& s)
   r.epochs = s.training.epochs;
   r.batch_per_gpu = static_cast<double>(s.training.batch_per_gpu);
   analyse(p.plan, p.spans, r);
+  r.per_gpu = gpu_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
+  r.memory = memory_rows(p.topology, p.plan);
+  r.gpu_memory_bytes = p.plan.gpu_memory_bytes;
+  for (const auto& row : r.memory)
+    r.memory_fits = r.memory_fits && row.fits;
+  r.pipeline_stages = p.plan.pipeline_stages;
+  r.microbatches = p.plan.microbatches;
+  double idle = 0;
+  for (const auto& u : r.per_gpu)
+    idle += u.idle_s;
+  r.bubble_fraction = r.per_gpu.empty() ? 0 : idle / static_cast<double>(r.per_gpu.size()) / r.iteration_time_s;
   return p;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/report/json_report.hpp"
 
+#include "sim/report/memory_report.hpp"
+
 namespace dtsim {
 
 nlohmann::json json_report(const RunResult& r)
@@ -40,6 +42,9 @@ nlohmann::json json_report(const RunResult& r)
       {"single_gpu_total_days", r.single_gpu_total_days},
       {"ideal_linear_total_days", r.ideal_linear_total_days},
       {"notes", r.notes},
+      {"per_gpu", per_gpu_json(r)},
+      {"memory", memory_json(r)},
+      {"pipeline_bubble_fraction", r.bubble_fraction},
   };
 }
 

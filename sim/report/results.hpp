@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/engine/task_graph.hpp"
+#include "sim/report/gpu_usage.hpp"
 #include "sim/strategies/plan.hpp"
 
 #include <string>
@@ -54,6 +55,15 @@ struct RunResult {
   double total_time_days = 0;
   double single_gpu_total_days = 0;
   double ideal_linear_total_days = 0;
+
+  // Per GPU (filled by predict(); see gpu_usage.hpp).
+  std::vector<GpuUsage> per_gpu;
+  std::vector<GpuMemoryRow> memory;
+  double gpu_memory_bytes = 0;
+  bool memory_fits = true;
+  int pipeline_stages = 1;
+  int microbatches = 1;
+  double bubble_fraction = 0;   ///< mean idle share of the GPUs in one iteration
 };
 
 /// `result` arrives with the descriptive fields and training sizes filled; this fills the rest.

@@ -1,5 +1,7 @@
 #include "sim/report/text_report.hpp"
 
+#include "sim/report/memory_report.hpp"
+
 #include "sim/util/units.hpp"
 
 #include <fmt/format.h>
@@ -83,6 +85,10 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  simulated,    {:>3} GPUs   {:>12}   = {} iterations x {:.6f} s x {} epochs (epoch {})", r.gpus,
                    duration(r.total_time_s), thousands(r.iterations_per_epoch), r.iteration_time_s, r.epochs,
                    duration(r.epoch_time_s)));
+  if (!r.per_gpu.empty())
+    out += "\n" + per_gpu_text(r);
+  if (!r.memory.empty())
+    out += "\n" + memory_text(r);
   if (!r.notes.empty()) {
     line("");
     line("Modelled as");

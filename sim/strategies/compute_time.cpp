@@ -20,7 +20,8 @@ double LayerTimes::bwd_total() const
   return std::accumulate(bwd.begin(), bwd.end(), 0.0);
 }
 
-LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples)
+LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
+                       double half_efficiency_samples)
 {
   const auto& spec = scenario.training.compute;
   const JsonReader where = scenario.reader().at("training").at("compute");
@@ -49,6 +50,10 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
       fwd_seconds = total_flops * samples / (peak * spec.efficiency);
       break;
     }
+  }
+  const double h = half_efficiency_samples;
+  if (h > 0) {  // t(b) proportional to b + h, anchored at the measured batch (or at large batch for FLOPs)
+    fwd_seconds *= spec.source == ComputeSpec::Source::Flops ? (samples + h) / samples : (samples + h) / (samples * (batch + h) / batch);
   }
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     t.fwd[i] = fwd_seconds * model.layers[i].fwd_flops / total_flops;

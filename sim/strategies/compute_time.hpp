@@ -1,6 +1,9 @@
 // Per-layer forward and backward times of one GPU, from one of the scenario's compute sources:
 // a measured single-GPU step time or throughput spread over the layers by FLOP share, or FLOPs
 // divided by (peak x efficiency). Backward is taken as twice forward (no profile yet).
+// Small batches: with half_efficiency_samples h > 0 a GPU runs b samples at b / (b + h) of its
+// large-batch rate (a kernel too small to fill the GPU), so t(b) = t_lin(b) * (b + h) / b; measured
+// sources keep their measured time at their own batch (the linear rate is scaled to match).
 #pragma once
 
 #include "sim/model/model.hpp"
@@ -21,7 +24,8 @@ struct LayerTimes {
 
 /// Times for `samples` samples on one GPU of kind `cluster_gpu`. Measured sources scale linearly
 /// from their batch_per_gpu to `samples`. Throws InputError (pointing at /training/compute).
-LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples);
+LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
+                       double half_efficiency_samples = 0);
 
 /// Describes the compute source in one line for reports ("measured step 7.2 s at batch 128").
 std::string describe_compute_source(const Scenario& scenario);

@@ -3,6 +3,8 @@
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/loader.hpp"
+#include "sim/strategies/memory.hpp"
 #include "sim/util/units.hpp"
 
 #include <fmt/format.h>
@@ -13,7 +15,8 @@ namespace dtsim {
 
 DdpOptions parse_ddp_options(const JsonReader& strategy)
 {
-  strategy.reject_unknown({"kind", "bucket_cap_mb", "first_bucket_mb", "broadcast_buffers", "gradient_accumulation"});
+  strategy.reject_unknown({"kind", "bucket_cap_mb", "first_bucket_mb", "broadcast_buffers", "gradient_accumulation",
+                           "half_efficiency_samples"});
   DdpOptions o;
   o.bucket_cap_mb = strategy.positive_or("bucket_cap_mb", o.bucket_cap_mb);
   o.first_bucket_mb = strategy.positive_or("first_bucket_mb", o.first_bucket_mb);
@@ -78,7 +81,14 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.warmup_iterations = warmup;
   const auto n = plan.ranks.size();
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
-  const LayerTimes times = layer_times(model, scenario, topology.gpu, batch);
+  const LayerTimes times =
+      layer_times(model, scenario, topology.gpu, batch, scenario.strategy_options().number_or("half_efficiency_samples", 0));
+  const LoaderSpec loader = parse_loader(scenario, model);
+  std::vector<LoaderLane> lanes;
+  for (std::size_t r = 0; r < n; ++r) {
+    const int cpu = host_cpu_of(topology, plan.ranks[r]);
+    lanes.emplace_back(loader, cpu >= 0 ? cpu : plan.ranks[r], fmt::format("rank {}'s DataLoader", r));
+  }
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
   const auto buckets = assign_buckets(model, grad_elem, opt.first_bucket_mb * kMiB, opt.bucket_cap_mb * kMiB);
   const double buffer_bytes = static_cast<double>(model.buffer_elems()) * 4.0;
@@ -120,6 +130,15 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
         for (std::size_t r = 0; r < n; ++r)
           ready[r] = {bc.done[r]};
       }
+      for (std::size_t r = 0; r < n; ++r) {  // each process loads and copies its own batch
+        const int loaded = lanes[r].load(g, batch);
+        if (loaded < 0)
+          continue;
+        std::vector<int> after = ready[r];
+        after.push_back(loaded);
+        ready[r] = {add_input_copy(g, topology, loader, plan.ranks[r], batch, after,
+                                   fmt::format("input batch host -> rank {}", r))};
+      }
       std::vector<Backward> bwd(n);
       for (std::size_t r = 0; r < n; ++r) {
         const int fwd = g.add_compute(plan.ranks[r], times.fwd_total(), fmt::format("forward (rank {})", r), "forward",
@@ -160,6 +179,17 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
                                    describe_compute_source(scenario)));
   plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                    buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));
+  const MemoryRules mem = memory_rules(scenario);
+  for (int dev : plan.ranks) {
+    GpuMemory m = replica_memory(model, mem, 0, model.layers.size(), 1.0, batch);
+    m.device = dev;
+    m.io = loader.input_bytes_per_sample * batch;
+    plan.memory.push_back(m);
+  }
+  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
+  if (loader.enabled)
+    plan.notes.push_back(fmt::format("input: one DataLoader per process, {} workers x {} ms per sample, copied host -> GPU",
+                                     loader.workers, loader.per_sample_s * 1e3));
   plan.notes.push_back("optimizer step folded into the measured step time; compute and NCCL kernels do not slow each other");
   return plan;
 }

@@ -1,5 +1,6 @@
 // What a strategy hands to the engine and the report: the task graph of a few training iterations
-// plus what is needed to read the simulated spans back (iteration boundaries, compute per GPU).
+// plus what is needed to read the simulated spans back (iteration boundaries, compute per GPU,
+// per-GPU memory).
 #pragma once
 
 #include "sim/engine/task_graph.hpp"
@@ -16,6 +17,17 @@ struct CommGroup {
   double bytes = 0;
 };
 
+/// What one GPU holds during training (bytes).
+struct GpuMemory {
+  int device = -1;
+  double params = 0;        ///< weights (and fp32 master copies for pure half precision)
+  double grads = 0;
+  double optimizer = 0;     ///< optimizer state (momentum, Adam moments)
+  double activations = 0;   ///< layer outputs kept for backward, for every micro-batch in flight
+  double io = 0;            ///< input batch, gathered outputs (DP's GPU0)
+  double total() const { return params + grads + optimizer + activations + io; }
+};
+
 struct Plan {
   TaskGraph graph;
   std::vector<int> ranks;               ///< device indices of the GPUs used
@@ -27,6 +39,10 @@ struct Plan {
   double samples_per_iteration = 0;     ///< global batch
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
   std::vector<std::string> notes;       ///< modelling assumptions to show in the report
+  std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated
+  double gpu_memory_bytes = 0;          ///< capacity of one GPU
+  int pipeline_stages = 1;              ///< > 1: the report shows the bubble
+  int microbatches = 1;
 };
 
 }  // namespace dtsim

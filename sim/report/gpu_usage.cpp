@@ -1,0 +1,85 @@
+#include "sim/report/gpu_usage.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace dtsim {
+
+namespace {
+
+double union_length(std::vector<Span> spans)
+{
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  double total = 0;
+  double start = 0;
+  double end = -1;
+  for (const auto& s : spans) {
+    if (s.start > end) {
+      total += std::max(0.0, end - start);
+      start = s.start;
+      end = s.end;
+    } else {
+      end = std::max(end, s.end);
+    }
+  }
+  return total + std::max(0.0, end - start);
+}
+
+}  // namespace
+
+std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
+                                double iteration_time_s)
+{
+  std::map<int, std::size_t> slot;
+  std::vector<GpuUsage> out;
+  for (int dev : plan.ranks) {
+    slot[dev] = out.size();
+    out.push_back({topology.device(dev).name});
+  }
+  const int measured = static_cast<int>(plan.iteration_end.size()) - plan.warmup_iterations;
+  if (measured <= 0)
+    return out;
+  std::vector<std::vector<Span>> busy(out.size());
+  const auto& tasks = plan.graph.tasks();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
+      continue;
+    if (t.kind == TaskKind::Transfer && t.src != t.dst) {
+      if (auto it = slot.find(t.src); it != slot.end())
+        out[it->second].bytes_sent += t.bytes;
+      if (auto it = slot.find(t.dst); it != slot.end())
+        out[it->second].bytes_received += t.bytes;
+    } else if (t.kind == TaskKind::Compute) {
+      if (auto it = slot.find(t.device); it != slot.end())
+        busy[it->second].push_back(spans[i]);
+    }
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    out[k].bytes_sent /= measured;
+    out[k].bytes_received /= measured;
+    out[k].busy_s = union_length(busy[k]) / measured;
+    out[k].idle_s = std::max(0.0, iteration_time_s - out[k].busy_s);
+  }
+  return out;
+}
+
+std::vector<GpuMemoryRow> memory_rows(const Topology& topology, const Plan& plan)
+{
+  std::vector<GpuMemoryRow> rows;
+  std::string last_name;
+  for (const auto& m : plan.memory) {
+    const std::string name = topology.device(m.device).name;
+    const bool same = !rows.empty() && std::abs(rows.back().memory.total() - m.total()) < 1.0 &&
+                      std::abs(rows.back().memory.optimizer - m.optimizer) < 1.0;
+    if (same) {
+      rows.back().devices = rows.back().devices.substr(0, rows.back().devices.find(" .. ")) + " .. " + name;
+      continue;
+    }
+    rows.push_back({name, m, plan.gpu_memory_bytes <= 0 || m.total() <= plan.gpu_memory_bytes});
+  }
+  return rows;
+}
+
+}  // namespace dtsim

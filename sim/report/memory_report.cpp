@@ -1,0 +1,73 @@
+#include "sim/report/memory_report.hpp"
+
+#include "sim/util/units.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+std::string memory_text(const RunResult& r)
+{
+  if (r.memory.empty())
+    return "";
+  std::string out = fmt::format("Memory per GPU (GiB; capacity {:.1f} GiB)\n", r.gpu_memory_bytes / kGiB);
+  out += fmt::format("  {:<26} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8}\n", "GPU", "weights", "grads", "optimizer",
+                     "activations", "io", "total");
+  for (const auto& row : r.memory) {
+    const auto& m = row.memory;
+    out += fmt::format("  {:<26} {:>8.2f} {:>8.2f} {:>9.2f} {:>11.2f} {:>7.2f} {:>8.2f}{}\n", row.devices,
+                       m.params / kGiB, m.grads / kGiB, m.optimizer / kGiB, m.activations / kGiB, m.io / kGiB,
+                       m.total() / kGiB, row.fits ? "" : "  DOES NOT FIT");
+  }
+  if (!r.memory_fits)
+    out += "  the model does not fit this GPU with this strategy: split it further (pipeline/tensor parallel) or "
+           "shrink the batch\n";
+  return out;
+}
+
+std::string per_gpu_text(const RunResult& r)
+{
+  if (r.per_gpu.empty())
+    return "";
+  std::string out = "Per GPU, one iteration\n";
+  out += fmt::format("  {:<12} {:>12} {:>12} {:>11} {:>11} {:>7}\n", "GPU", "sent MB", "received MB", "busy ms",
+                     "idle ms", "idle %");
+  const std::size_t shown = r.per_gpu.size() <= 16 ? r.per_gpu.size() : 8;
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& u = r.per_gpu[i];
+    out += fmt::format("  {:<12} {:>12.2f} {:>12.2f} {:>11.3f} {:>11.3f} {:>6.1f}%\n", u.device, u.bytes_sent / 1e6,
+                       u.bytes_received / 1e6, u.busy_s * 1e3, u.idle_s * 1e3,
+                       100 * u.idle_s / r.iteration_time_s);
+  }
+  if (shown < r.per_gpu.size())
+    out += fmt::format("  ... ({} more GPUs)\n", r.per_gpu.size() - shown);
+  if (r.pipeline_stages > 1)
+    out += fmt::format("  pipeline bubble: {:.1f}% of the GPUs' time idle ({} stages, {} micro-batches; ideal "
+                       "(p-1)/(m+p-1) = {:.1f}%)\n",
+                       100 * r.bubble_fraction, r.pipeline_stages, r.microbatches,
+                       100.0 * (r.pipeline_stages - 1) / (r.microbatches + r.pipeline_stages - 1));
+  return out;
+}
+
+nlohmann::json memory_json(const RunResult& r)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : r.memory) {
+    const auto& m = row.memory;
+    rows.push_back({{"gpus", row.devices}, {"weights_bytes", m.params}, {"grads_bytes", m.grads},
+                    {"optimizer_bytes", m.optimizer}, {"activations_bytes", m.activations}, {"io_bytes", m.io},
+                    {"total_bytes", m.total()}, {"fits", row.fits}});
+  }
+  return {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
+}
+
+nlohmann::json per_gpu_json(const RunResult& r)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& u : r.per_gpu)
+    rows.push_back({{"gpu", u.device}, {"bytes_sent", u.bytes_sent}, {"bytes_received", u.bytes_received},
+                    {"busy_s", u.busy_s}, {"idle_s", u.idle_s}});
+  return rows;
+}
+
+}  // namespace dtsim

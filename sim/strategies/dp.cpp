@@ -1,0 +1,189 @@
+#include "sim/strategies/dp.hpp"
+
+#include "sim/collectives/collective.hpp"
+#include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/ddp.hpp"
+#include "sim/strategies/loader.hpp"
+#include "sim/strategies/memory.hpp"
+#include "sim/strategies/task_util.hpp"
+#include "sim/util/units.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtsim {
+
+DpOptions parse_dp_options(const JsonReader& strategy)
+{
+  strategy.reject_unknown({"kind", "launch_overhead_us_per_layer", "coalesce_mb", "half_efficiency_samples"});
+  DpOptions o;
+  o.launch_overhead_us_per_layer = strategy.number_or("launch_overhead_us_per_layer", o.launch_overhead_us_per_layer);
+  if (o.launch_overhead_us_per_layer < 0)
+    strategy.at("launch_overhead_us_per_layer").fail("expected a non-negative number of microseconds");
+  o.coalesce_mb = strategy.positive_or("coalesce_mb", o.coalesce_mb);
+  return o;
+}
+
+namespace {
+
+// Adds a coalesced collective (broadcast_coalesced / reduce_add_coalesced): the buffer flattened
+// into chunks of at most `chunk` bytes, one NCCL call per chunk, in order on every GPU's stream.
+std::vector<int> add_coalesced(TaskGraph& g, const Topology& topology, CollectiveOp op, const std::vector<int>& ranks,
+                               double bytes, double chunk, std::vector<std::vector<int>> start, const std::string& label,
+                               const std::string& category)
+{
+  const int chunks = std::max(1, static_cast<int>(std::ceil(bytes / chunk)));
+  std::vector<int> done;
+  for (int c = 0; c < chunks; ++c) {
+    const double size = std::min(chunk, bytes - chunk * c);
+    CollectiveCall call{op, ranks, size, 0, fmt::format("{} chunk {}/{}", label, c + 1, chunks), category};
+    done = add_collective(g, topology, call, start).done;
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+      start[r] = {done[r]};
+  }
+  return done;
+}
+
+int join(TaskGraph& g, int device, std::vector<int> after, const std::string& name, const std::string& category)
+{
+  return g.add_delay(device, 0.0, name, category, std::move(after));
+}
+
+}  // namespace
+
+Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup)
+{
+  const JsonReader options = scenario.strategy_options();
+  const DpOptions opt = parse_dp_options(options);
+  const double half_eff = options.number_or("half_efficiency_samples", 0);
+  Plan plan;
+  plan.ranks = pick_ranks(scenario, topology);
+  const auto n = plan.ranks.size();
+  for (int dev : plan.ranks) {
+    if (topology.device(dev).node != topology.device(plan.ranks[0]).node)
+      scenario.reader().at("gpus").fail(fmt::format(
+          "DataParallel is one process on one node: expected at most {} GPUs (one {} node), got {}",
+          topology.gpus_per_node, topology.name, scenario.gpus));
+  }
+  plan.warmup_iterations = warmup;
+  const int gpu0 = plan.ranks[0];
+  const double batch = static_cast<double>(scenario.training.batch_per_gpu);
+  const LayerTimes times = layer_times(model, scenario, topology.gpu, batch, half_eff);
+  const LoaderSpec loader = parse_loader(scenario, model);
+  const MemoryRules mem = memory_rules(scenario);
+  const double param_elem = mem.weight_bytes >= 6 ? 2.0 : 4.0;  // the weights the replicas use
+  const double param_bytes = static_cast<double>(model.params()) * param_elem + static_cast<double>(model.buffer_elems()) * 4.0;
+  const double grad_bytes = static_cast<double>(model.params()) * gradient_bytes_per_element(scenario.training.precision);
+  const double out_bytes = model.layers.back().activation_elems * batch * mem.activation_bytes;
+  const double in_bytes = loader.input_bytes_per_sample * batch;
+  const double chunk = opt.coalesce_mb * kMiB;
+  const double launch_s = opt.launch_overhead_us_per_layer * 1e-6 * static_cast<double>(model.layers.size());
+
+  plan.compute_per_iteration_s = times.step();
+  plan.single_gpu_iteration_s = times.step();
+  plan.samples_per_iteration = batch * static_cast<double>(n);
+  if (n > 1) {
+    plan.comm_per_iteration = {{"input chunks", "scatter", in_bytes * static_cast<double>(n - 1)},
+                               {"replicate", "broadcast", param_bytes},
+                               {"outputs", "gather", out_bytes * static_cast<double>(n - 1)},
+                               {"loss gradient", "scatter", out_bytes * static_cast<double>(n - 1)},
+                               {"gradients reduce_add", "reduce", grad_bytes}};
+  }
+
+  TaskGraph& g = plan.graph;
+  const int cpu = host_cpu_of(topology, gpu0);
+  LoaderLane lane(loader, cpu >= 0 ? cpu : gpu0, "one DataLoader");
+  plan.setup_end = join(g, gpu0, {}, "set-up done", "marker");
+  std::vector<int> prev_end(n, plan.setup_end);  // per GPU: its last task of the previous iteration
+  int prev_opt = plan.setup_end;
+  for (int it = 0; it < iterations; ++it) {
+    g.set_iteration(it);
+    const int loaded = lane.load(g, batch * static_cast<double>(n));
+    std::vector<int> after_prev{prev_opt};
+    if (loaded >= 0)
+      after_prev.push_back(loaded);
+    const int copy = add_input_copy(g, topology, loader, gpu0, batch * static_cast<double>(n), deps(after_prev),
+                                    "input batch host -> GPU0");
+    const int input_on_gpu0 = copy >= 0 ? copy : join(g, gpu0, deps(after_prev), "input batch on GPU0", "marker");
+
+    std::vector<int> input(n, input_on_gpu0);
+    for (std::size_t r = 1; r < n; ++r)
+      input[r] = g.add_transfer(gpu0, plan.ranks[r], in_bytes, fmt::format("scatter input chunk GPU0 -> rank {}", r),
+                                "scatter", deps({input_on_gpu0, prev_end[r]}));
+    std::vector<int> replica_ready(n, prev_opt);
+    if (n > 1) {
+      std::vector<std::vector<int>> start(n);
+      for (std::size_t r = 0; r < n; ++r)
+        start[r] = deps({prev_opt, prev_end[r]});
+      replica_ready = add_coalesced(g, topology, CollectiveOp::Broadcast, plan.ranks, param_bytes, chunk, start,
+                                    "replicate", "replicate");
+    }
+    int python = -1;  // the Python lane: forward launches of every replica, one thread at a time (GIL)
+    std::vector<int> fwd_end(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const int dev = plan.ranks[r];
+      const int fwd = g.add_compute(dev, times.fwd_total(), fmt::format("forward (replica {})", r), "forward",
+                                    deps({replica_ready[r], input[r]}));
+      if (n > 1 && launch_s > 0) {
+        std::vector<int> after{replica_ready[r], python};
+        python = g.add_delay(dev, launch_s, fmt::format("launch forward of replica {} (Python thread, GIL)", r), "launch",
+                             deps(std::move(after)));
+        fwd_end[r] = join(g, dev, {fwd, python}, fmt::format("forward done (replica {})", r), "marker");
+      } else {
+        fwd_end[r] = fwd;
+      }
+    }
+    std::vector<int> loss_deps{fwd_end[0]};
+    for (std::size_t r = 1; r < n; ++r)
+      loss_deps.push_back(g.add_transfer(plan.ranks[r], gpu0, out_bytes, fmt::format("gather output rank {} -> GPU0", r),
+                                         "gather", {fwd_end[r]}));
+    const int loss = join(g, gpu0, deps(loss_deps), "loss on GPU0", "loss");
+    std::vector<int> bwd(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const int grad_in = r == 0 ? loss
+                                 : g.add_transfer(gpu0, plan.ranks[r], out_bytes,
+                                                  fmt::format("scatter loss gradient GPU0 -> rank {}", r), "grad-scatter",
+                                                  {loss});
+      bwd[r] = g.add_compute(plan.ranks[r], times.bwd_total(), fmt::format("backward (replica {})", r), "backward",
+                             {grad_in});
+    }
+    std::vector<int> reduced = bwd;
+    if (n > 1) {
+      std::vector<std::vector<int>> start(n, deps(bwd));  // Broadcast's backward runs once every replica is done
+      reduced = add_coalesced(g, topology, CollectiveOp::Reduce, plan.ranks, grad_bytes, chunk, start,
+                              "reduce_add gradients", "reduce");
+    }
+    prev_opt = g.add_delay(gpu0, 0.0, "optimizer step (GPU0 only)", "optimizer", {reduced[0]});
+    std::vector<int> all{prev_opt};
+    for (std::size_t r = 0; r < n; ++r) {
+      prev_end[r] = reduced[r];
+      all.push_back(reduced[r]);
+    }
+    plan.iteration_end.push_back(join(g, gpu0, deps(all), fmt::format("iteration {} done", it), "marker"));
+  }
+  g.set_iteration(0);
+
+  for (std::size_t r = 0; r < n; ++r) {
+    GpuMemory m = replica_memory(model, mem, 0, model.layers.size(), 1.0, batch, r == 0);
+    m.device = plan.ranks[r];
+    m.io = r == 0 ? (in_bytes + out_bytes) * static_cast<double>(n) : in_bytes + out_bytes;
+    plan.memory.push_back(m);
+  }
+  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
+  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
+                                   describe_compute_source(scenario)));
+  plan.notes.push_back(fmt::format(
+      "DataParallel: GPU0 scatters inputs, replicates {:.1f} MiB of parameters+buffers and reduces {:.1f} MiB of "
+      "gradients every iteration ({} MiB chunks); forward launches {:.0f} us per layer per replica through one Python "
+      "thread (GIL)",
+      param_bytes / kMiB, grad_bytes / kMiB, opt.coalesce_mb, opt.launch_overhead_us_per_layer));
+  if (loader.enabled)
+    plan.notes.push_back(fmt::format("input: one DataLoader, {} workers x {} ms per sample, feeding all {} GPUs via GPU0",
+                                     loader.workers, loader.per_sample_s * 1e3, n));
+  plan.notes.push_back("loss and optimizer step take no time of their own (folded into the measured step)");
+  return plan;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,30 @@
+// PyTorch nn.DataParallel: one process, one node. Per iteration (torch/nn/parallel/data_parallel.py):
+// the batch is loaded on the host and copied to GPU0; scatter sends each GPU its chunk from GPU0;
+// replicate broadcasts parameters and buffers from GPU0 (broadcast_coalesced, 10 MiB chunks, NCCL
+// broadcast); parallel_apply runs the forward of every replica in its own Python thread (kernel
+// launches serialised by the GIL: launch_overhead_us_per_layer per layer per replica on one Python
+// lane); gather copies every output to GPU0; the loss is computed on GPU0; its gradient is scattered
+// back; backward runs on every GPU (autograd's C++ threads, no GIL); reduce_add sums all gradients
+// onto GPU0 (reduce_add_coalesced, 10 MiB chunks, NCCL reduce) once every replica is done; the
+// optimizer steps on GPU0 only. GPU0 is the hub of every transfer.
+#pragma once
+
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/strategies/plan.hpp"
+#include "sim/topology/topology.hpp"
+
+namespace dtsim {
+
+struct DpOptions {
+  /// Python + dispatcher cost of launching one layer's forward kernels, per replica (PyTorch eager
+  /// overhead is of the order of 10 us per operator; a layer is 1-3 operators). Assumption.
+  double launch_overhead_us_per_layer = 20;
+  double coalesce_mb = 10;  ///< broadcast_coalesced / reduce_add_coalesced buffer_size (10 MiB)
+};
+
+DpOptions parse_dp_options(const JsonReader& strategy);
+
+Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup);
+
+}  // namespace dtsim

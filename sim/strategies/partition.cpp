@@ -1,0 +1,78 @@
+#include "sim/strategies/partition.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace dtsim {
+
+std::vector<StageRange> partition_explicit(const Model& model, const std::vector<std::size_t>& balance,
+                                           const JsonReader& where)
+{
+  std::vector<StageRange> out;
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < balance.size(); ++s) {
+    if (balance[s] == 0)
+      where.fail(fmt::format("stage {} has no layers", s));
+    const StageRange r{next, next + balance[s]};
+    if (r.last > model.layers.size())
+      where.fail(fmt::format("the balance covers more than the model's {} layers", model.layers.size()));
+    if (r.last < model.layers.size() && !model.cut_allowed_after(r.last - 1))
+      where.fail(fmt::format("stage {} ends inside block \"{}\" (after layer \"{}\"); cuts must fall between blocks", s,
+                             model.layers[r.last - 1].block, model.layers[r.last - 1].name));
+    out.push_back(r);
+    next = r.last;
+  }
+  if (next != model.layers.size())
+    where.fail(fmt::format("the balance covers {} layers, the model has {}", next, model.layers.size()));
+  return out;
+}
+
+std::vector<StageRange> partition_balanced(const Model& model, const std::vector<double>& cost, int stages,
+                                           const JsonReader& where)
+{
+  // Units: maximal runs of layers between allowed cuts.
+  std::vector<std::size_t> unit_end;  // one past each unit's last layer
+  std::vector<double> prefix{0};      // cost up to each unit end
+  double acc = 0;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    acc += cost[i];
+    if (i + 1 == model.layers.size() || model.cut_allowed_after(i)) {
+      unit_end.push_back(i + 1);
+      prefix.push_back(acc);
+    }
+  }
+  const auto units = static_cast<int>(unit_end.size());
+  if (stages > units)
+    where.fail(fmt::format("expected at most {} pipeline stages for model \"{}\" (it has {} places where it can be cut "
+                           "between blocks), got {}",
+                           units, model.name, units - 1, stages));
+  // best[s][u]: smallest max-stage cost splitting the first u units into s stages.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> best(static_cast<std::size_t>(stages) + 1,
+                                        std::vector<double>(static_cast<std::size_t>(units) + 1, inf));
+  std::vector<std::vector<int>> cut(best.size(), std::vector<int>(best[0].size(), 0));
+  best[0][0] = 0;
+  for (int s = 1; s <= stages; ++s) {
+    for (int u = s; u <= units; ++u) {
+      for (int v = s - 1; v < u; ++v) {
+        const double c = std::max(best[s - 1][v], prefix[u] - prefix[v]);
+        if (c < best[s][u] * (1 - 1e-12)) {
+          best[s][u] = c;
+          cut[s][u] = v;
+        }
+      }
+    }
+  }
+  std::vector<StageRange> out(static_cast<std::size_t>(stages));
+  int u = units;
+  for (int s = stages; s >= 1; --s) {
+    const int v = cut[s][u];
+    out[static_cast<std::size_t>(s - 1)] = {v == 0 ? 0 : unit_end[static_cast<std::size_t>(v - 1)],
+                                            unit_end[static_cast<std::size_t>(u - 1)]};
+    u = v;
+  }
+  return out;
+}
+
+}  // namespace dtsim
