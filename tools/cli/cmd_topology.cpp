@@ -16,12 +16,12 @@ namespace {
 
 struct TopologyArgs {
   std::string target;
-  int nodes = 0;
+  std::optional<int> nodes;
 };
 
 std::optional<int> nodes_of(const TopologyArgs& args)
 {
-  return args.nodes != 0 ? std::optional<int>(args.nodes) : std::nullopt;
+  return args.nodes;
 }
 
 CLI::App* add_verb(CLI::App* parent, const std::string& name, const std::string& help, TopologyArgs& args)
