@@ -1,0 +1,100 @@
+#include "sim/explain/step_format.hpp"
+
+#include "sim/util/units.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace dtsim {
+
+std::string step_label(const StepRow& row, bool once)
+{
+  if (once && row.category == "broadcast")
+    return "broadcast parameters+buffers (once)";
+  if (row.category == "broadcast")
+    return "broadcast BatchNorm buffers";
+  static const std::map<std::string, std::string> words = {
+      {"load", "load batch on the host (DataLoader)"},
+      {"h2d", "copy input batch host -> GPU"},
+      {"scatter", "scatter input batch chunks"},
+      {"replicate", "replicate parameters+buffers"},
+      {"launch", "launch forward kernels (Python, GIL)"},
+      {"forward", "forward"},
+      {"gather", "gather outputs for the loss"},
+      {"loss", "loss"},
+      {"grad-scatter", "scatter loss gradient"},
+      {"backward", "backward"},
+      {"reduce", "reduce_add gradients"},
+      {"optimizer", "optimizer step"},
+      {"broadcast", "broadcast"},
+      {"allreduce", "AllReduce gradients"},
+      {"activation", "send activations"},
+      {"activation-grad", "send activation gradients"},
+      {"tensor-parallel", "tensor-parallel AllReduce"},
+  };
+  const auto it = words.find(row.category);
+  std::string label = it != words.end() ? it->second : row.category;
+  if (row.group >= 0) {
+    const bool micro = row.category == "forward" || row.category == "backward" || row.category == "activation" ||
+                       row.category == "activation-grad" || row.category == "tensor-parallel";
+    label += fmt::format(fmt::runtime(micro ? " mb {}" : " bucket {}"), row.group);
+  }
+  return label;
+}
+
+namespace {
+
+std::string rows_text(const std::vector<StepRow>& rows, int& number, bool once)
+{
+  std::string out;
+  for (const auto& r : rows) {
+    ++number;
+    const std::string bytes = r.transfers > 0 ? fmt::format("{:.2f}", r.bytes / 1e6) : "";
+    out += fmt::format("{:>3} {} {:<38} {:<22} {:>10} {:<12} {:>9.3f} {:>9.3f}\n", number, r.inter_gpu ? "☆" : " ",
+                       step_label(r, once), r.who, bytes, r.links, r.start * 1e3, r.duration * 1e3);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_step_table(const ExplainHeader& h, const StepTable& t, const Plan& plan)
+{
+  static const std::map<std::string, std::string> titles = {
+      {"dp", "nn.DataParallel: one process, GPU0 is the hub"},
+      {"ddp", "DistributedDataParallel: one process per GPU"},
+      {"pipeline", "model parallel: layers split across GPUs"},
+  };
+  std::string out;
+  const auto title = titles.find(h.strategy);
+  out += fmt::format("dtsim explain {}: {}\n", h.strategy, title != titles.end() ? title->second : h.strategy);
+  out += fmt::format("{} on {} x {} ({}), batch {} per {}, {}\n", h.model, h.gpus, h.gpu, h.cluster, h.batch_per_gpu,
+                     h.strategy == "pipeline" ? "pipeline" : "GPU", h.precision);
+  out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n\n";
+  const std::string head = fmt::format("{:>3}   {:<38} {:<22} {:>10} {:<12} {:>9} {:>9}\n", "#", "step", "who",
+                                       "MB", "links", "start ms", "time ms");
+  int number = 0;
+  if (!t.once.empty()) {
+    out += "Once, before training\n" + head + rows_text(t.once, number, true) + "\n";
+    number = 0;
+  }
+  out += fmt::format("One training iteration (steady state): {:.3f} ms\n", t.iteration_s * 1e3);
+  out += head + rows_text(t.steps, number, false);
+  out += "\nPer GPU in this iteration\n";
+  out += fmt::format("  {:<10} {:>10} {:>12} {:>10} {:>10}\n", "GPU", "sent MB", "received MB", "busy ms", "idle ms");
+  for (const auto& u : t.per_gpu)
+    out += fmt::format("  {:<10} {:>10.2f} {:>12.2f} {:>10.3f} {:>10.3f}\n", u.device, u.bytes_sent / 1e6,
+                       u.bytes_received / 1e6, u.busy_s * 1e3, u.idle_s * 1e3);
+  out += fmt::format("\nPer parameter update: {} steps move data between GPUs (☆), {} GPU-to-GPU transfers\n",
+                     t.inter_gpu_steps, t.inter_gpu_transfers);
+  if (!plan.comm_per_iteration.empty()) {
+    out += "Payload per iteration:";
+    for (const auto& c : plan.comm_per_iteration)
+      out += fmt::format("\n  {:<14} {:<40} {:>10.2f} MB", c.op, c.label, c.bytes / 1e6);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace dtsim
