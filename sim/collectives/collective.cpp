@@ -47,6 +47,25 @@ double startup_latency_us(const CollectiveCall& call, const CommLayout& layout, 
   return p.launch_overhead_us + base + p.hop_latency_scale * std::max(0.0, cost.latency_us - base);
 }
 
+/// Payload bus bandwidth (bytes/s) the rings reach over the links: per GPU, the NVLink (or PCIe)
+/// injection at NCCL's efficiency, and across nodes the node's NICs shared by its GPUs.
+double ring_bus_bandwidth(const Topology& t, const CommLayout& layout, const NcclParams& p)
+{
+  const int gpu = layout.ranks[0];
+  double nvlink = 0, pcie = 0;
+  for (int l : t.links_of(gpu)) {
+    if (t.link(l).kind == LinkKind::NvLink)
+      nvlink += t.link(l).bandwidth;
+    else if (t.link(l).kind == LinkKind::Pcie)
+      pcie = std::max(pcie, t.link(l).bandwidth);
+  }
+  double bus = layout.nvlink ? nvlink * p.nvlink_efficiency
+                             : pcie * (layout.ranks.size() > 1 ? route_efficiency(t, gpu, layout.ranks[1], p) : 1.0);
+  if (layout.by_node.size() > 1 && layout.nics_per_node > 0)
+    bus = std::min(bus, layout.nics_per_node * layout.nic_bandwidth * p.network_efficiency);
+  return bus;
+}
+
 }  // namespace
 
 NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call, const NcclFilter& filter)
@@ -97,6 +116,15 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     cost = nccl_choose(call.op, layout.system, call.bytes, options.filter);
   }
   Expansion x(graph, topology, call, layout, params, cost.algo, cost.proto);
+  if (!options.ideal && cost.algo == NcclAlgo::Ring && cost.proto != NcclProto::Simple) {
+    // LL and LL128 are limited by flag polling, not by the links: NCCL caps their bus bandwidth
+    // (llMaxBws, perChMaxRingLL128Bws). Where the cap is below what the links would give, the
+    // payload fraction is lowered so that an uncontended ring runs at the cap.
+    const double cap = nccl_protocol_cap_gbps(cost.proto, layout.system) * 1e9;
+    const double links = ring_bus_bandwidth(topology, layout, params);
+    if (cap > 0 && links > 0)
+      x.protocol_factor = std::min(x.protocol_factor, cap / links);
+  }
   const double latency = options.ideal ? 0.0 : startup_latency_us(call, layout, cost, params) * 1e-6;
   for (int r = 0; r < n; ++r)
     x.start.push_back(graph.add_delay(call.ranks[static_cast<std::size_t>(r)], latency,

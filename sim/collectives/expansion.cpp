@@ -5,7 +5,6 @@
 
 namespace dtsim {
 
-namespace {
 double protocol_efficiency(NcclProto p)
 {
   switch (p) {
@@ -15,21 +14,52 @@ double protocol_efficiency(NcclProto p)
   }
   return 1.0;
 }
-}  // namespace
 
 Expansion::Expansion(TaskGraph& g, const Topology& t, const CollectiveCall& c, const CommLayout& l, const NcclParams& p,
                      NcclAlgo a, NcclProto pr)
-    : graph(g), topology(t), call(c), layout(l), params(p), algo(a), proto(pr)
+    : graph(g), topology(t), call(c), layout(l), params(p), algo(a), proto(pr), protocol_factor(protocol_efficiency(pr))
 {
+}
+
+int Expansion::nic_of(int gpu) const
+{
+  const Device& d = topology.device(gpu);
+  const auto nics = topology.nics_of_node(d.node);
+  if (nics.empty())
+    return -1;
+  const int per_node = std::max(1, topology.gpus_per_node);
+  const auto index = static_cast<std::size_t>(d.local_index * static_cast<int>(nics.size()) / per_node) % nics.size();
+  return nics[index];
 }
 
 int Expansion::transfer(int src, int dst, double payload, const std::string& what, std::vector<int> after,
                         double extra_efficiency)
 {
+  const Device& from = topology.device(src);
+  const Device& to = topology.device(dst);
+  if (from.kind == DeviceKind::Gpu && to.kind == DeviceKind::Gpu && from.node != to.node) {
+    // NCCL picks the NIC of each channel (the one beside the GPU), not the routing table's first
+    // choice. GPUDirect RDMA streams the data through PCIe and the network at once, so the three
+    // legs are concurrent flows; the hop is done when all three are.
+    const int out = nic_of(src), in = nic_of(dst);
+    if (out >= 0 && in >= 0) {
+      std::vector<int> legs{one_flow(src, out, payload, what, after, extra_efficiency),
+                            one_flow(out, in, payload, what, after, extra_efficiency),
+                            one_flow(in, dst, payload, what, after, extra_efficiency)};
+      return graph.add_delay(dst, 0.0, call.label.empty() ? what : call.label + " " + what, call.category,
+                             std::move(legs));
+    }
+  }
+  return one_flow(src, dst, payload, what, std::move(after), extra_efficiency);
+}
+
+int Expansion::one_flow(int src, int dst, double payload, const std::string& what, std::vector<int> after,
+                        double extra_efficiency)
+{
   auto it = efficiency_.find({src, dst});
   if (it == efficiency_.end())
     it = efficiency_.emplace(std::make_pair(src, dst), route_efficiency(topology, src, dst, params)).first;
-  const double wire = payload / (it->second * extra_efficiency * protocol_efficiency(proto));
+  const double wire = payload / (it->second * extra_efficiency * protocol_factor);
   return graph.add_transfer(src, dst, wire, call.label.empty() ? what : call.label + " " + what, call.category,
                             std::move(after));
 }

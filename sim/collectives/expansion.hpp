@@ -36,12 +36,23 @@ public:
   /// A zero-length marker on `rank` after `after` (joins several tasks into one).
   int join(int rank, std::vector<int> after, const std::string& what);
 
+  /// Payload fraction of the wire bytes: LL 0.5, LL128 0.92, Simple 1, lowered where NCCL caps the
+  /// protocol's throughput below what the links give (set by the dispatcher).
+  double protocol_factor = 1.0;
+
   /// Per rank: the task its first transfer waits for (the start-up latency, after start_after).
   std::vector<int> start;
 
 private:
+  int one_flow(int src_device, int dst_device, double payload, const std::string& what, std::vector<int> after,
+               double extra_efficiency);
+  /// The NIC a GPU's channel uses: the one beside it (local index scaled to the NIC count).
+  int nic_of(int gpu) const;
   std::map<std::pair<int, int>, double> efficiency_;
 };
+
+/// Payload fraction of a protocol's wire bytes: LL 0.5, LL128 0.92 (tuning.cc), Simple 1.
+double protocol_efficiency(NcclProto p);
 
 /// Number of pipeline stages for `bytes` moved in chunks of `chunk_bytes` (bounded flow count).
 int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks = 8);

@@ -327,3 +327,16 @@ double nccl_hw_latency_us(NcclHw hw, NcclAlgo a, NcclProto p)
   return kHwLat[static_cast<int>(hw)][static_cast<int>(a)][static_cast<int>(p)];
 }
 }  // namespace dtsim
+
+namespace dtsim {
+double nccl_protocol_cap_gbps(NcclProto p, const NcclSystem& s)
+{
+  const int arch = arch_index(s.compute_capability);
+  const int ni = nodes_index(s.nodes);
+  if (p == NcclProto::LL)
+    return kLLMaxBw[s.nodes > 1 ? (s.amd_cpu ? 1 : 0) : arch][ni];
+  if (p == NcclProto::LL128)
+    return s.channels * kPerChRingLL128[arch][ni];
+  return 0;
+}
+}  // namespace dtsim

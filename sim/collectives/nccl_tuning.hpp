@@ -89,4 +89,7 @@ namespace dtsim {
 /// tuning.cc's baseLat and hwLat tables (microseconds).
 double nccl_base_latency_us(NcclAlgo a, NcclProto p);
 double nccl_hw_latency_us(NcclHw hw, NcclAlgo a, NcclProto p);
+/// Ring bus-bandwidth cap of a protocol (GB/s): llMaxBws for LL, nChannels x perChMaxRingLL128Bws
+/// for LL128, 0 (none) for Simple.
+double nccl_protocol_cap_gbps(NcclProto p, const NcclSystem& s);
 }  // namespace dtsim

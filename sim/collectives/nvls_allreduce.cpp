@@ -27,11 +27,9 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
   const auto& by_node = x.layout.by_node;
   const int nodes = static_cast<int>(by_node.size());
   const double eff = x.params.nvls_efficiency;
-  const int chunks = pipeline_chunks(x.call.bytes, 4.0 * 1024 * 1024, 8);
+  const int chunks = pipeline_chunks(x.call.bytes, 4.0 * 1024 * 1024, 32);
   const double chunk = x.call.bytes / chunks;
-  std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   std::vector<int> up_prev(static_cast<std::size_t>(n), -1), down_prev(static_cast<std::size_t>(n), -1);
-  std::vector<int> net_prev(static_cast<std::size_t>(n) * 4, -1);
   for (int j = 0; j < chunks; ++j) {
     // Reduce: every GPU sends its whole chunk to the switch; each gets its reduced slice back.
     std::vector<int> slice_ready(static_cast<std::size_t>(n), -1);
@@ -122,8 +120,6 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
   std::vector<int> done(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
     done[static_cast<std::size_t>(r)] = down_prev[static_cast<std::size_t>(r)];
-  (void)finals;
-  (void)net_prev;
   return done;
 }
 
