@@ -19,14 +19,19 @@
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/version.h>
 #include <xbt/log.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
+#include <tuple>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
@@ -86,6 +91,37 @@ struct Node {
   sg4::Activity* activity() const { return exec ? static_cast<sg4::Activity*>(exec.get()) : comm.get(); }
 };
 
+// Per-transfer rate caps. Comm::set_rate() is ignored for host-to-host comms in 3.32, so caps go
+// through the network model's bandwidth-factor callback, which sees (size, src, dst, route) but
+// not the comm: every transfer is keyed by (src, dst, payload bytes), and a transfer whose key is
+// already taken with another cap is made one byte larger until its key is its own.
+class RateCaps {
+public:
+  /// The payload to give the comm so that its key maps to `cap` (0: none).
+  std::uint64_t reserve(const sg4::Host* src, const sg4::Host* dst, std::uint64_t bytes, double cap)
+  {
+    for (;; ++bytes) {
+      auto [it, inserted] = caps_.try_emplace({src, dst, bytes}, cap);
+      if (inserted || it->second == cap)
+        return bytes;
+    }
+  }
+  /// The bandwidth factor that makes the flow's bound min(route bandwidth, cap).
+  double factor(double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& route) const
+  {
+    auto it = caps_.find({src, dst, static_cast<std::uint64_t>(size + 0.5)});
+    if (it == caps_.end() || it->second <= 0 || route.empty())
+      return 1.0;
+    double bottleneck = route.front()->get_bandwidth();
+    for (const auto* l : route)
+      bottleneck = std::min(bottleneck, l->get_bandwidth());
+    return std::min(1.0, it->second / bottleneck);
+  }
+
+private:
+  std::map<std::tuple<const sg4::Host*, const sg4::Host*, std::uint64_t>, double> caps_;
+};
+
 std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
 {
   int argc = 1;
@@ -99,37 +135,54 @@ std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
 
   const Platform p = build_platform(topology, graph);
 
+  // In 3.32 a host-to-host comm calls vetoable_start() itself when its destination is set,
+  // starting at once if it has no pending dependency. So a comm gets its size and dependencies
+  // first and its destination last; execs are started explicitly.
+  RateCaps caps;
+  const bool capped = std::any_of(graph.tasks().begin(), graph.tasks().end(), [](const Task& t) { return t.rate_cap > 0; });
+  if (capped) {  // registered before the first comm can start
+    engine.get_netzone_root()->get_network_model()->set_bw_factor_cb(
+        [&caps](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& route,
+                const std::unordered_set<sg4::NetZone*>&) { return caps.factor(size, src, dst, route); });
+  }
   std::vector<Node> nodes(static_cast<std::size_t>(graph.size()));
   for (int id = 0; id < graph.size(); ++id) {
     const Task& t = graph[id];
     Node& n = nodes[static_cast<std::size_t>(id)];
-    if (t.kind == TaskKind::Transfer && t.src != t.dst) {
-      n.comm = sg4::Comm::sendto_init(p.hosts[static_cast<std::size_t>(t.src)], p.hosts[static_cast<std::size_t>(t.dst)]);
-      n.comm->set_payload_size(static_cast<std::uint64_t>(t.bytes + 0.5));
-      if (t.rate_cap > 0)
-        n.comm->set_rate(t.rate_cap);
+    const bool is_comm = t.kind == TaskKind::Transfer && t.src != t.dst;
+    sg4::ActivityPtr self;
+    if (is_comm) {
+      const sg4::Host* src = p.hosts[static_cast<std::size_t>(t.src)];
+      const sg4::Host* dst = p.hosts[static_cast<std::size_t>(t.dst)];
+      n.comm = sg4::Comm::sendto_init();
+      n.comm->set_payload_size(caps.reserve(src, dst, static_cast<std::uint64_t>(t.bytes + 0.5), t.rate_cap));
       n.comm->set_name(t.name);
+      n.comm->set_source(p.hosts[static_cast<std::size_t>(t.src)]);
+      self = n.comm;
     } else {
       const bool on_device = t.kind == TaskKind::Compute;
       n.exec = sg4::Exec::init();
       n.exec->set_host(on_device ? p.hosts[static_cast<std::size_t>(t.device)] : p.timer);
       n.exec->set_flops_amount(t.kind == TaskKind::Transfer ? 0.0 : t.seconds * kUnitsPerSecond);
       n.exec->set_name(t.name);
+      self = n.exec;
     }
-    for (int dep : t.after) {
+    std::vector<int> deps = t.after;
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (int dep : deps) {
       Node& before = nodes[static_cast<std::size_t>(dep)];
-      sg4::ActivityPtr succ = n.exec ? sg4::ActivityPtr(n.exec) : sg4::ActivityPtr(n.comm);
       if (before.exec)
-        before.exec->add_successor(succ);
+        before.exec->add_successor(self);
       else
-        before.comm->add_successor(succ);
+        before.comm->add_successor(self);
     }
+    if (is_comm)
+      n.comm->set_destination(p.hosts[static_cast<std::size_t>(t.dst)]);
   }
   for (auto& n : nodes) {
     if (n.exec)
       n.exec->vetoable_start();
-    else
-      n.comm->vetoable_start();
   }
   engine.run();
 
@@ -182,6 +235,7 @@ std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph)
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);  // or the child would write the parent's buffered output a second time
   const pid_t pid = ::fork();
   if (pid < 0)
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));

@@ -100,3 +100,25 @@ TEST_CASE("ring AllReduce on a contention-free ring matches the closed form")
     CHECK(end == doctest::Approx(closed).epsilon(1e-6));
   }
 }
+
+TEST_CASE("a rate cap limits a lone transfer")
+{
+  const Topology t = star(2, 10e9, 0);
+  TaskGraph g;
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", "test");
+  g[x].rate_cap = 5e9;
+  const auto spans = simulate(t, g);
+  CHECK(spans[0].duration() == doctest::Approx(0.2));
+}
+
+TEST_CASE("a capped transfer still waits for its dependencies")
+{
+  const Topology t = star(2, 10e9, 0);
+  TaskGraph g;
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", "test", {c, c});  // a repeated dependency is harmless
+  g[x].rate_cap = 5e9;
+  const auto spans = simulate(t, g);
+  CHECK(spans[static_cast<std::size_t>(x)].start == doctest::Approx(0.5));
+  CHECK(spans[static_cast<std::size_t>(x)].end == doctest::Approx(0.7));
+}
