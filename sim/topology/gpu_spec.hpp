@@ -1,4 +1,4 @@
-// What dtsim knows of a GPU kind: peak FLOP/s per precision, memory, NVLink generation.
+// What dtsim knows of a GPU kind: peak FLOP/s per precision, memory size and bandwidth.
 #pragma once
 
 #include <string>
@@ -16,6 +16,7 @@ struct GpuSpec {
   double bf16_flops = 0;
   double memory_bytes = 0;
   int compute_capability = 0;  ///< 70, 80, 90 ...
+  double memory_bandwidth = 0; ///< device memory bytes/s (datasheet peak)
 
   /// Peak FLOP/s for the math a precision runs at (AMP and fp16/bf16 at the tensor-core peak).
   double peak_flops(Precision precision) const;
