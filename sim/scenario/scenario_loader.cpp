@@ -23,7 +23,7 @@ Precision parse_precision(const JsonReader& r)
 
 ComputeSpec parse_compute(const JsonReader& r)
 {
-  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency"});
+  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "jitter_cv"});
   const int given = static_cast<int>(r.has("step_time_s")) + static_cast<int>(r.has("single_gpu_throughput")) +
                     static_cast<int>(r.has("gpu") || r.has("efficiency"));
   if (given != 1)

@@ -3,6 +3,7 @@
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/util/units.hpp"
@@ -41,6 +42,32 @@ std::vector<int> pick_ranks(const Scenario& scenario, const Topology& topology)
 
 namespace {
 
+// DDP's own work on the GPU, without gradient_as_bucket_view (PyTorch's default): each gradient is
+// copied into its bucket as it becomes ready, scaled by 1/world_size in the same kernel
+// (mul_out: one read, one write), and copied back into .grad once every bucket is reduced (one
+// read, one write). Both are memory-bound; a copy kernel reaches roughly 80-90% of the HBM
+// datasheet bandwidth (STREAM-like copy), taken here as 85%. One GPU alone is not wrapped in DDP.
+constexpr double kCopyBandwidthFraction = 0.85;
+
+struct BucketCopies {
+  std::vector<double> in_s;  ///< per bucket, during backward
+  double out_s = 0;          ///< all buckets, after the last AllReduce
+  double total_s() const { return std::accumulate(in_s.begin(), in_s.end(), out_s); }
+};
+
+BucketCopies bucket_copies(const std::vector<Bucket>& buckets, const GpuSpec& gpu, std::size_t ranks)
+{
+  BucketCopies c;
+  if (ranks < 2 || !(gpu.memory_bandwidth > 0))
+    return c;
+  const double rate = gpu.memory_bandwidth * kCopyBandwidthFraction;
+  for (const Bucket& b : buckets) {
+    c.in_s.push_back(2 * b.bytes / rate);
+    c.out_s += 2 * b.bytes / rate;
+  }
+  return c;
+}
+
 // Backward of one micro-step on one rank, cut where buckets become ready. seg[k] is the task after
 // which bucket k's gradients are all ready; the last element closes backward.
 struct Backward {
@@ -48,25 +75,26 @@ struct Backward {
   int end = -1;
 };
 
-Backward add_backward(TaskGraph& g, int device, const LayerTimes& times, const std::vector<Bucket>& buckets, int after,
-                      int rank)
+Backward add_backward(TaskGraph& g, int device, const LayerTimes& times, const std::vector<Bucket>& buckets,
+                      const std::vector<double>& copy_in_s, int after, int rank)
 {
   Backward b;
   std::size_t next_layer = times.bwd.size();  // layers [0, next_layer) still to run
   int last = after;
-  auto run_down_to = [&](std::size_t layer, const std::string& what) {
-    if (layer >= next_layer)
+  auto run_down_to = [&](std::size_t layer, double extra_s, const std::string& what) {
+    if (layer >= next_layer && !(extra_s > 0))
       return;
-    const double seconds = std::accumulate(times.bwd.begin() + static_cast<long>(layer),
-                                           times.bwd.begin() + static_cast<long>(next_layer), 0.0);
-    last = g.add_compute(device, seconds, fmt::format("backward {} (rank {})", what, rank), "backward", {last});
-    next_layer = layer;
+    const double seconds = layer >= next_layer ? 0.0
+                                               : std::accumulate(times.bwd.begin() + static_cast<long>(layer),
+                                                                 times.bwd.begin() + static_cast<long>(next_layer), 0.0);
+    last = g.add_compute(device, seconds + extra_s, fmt::format("backward {} (rank {})", what, rank), "backward", {last});
+    next_layer = std::min(layer, next_layer);
   };
   for (std::size_t k = 0; k < buckets.size(); ++k) {
-    run_down_to(buckets[k].ready_after_layer, fmt::format("to bucket {}", k));
+    run_down_to(buckets[k].ready_after_layer, k < copy_in_s.size() ? copy_in_s[k] : 0.0, fmt::format("to bucket {}", k));
     b.bucket_ready.push_back(last);
   }
-  run_down_to(0, "rest");
+  run_down_to(0, 0.0, "rest");
   b.end = last;
   return b;
 }
@@ -93,9 +121,10 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const auto buckets = assign_buckets(model, grad_elem, opt.first_bucket_mb * kMiB, opt.bucket_cap_mb * kMiB);
   const double buffer_bytes = static_cast<double>(model.buffer_elems()) * 4.0;
   const bool sync_buffers = opt.broadcast_buffers && buffer_bytes > 0 && n > 1;
+  const BucketCopies copies = bucket_copies(buckets, topology.gpu, n);
 
-  plan.compute_per_iteration_s = times.step() * opt.gradient_accumulation;
-  plan.single_gpu_iteration_s = plan.compute_per_iteration_s;
+  plan.single_gpu_iteration_s = times.step() * opt.gradient_accumulation;
+  plan.compute_per_iteration_s = plan.single_gpu_iteration_s + copies.total_s();
   plan.samples_per_iteration = batch * static_cast<double>(n) * opt.gradient_accumulation;
   if (sync_buffers)
     plan.comm_per_iteration.push_back({"buffers", "broadcast", buffer_bytes});
@@ -143,7 +172,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
       for (std::size_t r = 0; r < n; ++r) {
         const int fwd = g.add_compute(plan.ranks[r], times.fwd_total(), fmt::format("forward (rank {})", r), "forward",
                                       ready[r]);
-        bwd[r] = add_backward(g, plan.ranks[r], times, sync ? buckets : std::vector<Bucket>{}, fwd, static_cast<int>(r));
+        bwd[r] = add_backward(g, plan.ranks[r], times, sync ? buckets : std::vector<Bucket>{}, copies.in_s, fwd,
+                              static_cast<int>(r));
         ready[r] = {bwd[r].end};
       }
       if (!sync)
@@ -162,8 +192,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
         previous = add_collective(g, topology, call, start).done;
       }
       g.set_group(-1);
-      for (std::size_t r = 0; r < n; ++r)
+      for (std::size_t r = 0; r < n; ++r) {
         ready[r] = {bwd[r].end, previous[r]};
+        if (copies.out_s > 0)
+          ready[r] = {g.add_compute(plan.ranks[r], copies.out_s, fmt::format("copy buckets -> gradients (rank {})", r),
+                                    "ddp-copy", ready[r])};
+      }
     }
     std::vector<int> all;
     for (std::size_t r = 0; r < n; ++r) {
@@ -190,6 +224,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   if (loader.enabled)
     plan.notes.push_back(fmt::format("input: one DataLoader per process, {} workers x {} ms per sample, copied host -> GPU",
                                      loader.workers, loader.per_sample_s * 1e3));
+  if (copies.total_s() > 0)
+    plan.notes.push_back(fmt::format("DDP bucket copies: gradients -> buckets (with the 1/{} scaling) during backward and "
+                                     "back after the AllReduce, {:.2f} ms per iteration at {:.0f}% of {:.0f} GB/s",
+                                     n, copies.total_s() * 1e3, 100 * kCopyBandwidthFraction,
+                                     topology.gpu.memory_bandwidth / 1e9));
+  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
   plan.notes.push_back("optimizer step folded into the measured step time; compute and NCCL kernels do not slow each other");
   return plan;
 }

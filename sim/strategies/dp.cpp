@@ -2,6 +2,7 @@
 
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/memory.hpp"
@@ -182,6 +183,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   if (loader.enabled)
     plan.notes.push_back(fmt::format("input: one DataLoader, {} workers x {} ms per sample, feeding all {} GPUs via GPU0",
                                      loader.workers, loader.per_sample_s * 1e3, n));
+  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
   plan.notes.push_back("loss and optimizer step take no time of their own (folded into the measured step)");
   return plan;
 }

@@ -1,6 +1,7 @@
 // build_parallel_plan: data x pipeline x tensor parallel iterations as tasks (see pipeline.hpp).
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/memory.hpp"
@@ -263,6 +264,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (T > 1)
     plan.notes.push_back("tensor parallel: one AllReduce per stage and micro-batch and direction, of the summed "
                          "row-parallel outputs; embeddings and head split evenly without communication");
+  plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
   return plan;
 }
 

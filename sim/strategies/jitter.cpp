@@ -1,0 +1,81 @@
+#include "sim/strategies/jitter.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace dtsim {
+
+double normal_quantile(double p)
+{
+  // Bisection on Phi(x) = erfc(-x / sqrt 2) / 2: exact to double precision, no tables.
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+StepJitter::StepJitter(double cv, int ranks) : cv_(cv)
+{
+  const int n = std::max(1, ranks);
+  z_.resize(static_cast<std::size_t>(n), 0.0);
+  if (n == 1 || cv <= 0)
+    return;
+  for (int i = 0; i < n / 2; ++i) {  // symmetric: the mean over the ranks is exactly 0
+    const double z = normal_quantile((i + 1 - 0.375) / (n + 0.25));
+    z_[static_cast<std::size_t>(i)] = z;
+    z_[static_cast<std::size_t>(n - 1 - i)] = -z;
+  }
+}
+
+double StepJitter::factor(int rank, int iteration) const
+{
+  const auto n = static_cast<int>(z_.size());
+  const int slot = ((rank + iteration) % n + n) % n;
+  return std::max(0.0, 1 + cv_ * z_[static_cast<std::size_t>(slot)]);
+}
+
+double StepJitter::max_factor() const
+{
+  return 1 + cv_ * z_.back();
+}
+
+StepJitter step_jitter(const Scenario& scenario, int ranks)
+{
+  double cv = kDefaultJitterCv;
+  const auto compute = scenario.reader().at("training").at("compute");
+  if (compute.has("jitter_cv")) {
+    const auto r = compute.at("jitter_cv");
+    cv = r.as_non_negative();
+    if (cv >= 0.3)
+      r.fail(fmt::format("expected a coefficient of variation below 0.3, got {}", cv));
+  }
+  return StepJitter(cv, ranks);
+}
+
+std::string apply_step_jitter(TaskGraph& graph, const std::vector<int>& ranks, const StepJitter& jitter)
+{
+  std::unordered_map<int, int> index;
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    index.emplace(ranks[r], static_cast<int>(r));
+  if (ranks.size() > 1 && jitter.cv() > 0) {
+    for (int id = 0; id < graph.size(); ++id) {
+      Task& t = graph[id];
+      const auto it = index.find(t.device);
+      if (t.kind == TaskKind::Compute && it != index.end())
+        t.seconds *= jitter.factor(it->second, t.iteration);
+    }
+  }
+  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration (expected order statistics, rotated); "
+                     "the slowest of {} ranks runs {:.2f}% over the mean",
+                     100 * jitter.cv(), ranks.size(), 100 * (jitter.max_factor() - 1));
+}
+
+}  // namespace dtsim
