@@ -75,4 +75,24 @@ int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks)
   return std::clamp(static_cast<int>(std::ceil(bytes / chunk_bytes)), 1, max_chunks);
 }
 
+std::vector<double> pipeline_chunk_sizes(double bytes, double chunk_bytes, int max_chunks)
+{
+  const int m = pipeline_chunks(bytes, chunk_bytes, max_chunks);
+  std::vector<double> w(static_cast<std::size_t>(m), 1.0);
+  if (m >= 8) {
+    // Three small chunks at each end (1/8, 1/4, 1/2): the pipeline fills and drains with 1/8 of a
+    // chunk, as NCCL's many small chunks do, without that many flows.
+    for (int j = 0; j < 3; ++j) {
+      w[static_cast<std::size_t>(j)] = std::ldexp(1.0, j - 3);
+      w[static_cast<std::size_t>(m - 1 - j)] = std::ldexp(1.0, j - 3);
+    }
+  }
+  double total = 0;
+  for (double v : w)
+    total += v;
+  for (auto& v : w)
+    v *= bytes / total;
+  return w;
+}
+
 }  // namespace dtsim

@@ -56,6 +56,10 @@ double protocol_efficiency(NcclProto p);
 
 /// Number of pipeline stages for `bytes` moved in chunks of `chunk_bytes` (bounded flow count).
 int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks = 8);
+/// Chunk sizes of a pipeline of `bytes` in at most `max_chunks` chunks of about `chunk_bytes`:
+/// from 8 chunks on, the first and last three are 1/8, 1/4, 1/2 of the others, so that filling and
+/// draining the pipeline costs a small chunk, as NCCL's small real chunks do, with few flows.
+std::vector<double> pipeline_chunk_sizes(double bytes, double chunk_bytes, int max_chunks = 12);
 
 // One function per algorithm family; each returns done[rank].
 std::vector<int> expand_ring(Expansion& x);          // AllReduce, AllGather, ReduceScatter

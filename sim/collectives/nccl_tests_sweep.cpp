@@ -24,10 +24,26 @@ std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, 
 {
   const auto& ranks = topology.gpus();
   const int n = static_cast<int>(ranks.size());
-  TaskGraph graph;
+  // Sizes run one after the other in one task graph; the graph is simulated in batches of about
+  // kBatchTasks tasks, since the engine's cost grows faster than linearly with the graph.
+  constexpr int kBatchTasks = 6000;
   std::vector<NcclTestsPoint> points;
-  std::vector<int> barrier;   // the join marking the end of the previous size
-  std::vector<std::vector<int>> ends;  // per size: its done tasks
+  TaskGraph graph;
+  std::vector<int> barrier;               // the join marking the end of the previous size
+  std::vector<std::pair<int, int>> ends;  // per size in this batch: (begin marker, end marker)
+  std::size_t first_in_batch = 0;
+  auto run_batch = [&] {
+    if (ends.empty())
+      return;
+    const auto spans = simulate(topology, graph);
+    for (std::size_t i = 0; i < ends.size(); ++i)
+      points[first_in_batch + i].time_us = (spans[static_cast<std::size_t>(ends[i].second)].end -
+                                            spans[static_cast<std::size_t>(ends[i].first)].end) * 1e6;
+    graph = TaskGraph();
+    barrier.clear();
+    ends.clear();
+    first_in_batch = points.size();
+  };
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     NcclTestsPoint p;
     p.size = nccl_tests_size(to_string(op), sizes[i], n);
@@ -45,15 +61,12 @@ std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, 
     p.algorithm = tasks.algorithm;
     p.model_us = tasks.predicted_us;
     barrier = {graph.add_delay(ranks[0], 0.0, fmt::format("size {} ends", p.size.bytes), "marker", tasks.done)};
-    ends.push_back({before, barrier[0]});
+    ends.emplace_back(before, barrier[0]);
     points.push_back(p);
+    if (graph.size() >= kBatchTasks)
+      run_batch();
   }
-  if (points.empty())
-    return points;
-  const auto spans = simulate(topology, graph);
-  for (std::size_t i = 0; i < points.size(); ++i)
-    points[i].time_us =
-        (spans[static_cast<std::size_t>(ends[i][1])].end - spans[static_cast<std::size_t>(ends[i][0])].end) * 1e6;
+  run_batch();
   return points;
 }
 

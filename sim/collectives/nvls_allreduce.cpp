@@ -27,27 +27,29 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
   const auto& by_node = x.layout.by_node;
   const int nodes = static_cast<int>(by_node.size());
   const double eff = x.params.nvls_efficiency;
-  const int chunks = pipeline_chunks(x.call.bytes, 4.0 * 1024 * 1024, 32);
-  const double chunk = x.call.bytes / chunks;
+  const auto sizes = pipeline_chunk_sizes(x.call.bytes, 1024.0 * 1024);
+  const int chunks = static_cast<int>(sizes.size());
   std::vector<int> up_prev(static_cast<std::size_t>(n), -1), down_prev(static_cast<std::size_t>(n), -1);
   for (int j = 0; j < chunks; ++j) {
-    // Reduce: every GPU sends its whole chunk to the switch; each gets its reduced slice back.
+    const double chunk = sizes[static_cast<std::size_t>(j)];
+    // Into the switch: every GPU's whole chunk (ld_reduce) and later its reduced slice (multicast
+    // store), one flow of (1 + 1/ppn) x chunk. A GPU's slice is reduced once every GPU's chunk is in.
     std::vector<int> slice_ready(static_cast<std::size_t>(n), -1);
     for (int v = 0; v < nodes; ++v) {
       const auto& members = by_node[static_cast<std::size_t>(v)];
       const int sw = x.layout.nvswitch_of_node[static_cast<std::size_t>(v)];
-      const double slice = chunk / static_cast<double>(members.size());
+      const double in_bytes = chunk * (1.0 + 1.0 / static_cast<double>(members.size()));
       std::vector<int> ups;
       for (int r : members) {
         std::vector<int> deps{x.start[static_cast<std::size_t>(r)]};
         if (up_prev[static_cast<std::size_t>(r)] >= 0)
           deps.push_back(up_prev[static_cast<std::size_t>(r)]);
-        ups.push_back(x.transfer(x.device(r), sw, chunk, fmt::format("nvls chunk {} reduce in", j + 1), deps, eff));
+        ups.push_back(x.transfer(x.device(r), sw, in_bytes, fmt::format("nvls chunk {} in", j + 1), deps, eff));
         up_prev[static_cast<std::size_t>(r)] = ups.back();
       }
+      const int reduced = x.join(members[0], ups, fmt::format("nvls chunk {} reduced", j + 1));
       for (int r : members)
-        slice_ready[static_cast<std::size_t>(r)] =
-            x.transfer(sw, x.device(r), slice, fmt::format("nvls chunk {} reduce out", j + 1), ups, eff);
+        slice_ready[static_cast<std::size_t>(r)] = reduced;
     }
     // Across nodes: GPUs of equal local index reduce and broadcast their slice over two trees.
     std::vector<int> slice_final = slice_ready;
@@ -99,21 +101,21 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
               x.join(gpu(v), final_parts[static_cast<std::size_t>(v)], "nvlstree slice done");
       }
     }
-    // Multicast: each GPU stores its slice once; the switch writes it to every GPU.
+    // Out of the switch: the reduced slice (ld_reduce result) and every GPU's multicast slice,
+    // (1/ppn + 1) x chunk, once the slices are final (after the inter-node trees on several nodes).
     for (int v = 0; v < nodes; ++v) {
       const auto& members = by_node[static_cast<std::size_t>(v)];
       const int sw = x.layout.nvswitch_of_node[static_cast<std::size_t>(v)];
-      const double slice = chunk / static_cast<double>(members.size());
-      std::vector<int> stores;
+      const double out_bytes = chunk * (1.0 + 1.0 / static_cast<double>(members.size()));
+      std::vector<int> finals;
       for (int r : members)
-        stores.push_back(x.transfer(x.device(r), sw, slice, fmt::format("nvls chunk {} multicast in", j + 1),
-                                    {slice_final[static_cast<std::size_t>(r)]}, eff));
+        finals.push_back(slice_final[static_cast<std::size_t>(r)]);
       for (int r : members) {
-        std::vector<int> deps = stores;
+        std::vector<int> deps = finals;
         if (down_prev[static_cast<std::size_t>(r)] >= 0)
           deps.push_back(down_prev[static_cast<std::size_t>(r)]);
         down_prev[static_cast<std::size_t>(r)] =
-            x.transfer(sw, x.device(r), chunk, fmt::format("nvls chunk {} multicast out", j + 1), deps, eff);
+            x.transfer(sw, x.device(r), out_bytes, fmt::format("nvls chunk {} out", j + 1), deps, eff);
       }
     }
   }

@@ -27,8 +27,8 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
   const int nodes = static_cast<int>(x.layout.by_node.size());
   const auto& rings = x.layout.rings;
   const double ring_bytes = x.call.bytes / static_cast<double>(rings.size());
-  const int chunks = pipeline_chunks(ring_bytes, 512.0 * 1024, 8);
-  const double chunk = ring_bytes / chunks;
+  const auto sizes = pipeline_chunk_sizes(ring_bytes, 512.0 * 1024);
+  const int chunks = static_cast<int>(sizes.size());
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   auto dep_or_start = [&](int task, int rank) { return task >= 0 ? task : x.start[static_cast<std::size_t>(rank)]; };
 
@@ -60,6 +60,7 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
         order.push_back(c);
 
     for (int j = 0; j < chunks; ++j) {
+      const double chunk = sizes[static_cast<std::size_t>(j)];
       std::vector<int> reduced_at_head(static_cast<std::size_t>(nodes), -1);  // chain reduce done
       std::vector<int> net_up(static_cast<std::size_t>(nodes), -1);           // head(v) -> head(parent)
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
