@@ -211,18 +211,32 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   if (x.size() < 3)
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
                      "too few rows to fit (need at least 3 rows within the size limit)");
+  // The efficiency is only identifiable from rows whose time is mostly transfer; otherwise it is
+  // kept (c = 1) and only the latencies are fitted.
+  int bandwidth_rows = 0;
+  for (const auto& row : x)
+    if (row[2] > 0.5)
+      ++bandwidth_rows;
+  const bool fit_efficiency = bandwidth_rows >= 3;
+  if (!fit_efficiency)
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      y[i] -= x[i][2];
+      x[i][2] = 0;
+    }
   std::array<double, 3> best{start.launch_overhead_us, start.hop_latency_scale, 1.0};
   double best_cost = std::numeric_limits<double>::infinity();
   for (int mask = 1; mask < 8; ++mask) {
     const std::array<bool, 3> active{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
     std::array<double, 3> c{};
+    if (active[2] != fit_efficiency)
+      continue;  // with the efficiency fitted, the transfer time must keep a bandwidth
     if (!solve(x, y, active, c) || c[0] < 0 || c[1] < 0 || c[2] < 0 || (active[2] && c[2] < 1e-3))
       continue;
-    if (!active[2])
-      continue;  // the transfer time must keep a bandwidth
+    if (!fit_efficiency)
+      c[2] = 1.0;
     double cost = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const double r = x[i][0] * c[0] + x[i][1] * c[1] + x[i][2] * c[2] - y[i];
+      const double r = x[i][0] * c[0] + x[i][1] * c[1] + (fit_efficiency ? x[i][2] * c[2] : 0.0) - y[i];
       cost += r * r;
     }
     if (cost < best_cost) {
@@ -232,8 +246,8 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   }
   fit.params.launch_overhead_us = best[0];
   fit.params.hop_latency_scale = best[1];
-  fit.efficiency_fitted = eff_name;
-  double& eff = efficiency_field(fit.params, eff_name);
+  fit.efficiency_fitted = fit_efficiency ? eff_name : "none (too few bandwidth-bound rows; " + eff_name + " kept)";
+  double& eff = efficiency_field(fit.params, eff_name);  // best[2] == 1 when not fitted
   eff = std::min(1.5, eff / best[2]);
   options.params = fit.params;
   std::vector<double> large, small;
@@ -250,7 +264,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                   {"fit",
                    {{"rows_fitted", x.size()},
                     {"max_bytes", max_bytes},
-                    {"efficiency_fitted", eff_name},
+                    {"efficiency_fitted", fit.efficiency_fitted},
                     {"rms_relative_time_error", std::sqrt(best_cost / static_cast<double>(x.size()))},
                     {"median_abs_busbw_error_ge_1MiB", std::isnan(median_abs(large)) ? nlohmann::json() : nlohmann::json(median_abs(large))},
                     {"median_abs_busbw_error_lt_1MiB", std::isnan(median_abs(small)) ? nlohmann::json() : nlohmann::json(median_abs(small))}}}};

@@ -27,7 +27,9 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
   const auto& by_node = x.layout.by_node;
   const int nodes = static_cast<int>(by_node.size());
   const double eff = x.params.nvls_efficiency;
-  const auto sizes = pipeline_chunk_sizes(x.call.bytes, 1024.0 * 1024);
+  // Draining the pipeline costs about one chunk: many chunks on one node (16 flows each), fewer
+  // when the inter-node trees multiply the flows.
+  const auto sizes = pipeline_chunk_sizes(x.call.bytes, 1024.0 * 1024, nodes == 1 ? 64 : 16);
   const int chunks = static_cast<int>(sizes.size());
   std::vector<int> up_prev(static_cast<std::size_t>(n), -1), down_prev(static_cast<std::size_t>(n), -1);
   for (int j = 0; j < chunks; ++j) {

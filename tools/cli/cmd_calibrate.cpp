@@ -63,9 +63,9 @@ int run(const CalibrateArgs& a)
   cal.merge(fit.fragment);
   fmt::print("# dtsim calibrate: {} log(s) on {} ({} GPUs){}\n", nccl_logs.size(), topology.name,
              topology.gpus().size(), max_bytes ? fmt::format(", rows <= {} B", max_bytes) : "");
-  fmt::print("# fitted: launch_overhead_us {:.2f}, hop_latency_scale {:.3f}, {} {:.3f}\n", fit.params.launch_overhead_us,
-             fit.params.hop_latency_scale, fit.efficiency_fitted,
-             fit.fragment["nccl"][fit.efficiency_fitted].get<double>());
+  fmt::print("# fitted: launch_overhead_us {:.2f}, hop_latency_scale {:.3f}; efficiency: {}\n",
+             fit.params.launch_overhead_us, fit.params.hop_latency_scale, fit.efficiency_fitted);
+  fmt::print("# nccl: {}\n", fit.fragment["nccl"].dump());
   for (std::size_t i = 0; i < nccl_logs.size(); ++i)
     fmt::print("# {}: median |busbw error| >= 1 MiB {} -> {}, < 1 MiB {} -> {}\n", nccl_logs[i].path,
                pct(fit.before[i].median_abs_error_large), pct(fit.after[i].median_abs_error_large),

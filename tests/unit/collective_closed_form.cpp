@@ -1,0 +1,119 @@
+// Simulated collectives against closed forms where nothing contends (8 x H100 on NVSwitch: every
+// GPU has one 450 GB/s NVLink port to the switch, NCCL reaches 370 of it): start-up latency from
+// NCCL's tables (x the hop-latency scale, + launch overhead) plus bytes over the bottleneck rate.
+#include "sim/collectives/collective_options.hpp"
+#include "sim/collectives/nccl_tests_sweep.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/topology/topology_builder.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+using namespace dtsim;
+
+namespace {
+
+double simulated_us(const Topology& t, CollectiveOp op, double bytes, NcclAlgo algo, NcclProto proto)
+{
+  CollectiveOptions o;
+  o.filter.algos = {algo};
+  o.filter.protos = {proto};
+  const auto points = simulate_nccl_tests_sweep(t, op, {static_cast<std::uint64_t>(bytes)}, o);
+  return points.at(0).time_us;
+}
+
+constexpr double kNvlinkRate = 450e9 * 370.0 / 450.0;  // bytes/s per GPU, H100 default efficiency
+constexpr double kLaunch = 4.0, kScale = 2.0;          // NcclParams defaults (us, factor)
+constexpr double kHopWire = 2 * 0.3;                   // GPU -> NVSwitch -> GPU link latencies (us)
+
+}  // namespace
+
+TEST_CASE("ring AllReduce, AllGather, ReduceScatter on one NVSwitch node")
+{
+  const Topology t = load_topology("hgx-h100");
+  const int n = 8;
+  const double S = 256.0 * 1024 * 1024;
+  // AllReduce: 2(n-1) steps of S/n; latency 8.4 + 2(n-1) x 3.4 us (Ring/Simple over NVLink).
+  const double ar = kLaunch + 8.4 + kScale * 2 * (n - 1) * 3.4 + 2.0 * (n - 1) / n * S / kNvlinkRate * 1e6 +
+                    14 * kHopWire;
+  CHECK(simulated_us(t, CollectiveOp::AllReduce, S, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(ar).epsilon(0.01));
+  // AllGather / ReduceScatter: n-1 steps of S/n (S = total buffer).
+  const double ag = kLaunch + 8.4 + kScale * (n - 1) * 3.4 + 1.0 * (n - 1) / n * S / kNvlinkRate * 1e6 + 7 * kHopWire;
+  CHECK(simulated_us(t, CollectiveOp::AllGather, S, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(ag).epsilon(0.01));
+  CHECK(simulated_us(t, CollectiveOp::ReduceScatter, S, NcclAlgo::Ring, NcclProto::Simple) ==
+        doctest::Approx(ag).epsilon(0.01));
+  // LL128 moves 120/128 payload (NCCL's 0.92): the transfer part is 1/0.92 longer.
+  const double ar128 = kLaunch + 14.0 + kScale * 14 * 1.9 + 2.0 * (n - 1) / n * S / (0.92 * kNvlinkRate) * 1e6 +
+                       14 * kHopWire;
+  CHECK(simulated_us(t, CollectiveOp::AllReduce, S, NcclAlgo::Ring, NcclProto::LL128) ==
+        doctest::Approx(ar128).epsilon(0.01));
+}
+
+TEST_CASE("pipelined Broadcast chain and AllToAll on one NVSwitch node")
+{
+  const Topology t = load_topology("hgx-h100");
+  const int n = 8;
+  const double S = 64.0 * 1024 * 1024;
+  // Broadcast: a chain of n-1 hops in 16 chunks of S/16: (16 + n - 2) chunk times.
+  const double chunk_us = S / 16 / kNvlinkRate * 1e6;
+  const double bc = kLaunch + 8.4 + kScale * n * 4.0 + (16 + n - 2) * (chunk_us + kHopWire);
+  CHECK(simulated_us(t, CollectiveOp::Broadcast, S, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bc).epsilon(0.01));
+  // AllToAll: every GPU sends (n-1)/n of its buffer through its one port at once.
+  const double a2a = kLaunch + 8.4 + kScale * 3.4 + (n - 1.0) / n * S / kNvlinkRate * 1e6 + kHopWire;
+  CHECK(simulated_us(t, CollectiveOp::AllToAll, S, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(a2a).epsilon(0.01));
+}
+
+TEST_CASE("NVLS AllReduce: (1 + 1/n) S through each port at NVLink x NVLS efficiency")
+{
+  const Topology t = load_topology("hgx-h100");
+  const int n = 8;
+  const double S = 4.0 * 1024 * 1024 * 1024;
+  const double rate = kNvlinkRate * 0.85;
+  const double bandwidth_us = (1.0 + 1.0 / n) * S / rate * 1e6;
+  const double t_us = simulated_us(t, CollectiveOp::AllReduce, S, NcclAlgo::Nvls, NcclProto::Simple);
+  CHECK(t_us >= bandwidth_us);
+  CHECK(t_us == doctest::Approx(bandwidth_us).epsilon(0.03));  // plus start-up and a small fill chunk
+}
+
+TEST_CASE("ring across nodes: each channel leaves through its own NIC (2 x 8 A100, 8 x 200 Gb/s)")
+{
+  const Topology t = load_topology("dgx-a100", 2);
+  const int n = 16;
+  const double S = 1024.0 * 1024 * 1024;
+  const double nic_rate = 8 * 25e9 * 0.96;  // the ring's bottleneck: all NICs of a node
+  const double bound_us = 2.0 * (n - 1) / n * S / nic_rate * 1e6;
+  const double t_us = simulated_us(t, CollectiveOp::AllReduce, S, NcclAlgo::Ring, NcclProto::Simple);
+  // Start-up: Ring/Simple over 2 nodes, 8.4 + 28 x 3.4 + 2 x 14 us, x 1.4 (NCCL's multi-node ring
+  // correction), the hop part x the scale, + launch.
+  const double startup_us = kLaunch + 8.4 + kScale * (1.4 * (8.4 + 28 * 3.4 + 2 * 14) - 8.4);
+  CHECK(t_us == doctest::Approx(bound_us + startup_us).epsilon(0.02));
+}
+
+TEST_CASE("two collectives at once contend for the same links")
+{
+  const Topology t = load_topology("hgx-h100");
+  const double S = 256.0 * 1024 * 1024;
+  CollectiveCall call;
+  call.ranks = t.gpus();
+  call.bytes = S;
+  CollectiveOptions o;
+  o.filter.algos = {NcclAlgo::Ring};
+  o.filter.protos = {NcclProto::Simple};
+  auto run = [&](int copies) {
+    TaskGraph g;
+    std::vector<int> done;
+    for (int c = 0; c < copies; ++c) {
+      const auto tasks = add_collective(g, t, call, std::vector<std::vector<int>>(call.ranks.size()), o);
+      done.insert(done.end(), tasks.done.begin(), tasks.done.end());
+    }
+    const auto spans = simulate(t, g);
+    double end = 0;
+    for (int id : done)
+      end = std::max(end, spans[static_cast<std::size_t>(id)].end);
+    return end;
+  };
+  const double one = run(1), two = run(2);
+  CHECK(two > 1.9 * one * 0.95);
+  CHECK(two < 2.0 * one);
+}

@@ -1,0 +1,76 @@
+// The nccl-tests log parser on every published log in shared/validation/nccl (both layouts).
+#include "calibration/nccl_tests_log.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace dtsim;
+
+namespace {
+std::string log_path(const char* name) { return std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + name; }
+}  // namespace
+
+TEST_CASE("old layout (no root column, error column): 8 x V100")
+{
+  const auto log = load_nccl_tests_log(log_path("8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt"));
+  CHECK(log.op == "all_reduce");
+  CHECK_FALSE(log.has_root_column);
+  REQUIRE(log.rows.size() == 25);
+  CHECK(log.rows[0].size == 8);
+  CHECK(log.rows[0].out_of_place.time_us == doctest::Approx(48.46));
+  CHECK(log.rows.back().size == 134217728);
+  CHECK(log.rows.back().out_of_place.busbw == doctest::Approx(129.14));
+  CHECK(log.rows.back().in_place.time_us == doctest::Approx(1821.9));
+  CHECK(log.ranks == 8);  // from busbw/algbw = 2(n-1)/n
+  REQUIRE(log.avg_busbw);
+  CHECK(*log.avg_busbw == doctest::Approx(25.9598));
+}
+
+TEST_CASE("new layout with root and #wrong: 2 nodes x 8 H100, 32 rows up to 16 GiB")
+{
+  const auto log = load_nccl_tests_log(log_path("2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt"));
+  CHECK(log.op == "all_reduce");
+  CHECK(log.has_root_column);
+  REQUIRE(log.rows.size() == 32);
+  CHECK(log.rows.back().size == 17179869184ULL);
+  CHECK(log.rows.back().root == -1);
+  CHECK(log.rows.back().out_of_place.time_us == doctest::Approx(68652));
+  CHECK(log.ranks == 16);
+}
+
+TEST_CASE("every validation log parses, with the op and rank count it was measured with")
+{
+  struct Case { const char* file; const char* op; int ranks; std::size_t rows; };
+  for (const Case& c : {Case{"2node_16xA100_SXM4_80GB_gcm_fixture_allreduce.txt", "all_reduce", 16, 6},
+                        Case{"8xA100_NVLink_sendrecv_p2p.txt", "sendrecv", 0, 4},
+                        Case{"8xA100_SXM4_80GB_nccl2.19_allreduce.txt", "all_reduce", 8, 25},
+                        Case{"8xH100_SXM_NVSwitch_NVLS_allreduce_issue290.txt", "all_reduce", 8, 6},
+                        Case{"multinode_H100_IB400_scaling_issue309_2node_default.txt", "all_reduce", 16, 14},
+                        Case{"pcie_2xRTX2080Ti_noP2P_allreduce.txt", "all_reduce", 2, 28},
+                        Case{"pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt", "all_reduce", 8, 25}}) {
+    CAPTURE(c.file);
+    const auto log = load_nccl_tests_log(log_path(c.file));
+    CHECK(log.op == c.op);
+    CHECK(log.ranks == c.ranks);
+    CHECK(log.rows.size() == c.rows);
+  }
+}
+
+TEST_CASE("header lines give the op and the rank count; malformed rows are input errors")
+{
+  const std::string text =
+      "# Collective test starting: all_gather_perf\n"
+      "# nThread 1 nGpus 4 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 20\n"
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+      "        1024            64     float    none      -1    10.00    0.10    0.08     N/A    10.00    0.10    0.08     N/A\n";
+  const auto log = parse_nccl_tests_log(text, "mem.txt");
+  CHECK(log.op == "all_gather");
+  CHECK(log.ranks == 4);
+  CHECK(log.rows.at(0).count == 64);
+  CHECK_THROWS_AS(parse_nccl_tests_log("# nothing\n", "empty.txt"), InputError);
+  CHECK_THROWS_AS(parse_nccl_tests_log("1024 256 float sum -1 x 1 1 0 1 1 1 0\n", "bad.txt"), InputError);
+  CHECK(looks_like_nccl_tests_log(text));
+  CHECK_FALSE(looks_like_nccl_tests_log("Device: 0, Tesla V100\n"));
+}

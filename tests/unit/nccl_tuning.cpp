@@ -1,0 +1,83 @@
+// NCCL's cost model (tuning.cc 2.30) against the worked example of the reference (8 x A100 on
+// NVSwitch: 12 channels x 20 GB/s), and NCCL's choice at small, medium and large sizes.
+#include "sim/collectives/nccl_tuning.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace dtsim;
+
+namespace {
+NcclSystem a100x8()
+{
+  NcclSystem s;
+  s.ranks = 8;
+  s.nodes = 1;
+  s.compute_capability = 80;
+  s.intra_hw = NcclHw::NvLink;
+  s.channels = 12;
+  s.bw_intra = s.bw_inter = 20;
+  return s;
+}
+constexpr double MiB = 1024.0 * 1024.0;
+}  // namespace
+
+TEST_CASE("latencies and bus bandwidths of the worked example")
+{
+  const auto s = a100x8();
+  const auto op = CollectiveOp::AllReduce;
+  CHECK(*nccl_latency_us(op, NcclAlgo::Ring, NcclProto::LL, s) == doctest::Approx(15.0));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Ring, NcclProto::LL128, s) == doctest::Approx(40.6));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Ring, NcclProto::Simple, s) == doctest::Approx(56.0));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Tree, NcclProto::LL, s) == doctest::Approx(15.2));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Tree, NcclProto::LL128, s) == doctest::Approx(31.5));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(64.4));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Ring, NcclProto::LL, s) == doctest::Approx(87.7));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Ring, NcclProto::LL128, s) == doctest::Approx(220.8));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Ring, NcclProto::Simple, s) == doctest::Approx(240));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::LL, s) == doctest::Approx(58.1).epsilon(0.01));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::LL128, s) == doctest::Approx(171.7).epsilon(0.01));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(220.8));
+  CHECK(nccl_alg_bw(op, NcclAlgo::Ring, NcclProto::Simple, s) == doctest::Approx(137.1).epsilon(0.001));
+  CHECK(nccl_alg_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(110.4));
+}
+
+TEST_CASE("NCCL's choice: LL when small, LL128 around 4 MiB, Simple when large")
+{
+  const auto s = a100x8();
+  const auto op = CollectiveOp::AllReduce;
+  CHECK(nccl_choose(op, s, 64 * 1024).proto == NcclProto::LL);
+  CHECK(nccl_choose(op, s, 64 * 1024).algo == NcclAlgo::Ring);
+  CHECK(nccl_choose(op, s, 4 * MiB).proto == NcclProto::LL128);
+  const auto big = nccl_choose(op, s, 100 * MiB);
+  CHECK(big.algo == NcclAlgo::Ring);
+  CHECK(big.proto == NcclProto::Simple);
+  CHECK(big.time_us == doctest::Approx(821).epsilon(0.01));
+  CHECK(nccl_choose(op, s, 25 * MiB).time_us == doctest::Approx(247).epsilon(0.02));
+}
+
+TEST_CASE("NCCL_ALGO / NCCL_PROTO restrict the choice; NVLS only with NVSwitch SHARP")
+{
+  auto s = a100x8();
+  NcclFilter f;
+  f.protos = {NcclProto::Simple};
+  CHECK(nccl_choose(CollectiveOp::AllReduce, s, 1024, f).proto == NcclProto::Simple);
+  f.algos = {NcclAlgo::Tree};
+  CHECK(nccl_choose(CollectiveOp::AllReduce, s, 1024, f).algo == NcclAlgo::Tree);
+  CHECK_FALSE(nccl_cost(CollectiveOp::AllReduce, NcclAlgo::Nvls, NcclProto::Simple, s, 1e9));
+  s.compute_capability = 90;
+  s.nvls = true;
+  s.nvls_bw_intra = 370.8 / 16;
+  CHECK(nccl_choose(CollectiveOp::AllReduce, s, 1e9).algo == NcclAlgo::Nvls);
+  CHECK(nccl_choose(CollectiveOp::Broadcast, s, 1e9).algo == NcclAlgo::Ring);  // Ring only
+  CHECK(parse_nccl_algo("nvlstree") == NcclAlgo::NvlsTree);
+  CHECK(parse_nccl_proto("LL128") == NcclProto::LL128);
+  CHECK_FALSE(parse_nccl_proto("fast"));
+}
+
+TEST_CASE("channels drop for small operations (enqueue.cc threshold)")
+{
+  const auto s = a100x8();
+  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 1e9) == 12);
+  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 64 * 1024) == 2);  // 64 KiB = 2 x 512 threads x 64 B
+  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 3 * 32768) == 3);
+}

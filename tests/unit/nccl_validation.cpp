@@ -1,0 +1,50 @@
+// Validation against published nccl-tests tables (shared/validation/nccl) with the shipped presets
+// and no calibration: median |busbw error| <= 15% for sizes >= 1 MiB on every AllReduce table.
+// Fails if a change to the model pushes any table past the target.
+#include "calibration/nccl_fit.hpp"
+#include "sim/topology/topology_builder.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace dtsim;
+
+TEST_CASE("median |busbw error| >= 1 MiB stays within 15% on every AllReduce table")
+{
+  struct Case { const char* log; std::string topology; int nodes; };
+  const std::string data = DTSIM_TESTS_DIR;
+  for (const Case& c : {Case{"8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt", "dgx1-v100", 1},
+                        Case{"8xA100_SXM4_80GB_nccl2.19_allreduce.txt", "dgx-a100", 1},
+                        Case{"8xH100_SXM_NVSwitch_NVLS_allreduce_issue290.txt", "hgx-h100", 1},
+                        Case{"2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt", "hgx-h100", 2},
+                        Case{"multinode_H100_IB400_scaling_issue309_2node_default.txt", "hgx-h100", 2},
+                        Case{"2node_16xA100_SXM4_80GB_gcm_fixture_allreduce.txt", "dgx-a100", 2},
+                        Case{"pcie_2xRTX2080Ti_noP2P_allreduce.txt", data + "/data/nccl/pcie_2xRTX2080Ti_noP2P.json", 1},
+                        Case{"pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt", "pcie-box", 1}}) {
+    CAPTURE(c.log);
+    const auto log = load_nccl_tests_log(std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + c.log);
+    const Topology t = load_topology(c.topology, c.nodes);
+    const auto result = validate_log(t, log, CollectiveOptions{});
+    MESSAGE(c.log, ": median |busbw error| >= 1 MiB = ", 100 * result.median_abs_error_large, "%");
+    REQUIRE_FALSE(std::isnan(result.median_abs_error_large));
+    CHECK(result.median_abs_error_large <= 0.15);
+  }
+}
+
+TEST_CASE("calibrated on sizes <= 8 MiB of one 2-node H100 log, the other 2-node log is predicted")
+{
+  const std::string dir = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/";
+  const auto fit_log = load_nccl_tests_log(dir + "2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt");
+  const auto other = load_nccl_tests_log(dir + "multinode_H100_IB400_scaling_issue309_2node_default.txt");
+  const Topology t = load_topology("hgx-h100", 2);
+  const auto fit = fit_nccl_params(t, {fit_log}, NcclParams::defaults(90), 8u << 20);
+  CollectiveOptions o;
+  o.params = fit.params;
+  const auto result = validate_log(t, other, o);
+  MESSAGE("fitted: launch ", fit.params.launch_overhead_us, " us, hop scale ", fit.params.hop_latency_scale, ", ",
+          fit.efficiency_fitted, "; other log median >= 1 MiB ", 100 * result.median_abs_error_large, "%");
+  CHECK(fit.after.at(0).median_abs_error_small < fit.before.at(0).median_abs_error_small);
+  CHECK(result.median_abs_error_large <= 0.25);
+}
