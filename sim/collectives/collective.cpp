@@ -116,6 +116,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     cost = nccl_choose(call.op, layout.system, call.bytes, options.filter);
   }
   Expansion x(graph, topology, call, layout, params, cost.algo, cost.proto);
+  x.merge_ring_steps = !options.ideal;
   if (!options.ideal && cost.algo == NcclAlgo::Ring && cost.proto != NcclProto::Simple) {
     // LL and LL128 are limited by flag polling, not by the links: NCCL caps their bus bandwidth
     // (llMaxBws, perChMaxRingLL128Bws). Where the cap is below what the links would give, the

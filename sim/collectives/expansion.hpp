@@ -39,6 +39,8 @@ public:
   /// Payload fraction of the wire bytes: LL 0.5, LL128 0.92, Simple 1, lowered where NCCL caps the
   /// protocol's throughput below what the links give (set by the dispatcher).
   double protocol_factor = 1.0;
+  /// Merge consecutive ring steps into at most 16 super-steps (off for the textbook ring).
+  bool merge_ring_steps = true;
 
   /// Per rank: the task its first transfer waits for (the start-up latency, after start_after).
   std::vector<int> start;

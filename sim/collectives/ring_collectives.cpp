@@ -23,7 +23,7 @@ std::vector<int> expand_ring(Expansion& x)
   // Consecutive ring steps are merged into at most kMaxRingSteps super-steps (same bytes per
   // neighbour, same uncontended time on a homogeneous ring) to bound the flow count at scale.
   constexpr int kMaxRingSteps = 16;
-  const int super_steps = std::min(steps, kMaxRingSteps);
+  const int super_steps = x.merge_ring_steps ? std::min(steps, kMaxRingSteps) : steps;
   std::vector<double> step_chunks(static_cast<std::size_t>(super_steps), 0.0);
   for (int s = 0; s < steps; ++s)
     step_chunks[static_cast<std::size_t>(s * super_steps / steps)] += ring_bytes / n;
