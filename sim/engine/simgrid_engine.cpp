@@ -5,9 +5,10 @@
 // uses, with the links Topology::route() chose. CM02 without cross-traffic and TCP-gamma makes a
 // lone flow take exactly latency + size / bandwidth, shared max-min with the others.
 //
-// Tasks run in SimGrid's DAG mode (no actors): compute is an Exec on the device's host (speed 1e9
-// "flop"/s, so flops = nanoseconds); delays are Execs on a many-core timer host so they never
-// contend; transfers are host-to-host Comms. Dependencies are add_successor edges.
+// Tasks run without actors: compute is an Exec on the device's host (speed 1e9 "flop"/s, so
+// flops = nanoseconds); delays are Execs on a many-core timer host so they never contend;
+// transfers are host-to-host Comms. A task is started from the completion callback of its last
+// dependency.
 //
 // SimGrid supports one simulation per process (its clock and configuration are global), so
 // simulate() forks: the child runs SimGrid and pipes the spans back.
@@ -30,6 +31,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 #include <set>
 #include <tuple>
 #include <stdexcept>
@@ -83,14 +85,6 @@ Platform build_platform(const Topology& topology, const TaskGraph& graph)
   return p;
 }
 
-// An activity of either kind, so that dependencies can be added on the typed pointer
-// (Activity::add_successor is protected in 3.32).
-struct Node {
-  sg4::ExecPtr exec;
-  sg4::CommPtr comm;
-  sg4::Activity* activity() const { return exec ? static_cast<sg4::Activity*>(exec.get()) : comm.get(); }
-};
-
 // Per-transfer rate caps. Comm::set_rate() is ignored for host-to-host comms in 3.32, so caps go
 // through the network model's bandwidth-factor callback, which sees (size, src, dst, route) but
 // not the comm: every transfer is keyed by (src, dst, payload bytes), and a transfer whose key is
@@ -135,9 +129,9 @@ std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
 
   const Platform p = build_platform(topology, graph);
 
-  // In 3.32 a host-to-host comm calls vetoable_start() itself when its destination is set,
-  // starting at once if it has no pending dependency. So a comm gets its size and dependencies
-  // first and its destination last; execs are started explicitly.
+  // Activities are created only when their last dependency has finished: SimGrid 3.32 spends time
+  // proportional to the number of activities waiting on dependencies at every event, so
+  // declaring the whole DAG up front makes a run quadratic in its size.
   RateCaps caps;
   const bool capped = std::any_of(graph.tasks().begin(), graph.tasks().end(), [](const Task& t) { return t.rate_cap > 0; });
   if (capped) {  // registered before the first comm can start
@@ -145,54 +139,67 @@ std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
         [&caps](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& route,
                 const std::unordered_set<sg4::NetZone*>&) { return caps.factor(size, src, dst, route); });
   }
-  std::vector<Node> nodes(static_cast<std::size_t>(graph.size()));
+
+  const auto count = static_cast<std::size_t>(graph.size());
+  std::vector<int> waiting_on(count, 0);
+  std::vector<std::vector<int>> successors(count);
   for (int id = 0; id < graph.size(); ++id) {
-    const Task& t = graph[id];
-    Node& n = nodes[static_cast<std::size_t>(id)];
-    const bool is_comm = t.kind == TaskKind::Transfer && t.src != t.dst;
-    sg4::ActivityPtr self;
-    if (is_comm) {
-      const sg4::Host* src = p.hosts[static_cast<std::size_t>(t.src)];
-      const sg4::Host* dst = p.hosts[static_cast<std::size_t>(t.dst)];
-      n.comm = sg4::Comm::sendto_init();
-      n.comm->set_payload_size(caps.reserve(src, dst, static_cast<std::uint64_t>(t.bytes + 0.5), t.rate_cap));
-      n.comm->set_name(t.name);
-      n.comm->set_source(p.hosts[static_cast<std::size_t>(t.src)]);
-      self = n.comm;
-    } else {
-      const bool on_device = t.kind == TaskKind::Compute;
-      n.exec = sg4::Exec::init();
-      n.exec->set_host(on_device ? p.hosts[static_cast<std::size_t>(t.device)] : p.timer);
-      n.exec->set_flops_amount(t.kind == TaskKind::Transfer ? 0.0 : t.seconds * kUnitsPerSecond);
-      n.exec->set_name(t.name);
-      self = n.exec;
-    }
-    std::vector<int> deps = t.after;
+    std::vector<int> deps = graph[id].after;
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    for (int dep : deps) {
-      Node& before = nodes[static_cast<std::size_t>(dep)];
-      if (before.exec)
-        before.exec->add_successor(self);
-      else
-        before.comm->add_successor(self);
-    }
-    if (is_comm)
-      n.comm->set_destination(p.hosts[static_cast<std::size_t>(t.dst)]);
+    waiting_on[static_cast<std::size_t>(id)] = static_cast<int>(deps.size());
+    for (int dep : deps)
+      successors[static_cast<std::size_t>(dep)].push_back(id);
   }
-  for (auto& n : nodes) {
-    if (n.exec)
-      n.exec->vetoable_start();
+
+  std::vector<Span> spans(count, Span{-1, -1});
+  std::vector<sg4::ActivityPtr> running(count);  // keeps each activity alive until the run ends
+  std::unordered_map<const sg4::Activity*, int> task_of;
+  const auto launch = [&](int id) {
+    const Task& t = graph[id];
+    spans[static_cast<std::size_t>(id)].start = sg4::Engine::get_clock();
+    sg4::ActivityPtr a;
+    if (t.kind == TaskKind::Transfer && t.src != t.dst) {
+      const sg4::Host* src = p.hosts[static_cast<std::size_t>(t.src)];
+      const sg4::Host* dst = p.hosts[static_cast<std::size_t>(t.dst)];
+      auto comm = sg4::Comm::sendto_init();
+      comm->set_payload_size(caps.reserve(src, dst, static_cast<std::uint64_t>(t.bytes + 0.5), t.rate_cap));
+      comm->set_name(t.name);
+      task_of[comm.get()] = id;
+      running[static_cast<std::size_t>(id)] = comm;
+      comm->set_source(p.hosts[static_cast<std::size_t>(t.src)]);
+      comm->set_destination(p.hosts[static_cast<std::size_t>(t.dst)]);  // starts it (3.32)
+      return;
+    }
+    auto exec = sg4::Exec::init();
+    exec->set_host(t.kind == TaskKind::Compute ? p.hosts[static_cast<std::size_t>(t.device)] : p.timer);
+    exec->set_flops_amount(t.kind == TaskKind::Transfer ? 0.0 : t.seconds * kUnitsPerSecond);
+    exec->set_name(t.name);
+    task_of[exec.get()] = id;
+    running[static_cast<std::size_t>(id)] = exec;
+    exec->start();
+  };
+  sg4::Activity::on_completion_cb([&](const sg4::Activity& a) {
+    const auto it = task_of.find(&a);
+    if (it == task_of.end())
+      return;
+    const auto id = static_cast<std::size_t>(it->second);
+    spans[id].end = sg4::Engine::get_clock();
+    for (int next : successors[id]) {
+      if (--waiting_on[static_cast<std::size_t>(next)] == 0)
+        launch(next);
+    }
+  });
+  for (int id = 0; id < graph.size(); ++id) {
+    if (waiting_on[static_cast<std::size_t>(id)] == 0)
+      launch(id);
   }
   engine.run();
 
-  std::vector<Span> spans(nodes.size());
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const sg4::Activity* a = nodes[i].activity();
-    if (a->get_state() != sg4::Activity::State::FINISHED)
+  for (std::size_t i = 0; i < count; ++i) {
+    if (spans[i].end < 0)
       throw std::runtime_error(fmt::format("task '{}' never ran (a dependency cycle or an unreachable route)",
                                            graph[static_cast<int>(i)].name));
-    spans[i] = {a->get_start_time(), a->get_finish_time()};
   }
   return spans;
 }
