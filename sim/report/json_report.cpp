@@ -28,6 +28,7 @@ nlohmann::json json_report(const RunResult& r)
       {"iteration_time_s", r.iteration_time_s},
       {"compute_time_s", r.compute_time_s},
       {"comm_time_s", r.comm_time_s},
+      {"straggler_wait_s", r.straggler_wait_s},
       {"exposed_comm_time_s", r.exposed_comm_time_s},
       {"samples_per_iteration", r.samples_per_iteration},
       {"throughput_samples_per_s", r.throughput_samples_per_s},

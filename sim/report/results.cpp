@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace dtsim {
@@ -64,7 +65,30 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
     comm += union_length(transfers[static_cast<std::size_t>(it)]);
   r.comm_time_s = comm / measured;
   r.compute_time_s = plan.compute_per_iteration_s;
-  r.exposed_comm_time_s = std::max(0.0, r.iteration_time_s - r.compute_time_s);
+
+  // Synchronous training waits for the slowest GPU: split the time not spent computing into that
+  // wait (slowest GPU's compute minus the mean) and communication nothing hid.
+  std::map<int, std::vector<Span>> compute_of;  // (iteration, device) flattened per iteration below
+  double slowest_total = 0;
+  double mean_total = 0;
+  for (int it = plan.warmup_iterations; it < iterations; ++it) {
+    compute_of.clear();
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].kind == TaskKind::Compute && tasks[i].iteration == it)
+        compute_of[tasks[i].device].push_back(spans[i]);
+    }
+    double slowest = 0;
+    double sum = 0;
+    for (const int device : plan.ranks) {
+      const double busy = union_length(compute_of[device]);
+      slowest = std::max(slowest, busy);
+      sum += busy;
+    }
+    slowest_total += slowest;
+    mean_total += sum / static_cast<double>(plan.ranks.size());
+  }
+  r.straggler_wait_s = std::max(0.0, (slowest_total - mean_total) / measured);
+  r.exposed_comm_time_s = std::max(0.0, r.iteration_time_s - r.compute_time_s - r.straggler_wait_s);
 
   r.samples_per_iteration = plan.samples_per_iteration;
   r.single_gpu_iteration_s = plan.single_gpu_iteration_s;

@@ -35,7 +35,8 @@ struct RunResult {
   double iteration_spread = 0;   ///< (max - min) / mean over the measured iterations
   double compute_time_s = 0;
   double comm_time_s = 0;        ///< time with at least one transfer in flight
-  double exposed_comm_time_s = 0;
+  double straggler_wait_s = 0;   ///< slowest GPU's compute minus the mean (jitter, imbalance)
+  double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait
   double setup_time_s = 0;       ///< one-off (parameter broadcast)
 
   // Scaling and totals.

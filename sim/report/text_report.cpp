@@ -68,6 +68,7 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  iteration time           {:>12.6f} s", r.iteration_time_s));
   line(fmt::format("  compute                  {:>12.6f} s", r.compute_time_s));
   line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
+  line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
   line("");
   line("Throughput and scaling");
