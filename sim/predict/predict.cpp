@@ -51,6 +51,26 @@ Plan build_plan(const Scenario& s, const Topology& topology, const Model& model,
   s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline or hybrid)", s.strategy));
 }
 
+// The same training on one GPU of the cluster (same loader, input copies and compute, no
+// communication), simulated, so that speedup and efficiency compare like with like. Data-parallel
+// strategies only: a pipeline's or hybrid's model may not fit one GPU, and there the baseline stays
+// the per-GPU compute the plan reports.
+double simulated_single_gpu_iteration(const Scenario& s, const Topology& topology, const Model& model,
+                                      const SimulationSettings& sim)
+{
+  Scenario one = s;
+  one.gpus = 1;
+  one.strategy = "single";
+  one.doc["gpus"] = 1;
+  one.doc["strategy"] = {{"kind", "single"}};
+  const Plan plan = build_ddp_plan(one, topology, model, sim.iterations, sim.warmup);
+  const auto spans = simulate(topology, plan.graph);
+  const auto end_of = [&](std::size_t it) { return spans[static_cast<std::size_t>(plan.iteration_end[it])].end; };
+  const auto last = plan.iteration_end.size() - 1;
+  const auto warm = static_cast<std::size_t>(plan.warmup_iterations) - 1;
+  return (end_of(last) - end_of(warm)) / static_cast<double>(last - warm);
+}
+
 }  // namespace
 
 Prediction predict(const Scenario& s)
@@ -61,6 +81,8 @@ Prediction predict(const Scenario& s)
   const Model model = load_model(s.model, s.file, "/model");
   p.plan = build_plan(s, p.topology, model, sim);
   p.spans = simulate(p.topology, p.plan.graph);
+  if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
+    p.plan.single_gpu_iteration_s = simulated_single_gpu_iteration(s, p.topology, model, sim);
 
   RunResult& r = p.result;
   r.scenario = s.name.empty() ? s.file : s.name;
