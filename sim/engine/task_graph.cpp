@@ -17,42 +17,42 @@ int TaskGraph::add(Task task)
   return size() - 1;
 }
 
-int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+namespace {
+Task make_task(TaskKind kind, std::string name, std::string category, std::vector<int> after)
 {
   Task t;
-  t.kind = TaskKind::Compute;
-  t.device = device;
-  t.seconds = seconds;
+  t.kind = kind;
   t.name = std::move(name);
   t.category = std::move(category);
   t.after = std::move(after);
+  return t;
+}
+}  // namespace
+
+int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+{
+  Task t = make_task(TaskKind::Compute, std::move(name), std::move(category), std::move(after));
+  t.device = device;
+  t.seconds = seconds;
   return add(std::move(t));
 }
 
 int TaskGraph::add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after)
 {
-  Task t;
-  t.kind = TaskKind::Delay;
+  Task t = make_task(TaskKind::Delay, std::move(name), std::move(category), std::move(after));
   t.device = device;
   t.seconds = seconds;
-  t.name = std::move(name);
-  t.category = std::move(category);
-  t.after = std::move(after);
   return add(std::move(t));
 }
 
 int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, std::string category,
                             std::vector<int> after)
 {
-  Task t;
-  t.kind = TaskKind::Transfer;
+  Task t = make_task(TaskKind::Transfer, std::move(name), std::move(category), std::move(after));
   t.src = src;
   t.dst = dst;
   t.device = src;
   t.bytes = bytes;
-  t.name = std::move(name);
-  t.category = std::move(category);
-  t.after = std::move(after);
   return add(std::move(t));
 }
 
