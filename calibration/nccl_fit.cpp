@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace dtsim {
 
@@ -106,45 +107,53 @@ double& efficiency_field(NcclParams& p, const std::string& name)
   return p.pcie_efficiency;
 }
 
-/// Least squares on rows x (3 columns) -> y with the columns in `active` free and the others 0.
-bool solve(const std::vector<std::array<double, 3>>& x, const std::vector<double>& y, std::array<bool, 3> active,
-           std::array<double, 3>& out)
+/// Least squares on rows x -> y with only the columns in `active` free (the others 0).
+bool solve(const std::vector<std::vector<double>>& x, const std::vector<double>& y, const std::vector<bool>& active,
+           std::vector<double>& out)
 {
-  double a[3][4] = {};
+  const std::size_t m = active.size();
+  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
   for (std::size_t i = 0; i < x.size(); ++i)
-    for (int r = 0; r < 3; ++r) {
-      for (int c = 0; c < 3; ++c)
-        a[r][c] += x[i][static_cast<std::size_t>(r)] * x[i][static_cast<std::size_t>(c)];
-      a[r][3] += x[i][static_cast<std::size_t>(r)] * y[i];
+    for (std::size_t r = 0; r < m; ++r) {
+      for (std::size_t c = 0; c < m; ++c)
+        a[r][c] += x[i][r] * x[i][c];
+      a[r][m] += x[i][r] * y[i];
     }
-  for (int r = 0; r < 3; ++r)
-    if (!active[static_cast<std::size_t>(r)]) {
-      for (int c = 0; c < 4; ++c)
-        a[r][c] = 0;
-      for (int c = 0; c < 3; ++c)
+  for (std::size_t r = 0; r < m; ++r)
+    if (!active[r]) {
+      std::fill(a[r].begin(), a[r].end(), 0.0);
+      for (std::size_t c = 0; c < m; ++c)
         a[c][r] = 0;
       a[r][r] = 1;
     }
-  for (int c = 0; c < 3; ++c) {
-    int piv = c;
-    for (int r = c + 1; r < 3; ++r)
+  for (std::size_t c = 0; c < m; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < m; ++r)
       if (std::fabs(a[r][c]) > std::fabs(a[piv][c]))
         piv = r;
     if (std::fabs(a[piv][c]) < 1e-300)
       return false;
-    for (int k = 0; k < 4; ++k)
-      std::swap(a[c][k], a[piv][k]);
-    for (int r = 0; r < 3; ++r)
+    std::swap(a[c], a[piv]);
+    for (std::size_t r = 0; r < m; ++r)
       if (r != c) {
         const double f = a[r][c] / a[c][c];
-        for (int k = 0; k < 4; ++k)
+        for (std::size_t k = 0; k <= m; ++k)
           a[r][k] -= f * a[c][k];
       }
   }
-  for (int r = 0; r < 3; ++r)
-    out[static_cast<std::size_t>(r)] = a[r][3] / a[r][r];
+  out.assign(m, 0.0);
+  for (std::size_t r = 0; r < m; ++r)
+    out[r] = a[r][m] / a[r][r];
   return true;
 }
+
+/// One fitted row: its (algorithm, protocol) class, the efficiency its transfer time scales with,
+/// and the split of the simulated time into start-up hops and transfer.
+struct FitRow {
+  int cls = 0;  ///< algo * 3 + proto
+  std::string efficiency;
+  double measured = 0, base = 0, hops = 0, transfer = 0;
+};
 
 }  // namespace
 
@@ -173,14 +182,16 @@ std::string format_validation(const NcclTestsLog& log, const ValidationResult& r
 NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTestsLog>& logs, const NcclParams& start,
                               std::uint64_t max_bytes)
 {
+  // The physics per class: every row belongs to the (algorithm, protocol) NCCL picks for it; its
+  // time = launch + base + scale[class] x hops + transfer x factor[efficiency of its bottleneck].
+  // Only what the rows identify is fitted: a class's hop scale when it has rows, a link class's
+  // efficiency when at least 3 of its rows are mostly transfer; the rest keeps `start`.
   NcclFitResult fit;
   fit.params = start;
   CollectiveOptions options;
   options.params = start;
   const int n = static_cast<int>(topology.gpus().size());
-  std::vector<std::array<double, 3>> x;
-  std::vector<double> y;
-  std::string eff_name;
+  std::vector<FitRow> rows;
   for (const auto& log : logs) {
     check_ranks(topology, log);
     const CollectiveOp op = log_collective(log);
@@ -195,48 +206,78 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       call.ranks = topology.gpus();
       call.bytes = static_cast<double>(points[i].size.bytes);
       const NcclCost cost = choose_collective_algorithm(topology, call);
-      if (eff_name.empty())
-        eff_name = bottleneck_efficiency(topology, cost.algo, start);
-      const double base = nccl_base_latency_us(cost.algo, cost.proto);
-      const double hops = std::max(0.0, cost.latency_us - base);
-      const double startup = start.launch_overhead_us + base + start.hop_latency_scale * hops;
-      const double transfer = std::max(0.0, points[i].time_us - startup);
-      const double measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
-      if (measured <= 0)
-        continue;
-      x.push_back({1.0 / measured, hops / measured, transfer / measured});
-      y.push_back(1.0 - base / measured);
+      FitRow f;
+      f.cls = static_cast<int>(cost.algo) * kNcclProtos + static_cast<int>(cost.proto);
+      f.efficiency = bottleneck_efficiency(topology, cost.algo, start);
+      f.base = nccl_base_latency_us(cost.algo, cost.proto);
+      f.hops = std::max(0.0, cost.latency_us - f.base);
+      const double startup = start.launch_overhead_us + f.base +
+                             start.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * f.hops;
+      f.transfer = std::max(0.0, points[i].time_us - startup);
+      f.measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
+      if (f.measured > 0)
+        rows.push_back(f);
     }
   }
-  if (x.size() < 3)
+  if (rows.size() < 3)
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
                      "too few rows to fit (need at least 3 rows within the size limit)");
-  // The efficiency is only identifiable from rows whose time is mostly transfer; otherwise it is
-  // kept (c = 1) and only the latencies are fitted.
-  int bandwidth_rows = 0;
-  for (const auto& row : x)
-    if (row[2] > 0.5)
-      ++bandwidth_rows;
-  const bool fit_efficiency = bandwidth_rows >= 3;
-  if (!fit_efficiency)
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      y[i] -= x[i][2];
-      x[i][2] = 0;
-    }
-  std::array<double, 3> best{start.launch_overhead_us, start.hop_latency_scale, 1.0};
+  // Columns: launch, one hop scale per class seen with hops, one factor per identifiable efficiency.
+  std::vector<int> classes;
+  std::vector<std::string> effs;
+  std::map<std::string, int> bandwidth_rows;
+  for (const auto& f : rows) {
+    if (f.hops > 0 && std::find(classes.begin(), classes.end(), f.cls) == classes.end())
+      classes.push_back(f.cls);
+    if (f.transfer > 0.5 * f.measured)
+      ++bandwidth_rows[f.efficiency];
+  }
+  for (const auto& [name, count] : bandwidth_rows)
+    if (count >= 3)
+      effs.push_back(name);
+  const std::size_t m = 1 + classes.size() + effs.size();
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  for (const auto& f : rows) {
+    std::vector<double> r(m, 0.0);
+    r[0] = 1.0 / f.measured;
+    const auto c = std::find(classes.begin(), classes.end(), f.cls);
+    if (c != classes.end())
+      r[1 + static_cast<std::size_t>(c - classes.begin())] = f.hops / f.measured;
+    double yi = 1.0 - f.base / f.measured;
+    const auto e = std::find(effs.begin(), effs.end(), f.efficiency);
+    if (e != effs.end())
+      r[1 + classes.size() + static_cast<std::size_t>(e - effs.begin())] = f.transfer / f.measured;
+    else
+      yi -= f.transfer / f.measured;
+    x.push_back(std::move(r));
+    y.push_back(yi);
+  }
+  // Non-negative least squares by enumeration: launch and hop-scale columns may be dropped (held
+  // at 0); efficiency columns stay and must be positive.
+  const std::size_t free_cols = 1 + classes.size();
+  std::vector<double> best(m, 1.0);
+  best[0] = start.launch_overhead_us;
+  for (std::size_t k = 0; k < classes.size(); ++k)
+    best[1 + k] = start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos);
   double best_cost = std::numeric_limits<double>::infinity();
-  for (int mask = 1; mask < 8; ++mask) {
-    const std::array<bool, 3> active{(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
-    std::array<double, 3> c{};
-    if (active[2] != fit_efficiency)
-      continue;  // with the efficiency fitted, the transfer time must keep a bandwidth
-    if (!solve(x, y, active, c) || c[0] < 0 || c[1] < 0 || c[2] < 0 || (active[2] && c[2] < 1e-3))
+  for (unsigned mask = 1; mask < (1u << free_cols); ++mask) {
+    std::vector<bool> active(m, true);
+    for (std::size_t k = 0; k < free_cols; ++k)
+      active[k] = (mask >> k) & 1u;
+    std::vector<double> c;
+    if (!solve(x, y, active, c))
       continue;
-    if (!fit_efficiency)
-      c[2] = 1.0;
+    bool ok = true;
+    for (std::size_t k = 0; k < m; ++k)
+      ok = ok && c[k] >= 0 && (k < free_cols || c[k] > 1e-3);
+    if (!ok)
+      continue;
     double cost = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      const double r = x[i][0] * c[0] + x[i][1] * c[1] + (fit_efficiency ? x[i][2] * c[2] : 0.0) - y[i];
+      double r = -y[i];
+      for (std::size_t k = 0; k < m; ++k)
+        r += x[i][k] * c[k];
       cost += r * r;
     }
     if (cost < best_cost) {
@@ -245,10 +286,21 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     }
   }
   fit.params.launch_overhead_us = best[0];
-  fit.params.hop_latency_scale = best[1];
-  fit.efficiency_fitted = fit_efficiency ? eff_name : "none (too few bandwidth-bound rows; " + eff_name + " kept)";
-  double& eff = efficiency_field(fit.params, eff_name);  // best[2] == 1 when not fitted
-  eff = std::min(1.5, eff / best[2]);
+  nlohmann::json class_scales = nlohmann::json::object();
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    const int a = classes[k] / kNcclProtos, p = classes[k] % kNcclProtos;
+    fit.params.class_hop_latency_scale[static_cast<std::size_t>(a)][static_cast<std::size_t>(p)] = best[1 + k];
+    class_scales[std::string(to_string(static_cast<NcclAlgo>(a))) + "/" + to_string(static_cast<NcclProto>(p))] =
+        best[1 + k];
+  }
+  fit.efficiency_fitted.clear();
+  for (std::size_t k = 0; k < effs.size(); ++k) {
+    double& eff = efficiency_field(fit.params, effs[k]);
+    eff = std::min(1.5, eff / best[1 + classes.size() + k]);
+    fit.efficiency_fitted += (k ? ", " : "") + effs[k];
+  }
+  if (effs.empty())
+    fit.efficiency_fitted = "none (too few bandwidth-bound rows; efficiencies kept)";
   options.params = fit.params;
   std::vector<double> large, small;
   for (const auto& log : logs) {
@@ -265,6 +317,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                    {{"rows_fitted", x.size()},
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
+                    {"classes_fitted", class_scales},
                     {"rms_relative_time_error", std::sqrt(best_cost / static_cast<double>(x.size()))},
                     {"median_abs_busbw_error_ge_1MiB", std::isnan(median_abs(large)) ? nlohmann::json() : nlohmann::json(median_abs(large))},
                     {"median_abs_busbw_error_lt_1MiB", std::isnan(median_abs(small)) ? nlohmann::json() : nlohmann::json(median_abs(small))}}}};

@@ -41,10 +41,12 @@ double startup_latency_us(const CollectiveCall& call, const CommLayout& layout, 
   if (is_direct(call.op)) {
     const NcclHw hw = layout.system.nodes > 1 ? NcclHw::Net : layout.system.intra_hw;
     return p.launch_overhead_us + nccl_base_latency_us(NcclAlgo::Ring, NcclProto::Simple) +
-           p.hop_latency_scale * nccl_hw_latency_us(hw, NcclAlgo::Ring, NcclProto::Simple);
+           p.hop_scale(static_cast<int>(NcclAlgo::Ring), static_cast<int>(NcclProto::Simple)) *
+               nccl_hw_latency_us(hw, NcclAlgo::Ring, NcclProto::Simple);
   }
   const double base = nccl_base_latency_us(cost.algo, cost.proto);
-  return p.launch_overhead_us + base + p.hop_latency_scale * std::max(0.0, cost.latency_us - base);
+  return p.launch_overhead_us + base +
+         p.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * std::max(0.0, cost.latency_us - base);
 }
 
 /// Payload bus bandwidth (bytes/s) the rings reach over the links: per GPU, the NVLink (or PCIe)
@@ -107,7 +109,10 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     layout.rings.assign(1, std::vector<int>(static_cast<std::size_t>(n)));
     std::iota(layout.rings[0].begin(), layout.rings[0].end(), 0);
     params.nvlink_efficiency = params.pcie_efficiency = params.pcie_shm_efficiency = params.network_efficiency = 1.0;
-    cost.algo = NcclAlgo::Ring;
+    // The textbook tree (one chain per node, binary tree across nodes) when asked for; else the ring.
+    const bool tree = call.op == CollectiveOp::AllReduce && options.filter.algos.size() == 1 &&
+                      options.filter.algos[0] == NcclAlgo::Tree;
+    cost.algo = tree ? NcclAlgo::Tree : NcclAlgo::Ring;
     cost.proto = NcclProto::Simple;
   } else if (is_direct(call.op)) {
     cost.algo = NcclAlgo::Ring;

@@ -13,7 +13,8 @@ namespace dtsim {
 struct CollectiveOptions {
   NcclFilter filter;                 ///< empty: NCCL's own choice
   std::optional<NcclParams> params;  ///< empty: NcclParams::defaults(GPU compute capability)
-  bool ideal = false;                ///< one ring in rank order at line rate, no latencies
+  bool ideal = false;                ///< one ring in rank order at line rate, no latencies (the tree
+                                     ///< instead when filter.algos is exactly {Tree}, AllReduce)
 };
 
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,

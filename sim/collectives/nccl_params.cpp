@@ -1,6 +1,10 @@
 #include "sim/collectives/nccl_params.hpp"
 
+#include "sim/collectives/nccl_tuning.hpp"
+
 #include <nlohmann/json.hpp>
+
+#include <string>
 
 namespace dtsim {
 
@@ -29,14 +33,34 @@ void NcclParams::override_from(const nlohmann::json& j)
   take("nvls_efficiency", nvls_efficiency);
   take("hop_latency_scale", hop_latency_scale);
   take("launch_overhead_us", launch_overhead_us);
+  if (j.contains("hop_latency_scale_by_class") && j.at("hop_latency_scale_by_class").is_object())
+    for (const auto& [name, value] : j.at("hop_latency_scale_by_class").items()) {
+      const auto slash = name.find('/');
+      if (slash == std::string::npos || !value.is_number())
+        continue;
+      const auto a = parse_nccl_algo(name.substr(0, slash));
+      const auto p = parse_nccl_proto(name.substr(slash + 1));
+      if (a && p)
+        class_hop_latency_scale[static_cast<std::size_t>(*a)][static_cast<std::size_t>(*p)] = value.get<double>();
+    }
 }
 
 nlohmann::json NcclParams::to_json() const
 {
-  return {{"nvlink_efficiency", nvlink_efficiency},     {"pcie_efficiency", pcie_efficiency},
+  nlohmann::json by_class = nlohmann::json::object();
+  for (int a = 0; a < kNcclAlgos; ++a)
+    for (int p = 0; p < kNcclProtos; ++p) {
+      const double v = class_hop_latency_scale[static_cast<std::size_t>(a)][static_cast<std::size_t>(p)];
+      if (!std::isnan(v))
+        by_class[std::string(to_string(static_cast<NcclAlgo>(a))) + "/" + to_string(static_cast<NcclProto>(p))] = v;
+    }
+  nlohmann::json out = {{"nvlink_efficiency", nvlink_efficiency},     {"pcie_efficiency", pcie_efficiency},
           {"pcie_shm_efficiency", pcie_shm_efficiency}, {"network_efficiency", network_efficiency},
           {"nvls_efficiency", nvls_efficiency},         {"hop_latency_scale", hop_latency_scale},
           {"launch_overhead_us", launch_overhead_us}};
+  if (!by_class.empty())
+    out["hop_latency_scale_by_class"] = by_class;
+  return out;
 }
 
 }  // namespace dtsim

@@ -7,6 +7,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <array>
+#include <cmath>
+#include <limits>
+
 namespace dtsim {
 
 struct NcclParams {
@@ -25,6 +29,24 @@ struct NcclParams {
   double hop_latency_scale = 2.0;
   /// Per-operation cost outside the collective (kernel launch, stream synchronisation), us.
   double launch_overhead_us = 4.0;
+  /// Per (algorithm, protocol) class: a fitted hop-latency scale replacing hop_latency_scale for
+  /// that class (NaN: not fitted, use hop_latency_scale). Indices as NcclAlgo x NcclProto; in JSON
+  /// "hop_latency_scale_by_class": {"Tree/LL": x, "NVLSTree/Simple": y, ...}.
+  std::array<std::array<double, 3>, 7> class_hop_latency_scale = nan_classes();
+
+  /// The hop-latency scale of class (algo, proto) (NcclAlgo, NcclProto indices).
+  double hop_scale(int algo, int proto) const
+  {
+    const double v = class_hop_latency_scale[static_cast<std::size_t>(algo)][static_cast<std::size_t>(proto)];
+    return std::isnan(v) ? hop_latency_scale : v;
+  }
+  static std::array<std::array<double, 3>, 7> nan_classes()
+  {
+    std::array<std::array<double, 3>, 7> a{};
+    for (auto& row : a)
+      row.fill(std::numeric_limits<double>::quiet_NaN());
+    return a;
+  }
 
   /// Defaults for a GPU of compute capability `cc`.
   static NcclParams defaults(int compute_capability);
