@@ -1,8 +1,8 @@
+// Reading, checking, merging and writing the calibration file (schema: calibration_file.hpp).
 #include "calibration/calibration_file.hpp"
 
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
-#include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -11,12 +11,21 @@ namespace dtsim {
 namespace {
 
 const std::vector<std::string> kSections = {"dtsim_calibration", "topology", "nodes", "sources", "links", "nccl",
-                                            "host_device", "compute", "fit", "notes"};
-const std::vector<std::string> kLinkClasses = {"nvlink", "pcie", "cpu_interconnect", "network"};
-const std::vector<std::string> kLinkFields = {"gbytes", "bandwidth_scale", "latency_us", "notes", "source", "samples"};
-const std::vector<std::string> kNcclFields = {"nvlink_efficiency", "pcie_efficiency", "pcie_shm_efficiency",
-                                              "network_efficiency", "nvls_efficiency", "hop_latency_scale",
-                                              "launch_overhead_us"};
+                                            "host_device", "compute", "fit", "notes", "not_measured"};
+const std::vector<std::string> kLinkClasses = {"nvlink", "pcie", "cpu_interconnect", "network", "host_via_cpu"};
+const std::vector<std::string> kLinkFields = {
+    "bandwidth_GBps_per_lane", "bandwidth_GBps_per_pair", "bandwidth_GBps", "bandwidth_scale", "latency_us",
+    "bandwidth_GBps_by_lanes", "copy_latency_us", "duplex_efficiency", "pairs", "source", "notes", "samples",
+    "gbytes"};
+/// The members NcclParams reads (follows nccl_params.* as it grows).
+std::vector<std::string> nccl_fields()
+{
+  const nlohmann::json defaults = NcclParams::defaults(70).to_json();
+  std::vector<std::string> out = {"hop_latency_scale_by_class"};  // written only when fitted
+  for (auto it = defaults.begin(); it != defaults.end(); ++it)
+    out.push_back(it.key());
+  return out;
+}
 
 void merge_into(nlohmann::json& into, const nlohmann::json& from)
 {
@@ -32,46 +41,70 @@ void merge_into(nlohmann::json& into, const nlohmann::json& from)
   }
 }
 
-const char* class_name(LinkKind kind)
+void check_links(const JsonReader& links)
 {
-  switch (kind) {
-    case LinkKind::NvLink: return "nvlink";
-    case LinkKind::Pcie: return "pcie";
-    case LinkKind::CpuInterconnect: return "cpu_interconnect";
-    case LinkKind::Network: return "network";
+  links.reject_unknown(kLinkClasses);
+  for (const auto& [name, cls] : links.members()) {
+    cls.reject_unknown(kLinkFields);
+    const bool nvlink = name == "nvlink";
+    for (const char* key : {"bandwidth_GBps_per_lane", "bandwidth_GBps_per_pair"})
+      if (auto v = cls.find(key)) {
+        if (!nvlink)
+          v->fail(fmt::format("expected \"bandwidth_GBps\" for link class {} ({} is for nvlink)", name, key));
+        v->as_positive();
+      }
+    if (auto v = cls.find("bandwidth_GBps")) {
+      if (nvlink)
+        v->fail("expected \"bandwidth_GBps_per_lane\" or \"bandwidth_GBps_per_pair\" for nvlink");
+      v->as_positive();
+    }
+    for (const char* key : {"gbytes", "bandwidth_scale"})
+      if (auto v = cls.find(key))
+        v->as_positive();
+    for (const char* key : {"latency_us", "copy_latency_us"})
+      if (auto v = cls.find(key))
+        v->as_non_negative();
   }
-  return "?";
+}
+
+void check_compute(const JsonReader& compute)
+{
+  if (!compute.is_object())
+    compute.fail("expected an object (the compute fragment of dtsim calibrate)");
+  const auto layers = compute.find("layers");
+  if (!layers)
+    return;
+  const auto model = compute.at("model");
+  model.at("name").as_string();
+  model.at("batch").as_positive_int();
+  if (auto o = model.find("optimizer_s"))
+    o->as_non_negative();
+  for (const auto& l : layers->items()) {
+    l.at("name").as_string();
+    l.at("fwd_s").as_non_negative();
+    l.at("bwd_s").as_non_negative();
+  }
 }
 
 }  // namespace
 
-CalibrationFile CalibrationFile::load(const std::string& path)
+void CalibrationFile::check(const nlohmann::json& doc, const std::string& path)
 {
-  CalibrationFile c;
-  c.path = path;
-  c.json = load_json_file(path);
-  const JsonReader root(c.json, path);
+  const JsonReader root(doc, path);
   if (!root.is_object())
     root.fail("expected a JSON object (a dtsim calibration file)");
   if (root.at("dtsim_calibration").as_int() != 1)
     root.at("dtsim_calibration").fail("expected 1 (the calibration file format version)");
   root.reject_unknown(kSections);
-  if (auto links = root.find("links")) {
-    links->reject_unknown(kLinkClasses);
-    for (const auto& [name, cls] : links->members()) {
-      cls.reject_unknown(kLinkFields);
-      if (auto v = cls.find("gbytes"))
-        v->as_positive();
-      if (auto v = cls.find("bandwidth_scale"))
-        v->as_positive();
-      if (auto v = cls.find("latency_us"))
-        v->as_non_negative();
-    }
-  }
+  if (auto links = root.find("links"))
+    check_links(*links);
   if (auto nccl = root.find("nccl")) {
-    nccl->reject_unknown(kNcclFields);
+    static const std::vector<std::string> known = nccl_fields();
+    nccl->reject_unknown(known);
     for (const auto& [name, v] : nccl->members())
-      if (name.find("efficiency") != std::string::npos) {
+      if (!v.json().is_number()) {
+        continue;  // structured members (per-class tables) are checked by NcclParams
+      } else if (name.find("efficiency") != std::string::npos) {
         const double e = v.as_positive();
         if (e > 1.5)
           v.fail("expected an efficiency in (0, 1.5]");
@@ -79,6 +112,16 @@ CalibrationFile CalibrationFile::load(const std::string& path)
         v.as_non_negative();
       }
   }
+  if (auto compute = root.find("compute"))
+    check_compute(*compute);
+}
+
+CalibrationFile CalibrationFile::load(const std::string& path)
+{
+  CalibrationFile c;
+  c.path = path;
+  c.json = load_json_file(path);
+  check(c.json, path);
   return c;
 }
 
@@ -93,56 +136,5 @@ NcclParams CalibrationFile::nccl_params(int cc) const
 }
 
 void CalibrationFile::write(const std::string& out) const { write_file_atomically(out, json.dump(2) + "\n"); }
-
-void apply_calibration(Topology& topology, const CalibrationFile& calibration)
-{
-  if (!calibration.json.contains("links"))
-    return;
-  const auto& links = calibration.json.at("links");
-  Topology rebuilt;
-  rebuilt.name = topology.name;
-  rebuilt.gpu = topology.gpu;
-  rebuilt.nodes = topology.nodes;
-  rebuilt.gpus_per_node = topology.gpus_per_node;
-  rebuilt.gpu_forwarding = topology.gpu_forwarding;
-  for (const auto& d : topology.devices())
-    rebuilt.add_device(d.name, d.kind, d.node, d.local_index);
-  for (const auto& l : topology.links()) {
-    double bandwidth = l.bandwidth;
-    double latency = l.latency;
-    const char* cls = class_name(l.kind);
-    if (links.contains(cls)) {
-      const auto& c = links.at(cls);
-      if (c.contains("gbytes"))
-        bandwidth = c.at("gbytes").get<double>() * 1e9 * (l.kind == LinkKind::NvLink ? l.lanes : 1);
-      if (c.contains("bandwidth_scale"))
-        bandwidth *= c.at("bandwidth_scale").get<double>();
-      if (c.contains("latency_us"))
-        latency = c.at("latency_us").get<double>() * 1e-6;
-    }
-    rebuilt.add_link(l.name, l.kind, l.a, l.b, bandwidth, latency, l.lanes);
-  }
-  for (int g : topology.gpus())
-    rebuilt.add_gpu_rank(g);
-  topology = std::move(rebuilt);
-}
-
-}  // namespace dtsim
-
-#include "sim/topology/topology_builder.hpp"
-
-namespace dtsim {
-
-Topology load_calibrated_topology(const std::string& name, std::optional<int> nodes, const std::string& calibration_path,
-                                  CollectiveOptions& options)
-{
-  Topology topology = load_topology(name, nodes);
-  if (!calibration_path.empty()) {
-    const CalibrationFile cal = CalibrationFile::load(calibration_path);
-    apply_calibration(topology, cal);
-    options.params = cal.nccl_params(topology.gpu.compute_capability);
-  }
-  return topology;
-}
 
 }  // namespace dtsim

@@ -1,18 +1,28 @@
-// The calibration file (JSON) that topologies and scenarios accept:
-//   {"dtsim_calibration": 1, "topology": "...", "nodes": N, "sources": ["log", ...],
-//    "links": {"nvlink"|"pcie"|"cpu_interconnect"|"network": {"gbytes": per lane/link per direction,
-//              "bandwidth_scale": x, "latency_us": us}},
-//    "nccl": {NcclParams members: efficiencies, hop_latency_scale, launch_overhead_us},
-//    "host_device": {...}, "compute": {...}, "fit": {...quality...}}
-// Links describe the hardware (line rates); "nccl" what NCCL's kernels reach on it.
+// The calibration file (JSON) that `dtsim calibrate` writes and topologies / scenarios accept.
+// Schema (calibration/README.md, "The calibration file"):
+//   {"dtsim_calibration": 1, "topology": "...", "nodes": N, "sources": [{"file", "format", ...}],
+//    "links": {CLASS: {...}},   CLASS = nvlink | pcie | cpu_interconnect | network (applied to the
+//                               topology's links of that kind) or host_via_cpu (informational)
+//       "bandwidth_GBps_per_lane"  nvlink: per lane per direction (link = value x its lanes)
+//       "bandwidth_GBps_per_pair"  nvlink: per GPU-side link whatever its lane count
+//       "bandwidth_GBps"           other classes: per link per direction
+//       "bandwidth_scale"          multiplies the (nominal or given) bandwidth
+//       "latency_us"               per link
+//       informational: bandwidth_GBps_by_lanes, copy_latency_us, duplex_efficiency, pairs, source, notes
+//       legacy: "gbytes" = bandwidth_GBps_per_lane (nvlink) or bandwidth_GBps (others)
+//    "nccl": {NcclParams members}, "host_device": {...}, "compute": {...}, "fit": {...}, "notes": [...],
+//    "not_measured": [...]}
+// Links describe what the hardware delivers; "nccl" what NCCL's kernels reach on those links.
 // Fragments from several fitters are merged (objects member by member, later wins).
 #pragma once
 
 #include "sim/collectives/nccl_params.hpp"
 #include "sim/topology/topology.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace dtsim {
@@ -23,6 +33,8 @@ struct CalibrationFile {
 
   /// Reads and checks a calibration file; throws InputError (file, JSON pointer, expectation).
   static CalibrationFile load(const std::string& path);
+  /// Checks a document (as load does); throws InputError naming `path`.
+  static void check(const nlohmann::json& doc, const std::string& path);
   /// Deep-merges a fragment (e.g. {"links": {...}} or {"nccl": {...}}) into this file.
   void merge(const nlohmann::json& fragment);
   /// The NCCL parameters for a GPU of compute capability `cc`: defaults, then the "nccl" section.
@@ -34,11 +46,13 @@ struct CalibrationFile {
 /// Adjusts the topology's link bandwidths and latencies to the "links" section.
 void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 
+/// The calibration a scenario's "cluster" names: its "calibration" member (object form), or that of
+/// the topology file it names; the path is relative to the file that names it. nullopt when none.
+std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster);
+
 }  // namespace dtsim
 
 #include "sim/collectives/collective_options.hpp"
-
-#include <optional>
 
 namespace dtsim {
 

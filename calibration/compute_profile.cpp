@@ -65,11 +65,12 @@ void read_compute_profile(const nlohmann::json& doc, const std::string& file, Co
     for (const auto& k : kernels->items())
       into.kernels.push_back(read_kernel(k));
   if (auto model = root.find("model")) {
-    model->reject_unknown({"name", "batch", "precision", "layers", "source"});
+    model->reject_unknown({"name", "batch", "precision", "layers", "source", "optimizer_s"});
     if (!into.layers.empty())
       model->fail(fmt::format("expected one model profile only ({} already has one)", into.file));
     into.model = model->at("name").as_string();
     into.batch = static_cast<int>(model->at("batch").as_positive_int());
+    into.optimizer_s = model->find("optimizer_s") ? model->at("optimizer_s").as_non_negative() : 0.0;
     into.model_precision = model->at("precision").as_choice({"fp32", "tf32", "amp", "fp16", "bf16"});
     std::set<std::string> seen;
     for (const auto& l : model->at("layers").items()) {
@@ -123,6 +124,8 @@ nlohmann::json compute_fragment(const ComputeProfile& profile, const PeakFlops& 
     out["layers"] = layers;
     out["model"]["fwd_s"] = fwd;
     out["model"]["bwd_s"] = bwd;
+    if (profile.optimizer_s > 0)
+      out["model"]["optimizer_s"] = profile.optimizer_s;
     if (model_layers) {
       nlohmann::json missing = nlohmann::json::array();
       for (const auto& name : *model_layers)

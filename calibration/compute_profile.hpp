@@ -36,6 +36,7 @@ struct ComputeProfile {
   int batch = 0;                       ///< per-GPU batch of the layer timings
   std::string model_precision;
   std::vector<LayerTiming> layers;
+  double optimizer_s = 0;              ///< optimizer step of one iteration (0 = not measured)
 };
 
 /// Reads one or more JSON files (a GEMM sweep and a model profile may come from different

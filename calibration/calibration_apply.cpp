@@ -1,0 +1,121 @@
+// Applying a calibration file: the topology's link figures by class, and where a cluster names it.
+#include "calibration/calibration_file.hpp"
+
+#include "sim/topology/topology_builder.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace dtsim {
+
+namespace {
+
+const char* class_name(LinkKind kind)
+{
+  switch (kind) {
+    case LinkKind::NvLink: return "nvlink";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::CpuInterconnect: return "cpu_interconnect";
+    case LinkKind::Network: return "network";
+  }
+  return "?";
+}
+
+/// Bandwidth (bytes/s) of one link of class `c`, or the nominal one when the class gives none.
+double link_bandwidth(const nlohmann::json& c, const Link& l)
+{
+  double bw = l.bandwidth;
+  const bool nvlink = l.kind == LinkKind::NvLink;
+  const double lanes = static_cast<double>(std::max(1, l.lanes));
+  if (c.contains("bandwidth_GBps_per_lane"))
+    bw = c.at("bandwidth_GBps_per_lane").get<double>() * 1e9 * lanes;
+  else if (c.contains("bandwidth_GBps_per_pair"))
+    bw = c.at("bandwidth_GBps_per_pair").get<double>() * 1e9;
+  else if (c.contains("bandwidth_GBps"))
+    bw = c.at("bandwidth_GBps").get<double>() * 1e9;
+  else if (c.contains("gbytes"))  // legacy spelling
+    bw = c.at("gbytes").get<double>() * 1e9 * (nvlink ? lanes : 1.0);
+  if (c.contains("bandwidth_scale"))
+    bw *= c.at("bandwidth_scale").get<double>();
+  return bw;
+}
+
+/// A path as written in `file` (relative to that file's folder, else as given).
+std::string beside(const std::string& ref, const std::string& file)
+{
+  namespace fs = std::filesystem;
+  const fs::path p(ref);
+  if (p.is_relative() && !file.empty()) {
+    const fs::path candidate = fs::path(file).parent_path() / p;
+    if (fs::exists(candidate))
+      return candidate.string();
+  }
+  return ref;
+}
+
+}  // namespace
+
+void apply_calibration(Topology& topology, const CalibrationFile& calibration)
+{
+  if (!calibration.json.contains("links"))
+    return;
+  const auto& links = calibration.json.at("links");
+  Topology rebuilt;
+  rebuilt.name = topology.name;
+  rebuilt.gpu = topology.gpu;
+  rebuilt.nodes = topology.nodes;
+  rebuilt.gpus_per_node = topology.gpus_per_node;
+  rebuilt.gpu_forwarding = topology.gpu_forwarding;
+  rebuilt.pcie_p2p = topology.pcie_p2p;
+  for (const auto& d : topology.devices())
+    rebuilt.add_device(d.name, d.kind, d.node, d.local_index);
+  for (const auto& l : topology.links()) {
+    double bandwidth = l.bandwidth, latency = l.latency;
+    if (const char* cls = class_name(l.kind); links.contains(cls)) {
+      const auto& c = links.at(cls);
+      bandwidth = link_bandwidth(c, l);
+      if (c.contains("latency_us"))
+        latency = c.at("latency_us").get<double>() * 1e-6;
+    }
+    rebuilt.add_link(l.name, l.kind, l.a, l.b, bandwidth, latency, l.lanes);
+  }
+  for (int g : topology.gpus())
+    rebuilt.add_gpu_rank(g);
+  topology = std::move(rebuilt);
+}
+
+std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)
+{
+  if (cluster.is_object()) {
+    if (auto c = cluster.find("calibration"))
+      return CalibrationFile::load(beside(c->as_string(), cluster.file()));
+    return std::nullopt;
+  }
+  if (!cluster.json().is_string())
+    return std::nullopt;
+  const std::string ref = cluster.as_string();
+  if (ref.size() < 5 || ref.compare(ref.size() - 5, 5, ".json") != 0)
+    return std::nullopt;  // a preset: presets carry no calibration
+  const std::string path = beside(ref, cluster.file());
+  const nlohmann::json doc = load_json_file(path);
+  const JsonReader root(doc, path);
+  if (root.is_object())
+    if (auto c = root.find("calibration"))
+      return CalibrationFile::load(beside(c->as_string(), path));
+  return std::nullopt;
+}
+
+Topology load_calibrated_topology(const std::string& name, std::optional<int> nodes, const std::string& calibration_path,
+                                  CollectiveOptions& options)
+{
+  Topology topology = load_topology(name, nodes);
+  if (!calibration_path.empty()) {
+    const CalibrationFile cal = CalibrationFile::load(calibration_path);
+    apply_calibration(topology, cal);
+    options.params = cal.nccl_params(topology.gpu.compute_capability);
+  }
+  return topology;
+}
+
+}  // namespace dtsim

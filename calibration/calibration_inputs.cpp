@@ -1,0 +1,165 @@
+#include "calibration/calibration_inputs.hpp"
+
+#include "calibration/bandwidth_logs.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace dtsim::calibration {
+
+namespace {
+
+bool is_table_header(const std::string& line)
+{
+  return line.rfind("# dtsim-bench-nccl", 0) == 0 || line.find("Collective test starting") != std::string::npos ||
+         line.find("nThread") != std::string::npos;
+}
+
+/// "default" unless the table's header forces an algorithm or protocol ("NCCL_ALGO=Tree ...").
+std::string forced_setting(const std::string& text)
+{
+  std::string out;
+  for (const char* key : {"NCCL_ALGO=", "NCCL_PROTO="}) {
+    const auto at = text.find(key);
+    if (at == std::string::npos)
+      continue;
+    const auto end = text.find_first_of(" \t\n", at);
+    const std::string value = text.substr(at + std::string(key).size(), end - at - std::string(key).size());
+    if (value != "default")
+      out += (out.empty() ? "" : " ") + std::string(key) + value;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(InputFormat format)
+{
+  switch (format) {
+    case InputFormat::NcclTests: return "nccl-tests";
+    case InputFormat::Bandwidth: return "bandwidth";
+    case InputFormat::ComputeProfile: return "compute profile";
+  }
+  return "?";
+}
+
+InputFormat detect_input_format(const std::string& text, const std::string& path)
+{
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError(path, "", fmt::format("invalid JSON ({}); expected a measurement file", e.what()));
+    }
+    const std::string tool = doc.is_object() && doc.contains("tool") && doc["tool"].is_string() ? doc["tool"].get<std::string>() : "";
+    if (tool == "dtsim-bench-compute" || tool == "dtsim-profile-model")
+      return InputFormat::ComputeProfile;
+    if (tool == "dtsim-bench-link")
+      return InputFormat::Bandwidth;
+    throw InputError(path, "/tool",
+                     "unknown measurement format (expected \"tool\": dtsim-bench-link, dtsim-bench-compute or "
+                     "dtsim-profile-model)");
+  }
+  if (looks_like_nccl_tests_log(text))
+    return InputFormat::NcclTests;
+  try {
+    if (!parse_bandwidth_log(text, path).empty())
+      return InputFormat::Bandwidth;
+  } catch (const InputError&) {
+  }
+  throw InputError(path, "",
+                   "unknown measurement format (expected an nccl-tests / dtsim-bench-nccl log, a bandwidth log of "
+                   "p2pBandwidthLatencyTest, nvbandwidth, bandwidthTest, GPUInspector or dtsim-bench-link, or a "
+                   "dtsim-bench-compute / profile_model.py JSON)");
+}
+
+std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path,
+                                                  std::vector<std::string>* forced)
+{
+  std::vector<std::string> tables(1);
+  bool rows_seen = false;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const bool comment = line.empty() || line[0] == '#';
+    if (comment && rows_seen && is_table_header(line)) {
+      tables.emplace_back();
+      rows_seen = false;
+    }
+    if (!comment && line.find_first_not_of(" \t\r") != std::string::npos)
+      rows_seen = true;
+    tables.back() += line + "\n";
+  }
+  std::vector<NcclTestsLog> logs;
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (!looks_like_nccl_tests_log(tables[i]))
+      continue;
+    const std::string name = tables.size() > 1 ? fmt::format("{} (table {})", path, i + 1) : path;
+    if (const std::string f = forced_setting(tables[i]); !f.empty()) {
+      if (forced)
+        forced->push_back(fmt::format("{}: {}", name, f));
+      continue;
+    }
+    logs.push_back(parse_nccl_tests_log(tables[i], name));
+  }
+  return logs;
+}
+
+PairClasses pair_classes_from_topology(const Topology& t)
+{
+  const std::vector<int> gpus = t.gpus_of_node(0);
+  PairClasses out(gpus.size(), std::vector<std::optional<PairClass>>(gpus.size()));
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    for (std::size_t j = 0; j < gpus.size(); ++j) {
+      if (i == j)
+        continue;
+      int lanes = 0;
+      bool nvlink_only = true;
+      for (const Hop& h : t.route(gpus[i], gpus[j])) {
+        const Link& l = t.link(h.link);
+        if (l.kind != LinkKind::NvLink)
+          nvlink_only = false;
+        else
+          lanes = lanes == 0 ? l.lanes : std::min(lanes, l.lanes);
+      }
+      if (nvlink_only && lanes > 0)
+        out[i][j] = PairClass{LinkClass::NvLink, lanes};
+      else
+        out[i][j] = PairClass{t.pcie_p2p ? LinkClass::Pcie : LinkClass::HostViaCpu, 0};
+    }
+  return out;
+}
+
+nlohmann::json links_fragment(const nlohmann::json& fit)
+{
+  nlohmann::json links = nlohmann::json::object();
+  for (const auto& [cls, in] : fit.at("links").items()) {
+    nlohmann::json j = in;
+    if (j.contains("latency_us")) {
+      j["copy_latency_us"] = j["latency_us"];
+      j.erase("latency_us");
+    }
+    j["source"] = "bandwidth fit (" + fit.at("fit").value("source_format", std::string("?")) + ")";
+    links[cls] = j;
+  }
+  const nlohmann::json hd = fit.value("host_device", nlohmann::json::object());
+  if (!links.contains("pcie")) {
+    std::vector<double> pinned;
+    for (const char* k : {"h2d_pinned_GBps", "d2h_pinned_GBps"})
+      if (hd.contains(k))
+        pinned.push_back(hd.at(k).get<double>());
+    if (!pinned.empty())
+      links["pcie"] = {{"bandwidth_GBps", *std::max_element(pinned.begin(), pinned.end())},
+                       {"source", "pinned host<->device copies (no PCIe peer pair measured)"}};
+  }
+  nlohmann::json out = {{"links", links}, {"host_device", hd}};
+  if (fit.contains("not_measured") && !fit.at("not_measured").empty())
+    out["not_measured"] = fit.at("not_measured");
+  return out;
+}
+
+}  // namespace dtsim::calibration
