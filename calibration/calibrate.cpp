@@ -139,7 +139,6 @@ CalibrateOutcome calibrate(const CalibrateRequest& request)
   CalibrateOutcome out;
   out.file.json["topology"] = request.topology;
   out.file.json["nodes"] = topology.nodes;
-  out.file.json["sources"] = sources;
   if (!bandwidth.empty())
     fit_links(bandwidth, topology, out);
   if (!nccl.empty())
@@ -154,6 +153,7 @@ CalibrateOutcome calibrate(const CalibrateRequest& request)
   if (compute.empty())
     not_measured.push_back("compute: no compute profile given");
   out.file.json["not_measured"] = not_measured;
+  out.file.json["sources"] = sources;  // after the fragments (the NCCL fit names its logs there too)
   CalibrationFile::check(out.file.json, "calibration being written");
   return out;
 }

@@ -15,7 +15,8 @@ namespace {
 bool is_table_header(const std::string& line)
 {
   return line.rfind("# dtsim-bench-nccl", 0) == 0 || line.find("Collective test starting") != std::string::npos ||
-         line.find("nThread") != std::string::npos;
+         line.find("nThread") != std::string::npos || line.find("out-of-place") != std::string::npos ||
+         (line.find("size") != std::string::npos && line.find("count") != std::string::npos);
 }
 
 /// "default" unless the table's header forces an algorithm or protocol ("NCCL_ALGO=Tree ...").

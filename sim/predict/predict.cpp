@@ -1,5 +1,6 @@
 #include "sim/predict/predict.hpp"
 
+#include "calibration/calibration_file.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
 #include "sim/strategies/compute_time.hpp"
@@ -35,19 +36,20 @@ SimulationSettings parse_settings(const Scenario& s)
   return out;
 }
 
-Plan build_plan(const Scenario& s, const Topology& topology, const Model& model, const SimulationSettings& sim)
+Plan build_plan(const Scenario& s, const Topology& topology, const Model& model, const SimulationSettings& sim,
+                const CollectiveOptions& c)
 {
   if (s.strategy == "ddp" || s.strategy == "single") {
     if (s.strategy == "single" && s.gpus != 1)
       s.reader().at("gpus").fail(fmt::format("strategy \"single\" runs on 1 GPU, got {}", s.gpus));
-    return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup);
+    return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup, c);
   }
   if (s.strategy == "dp")
-    return build_dp_plan(s, topology, model, sim.iterations, sim.warmup);
+    return build_dp_plan(s, topology, model, sim.iterations, sim.warmup, c);
   if (s.strategy == "pipeline")
-    return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup);
+    return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup, c);
   if (s.strategy == "hybrid")
-    return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup);
+    return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup, c);
   s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline or hybrid)", s.strategy));
 }
 
@@ -78,8 +80,17 @@ Prediction predict(const Scenario& s)
   const SimulationSettings sim = parse_settings(s);
   Prediction p;
   p.topology = build_topology(s.cluster());
+  // The cluster's calibration reaches the links (by class) and every collective (NCCL parameters).
+  CollectiveOptions collectives;
+  const auto calibration = cluster_calibration(s.cluster());
+  if (calibration) {
+    apply_calibration(p.topology, *calibration);
+    collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
+  }
   const Model model = load_model(s.model, s.file, "/model");
-  p.plan = build_plan(s, p.topology, model, sim);
+  p.plan = build_plan(s, p.topology, model, sim, collectives);
+  if (calibration)
+    p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate(p.topology, p.plan.graph);
   if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
     p.plan.single_gpu_iteration_s = simulated_single_gpu_iteration(s, p.topology, model, sim);

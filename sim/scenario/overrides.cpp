@@ -25,8 +25,8 @@ std::vector<std::string> split_path(const std::string& path)
 }
 
 // Ways of giving the compute times: setting a key of one group removes the keys of the others.
-const std::array<std::vector<std::string>, 3> kComputeGroups = {{
-    {"step_time_s"}, {"single_gpu_throughput"}, {"gpu", "efficiency"}}};
+const std::array<std::vector<std::string>, 4> kComputeGroups = {{
+    {"step_time_s"}, {"single_gpu_throughput"}, {"gpu", "efficiency"}, {"profile"}}};
 
 void drop_conflicting_compute_keys(nlohmann::json& compute, const std::string& key)
 {

@@ -14,14 +14,33 @@
 
 namespace dtsim {
 
+/// One layer of a measured per-layer profile (seconds at the profile's batch).
+struct ProfiledLayer {
+  std::string name;
+  double fwd_s = 0, bwd_s = 0;
+};
+
+/// A measured per-layer profile: a calibration file's "compute" section or profile_model.py output.
+struct ComputeProfileSource {
+  std::string file;            ///< resolved path
+  std::string model;           ///< model the layers belong to
+  std::int64_t batch = 0;      ///< per-GPU batch of the timings
+  double optimizer_s = 0;      ///< optimizer step per iteration (0 = not measured)
+  std::vector<ProfiledLayer> layers;
+};
+
+/// Reads {"profile": FILE} (path relative to the scenario file); InputError naming file + pointer.
+ComputeProfileSource read_compute_profile_source(const JsonReader& profile_value);
+
 /// Where per-layer compute times come from (exactly one per scenario).
 struct ComputeSpec {
-  enum class Source { StepTime, Throughput, Flops };
+  enum class Source { StepTime, Throughput, Flops, Profile };
   Source source = Source::StepTime;
   double step_time_s = 0;            ///< measured single-GPU time of one iteration at batch_per_gpu
   double single_gpu_throughput = 0;  ///< measured samples/s of one GPU at batch_per_gpu
   std::string gpu;                   ///< Flops: GPU kind whose peak is used ("" = the cluster's)
   double efficiency = 0;             ///< Flops: fraction of peak reached
+  ComputeProfileSource profile;      ///< Profile: measured per-layer times
 };
 
 struct TrainingSpec {
@@ -57,7 +76,7 @@ Override parse_override(const std::string& text);
 
 /// Applies overrides to a document. A value that parses as JSON is used as such, otherwise as a
 /// string; `null` removes the member. Setting one way of giving the compute times
-/// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency) removes the others.
+/// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency | profile) removes the others.
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
 
 /// Loads, applies overrides, validates. Throws InputError naming the file and JSON pointer.

@@ -23,14 +23,17 @@ Precision parse_precision(const JsonReader& r)
 
 ComputeSpec parse_compute(const JsonReader& r)
 {
-  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "jitter_cv"});
+  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "profile", "jitter_cv"});
   const int given = static_cast<int>(r.has("step_time_s")) + static_cast<int>(r.has("single_gpu_throughput")) +
-                    static_cast<int>(r.has("gpu") || r.has("efficiency"));
+                    static_cast<int>(r.has("gpu") || r.has("efficiency")) + static_cast<int>(r.has("profile"));
   if (given != 1)
-    r.fail("expected exactly one of {\"step_time_s\": s}, {\"single_gpu_throughput\": samples/s} or "
-           "{\"gpu\": name, \"efficiency\": fraction}");
+    r.fail("expected exactly one of {\"step_time_s\": s}, {\"single_gpu_throughput\": samples/s}, "
+           "{\"gpu\": name, \"efficiency\": fraction} or {\"profile\": calibration or profile .json}");
   ComputeSpec c;
-  if (r.has("step_time_s")) {
+  if (r.has("profile")) {
+    c.source = ComputeSpec::Source::Profile;
+    c.profile = read_compute_profile_source(r.at("profile"));
+  } else if (r.has("step_time_s")) {
     c.source = ComputeSpec::Source::StepTime;
     c.step_time_s = r.at("step_time_s").as_positive();
   } else if (r.has("single_gpu_throughput")) {

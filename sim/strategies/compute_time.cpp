@@ -24,6 +24,8 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
                        double half_efficiency_samples)
 {
   const auto& spec = scenario.training.compute;
+  if (spec.source == ComputeSpec::Source::Profile)
+    return profiled_layer_times(model, scenario, samples, half_efficiency_samples);
   const JsonReader where = scenario.reader().at("training").at("compute");
   const double total_flops = model.fwd_flops();
   if (!(total_flops > 0))
@@ -50,6 +52,8 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
       fwd_seconds = total_flops * samples / (peak * spec.efficiency);
       break;
     }
+    case ComputeSpec::Source::Profile:
+      break;  // handled above
   }
   const double h = half_efficiency_samples;
   if (h > 0) {  // t(b) proportional to b + h, anchored at the measured batch (or at large batch for FLOPs)
@@ -74,6 +78,10 @@ std::string describe_compute_source(const Scenario& scenario)
     case ComputeSpec::Source::Flops:
       return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
                          spec.gpu.empty() ? "cluster GPU's" : spec.gpu);
+    case ComputeSpec::Source::Profile:
+      return fmt::format("measured per-layer profile {} (batch {}{})", spec.profile.file, spec.profile.batch,
+                         spec.profile.optimizer_s > 0 ? fmt::format(", optimizer {:.3g} s", spec.profile.optimizer_s)
+                                                      : std::string());
   }
   return "";
 }

@@ -1,6 +1,7 @@
 // Per-layer forward and backward times of one GPU, from one of the scenario's compute sources:
 // a measured single-GPU step time or throughput spread over the layers by FLOP share, or FLOPs
-// divided by (peak x efficiency). Backward is taken as twice forward (no profile yet).
+// divided by (peak x efficiency) (backward twice forward), or a measured per-layer profile
+// (compute_profile_time.cpp).
 // Small batches: with half_efficiency_samples h > 0 a GPU runs b samples at b / (b + h) of its
 // large-batch rate (a kernel too small to fill the GPU), so t(b) = t_lin(b) * (b + h) / b; measured
 // sources keep their measured time at their own batch (the linear rate is scaled to match).
@@ -17,9 +18,11 @@ namespace dtsim {
 struct LayerTimes {
   std::vector<double> fwd;   ///< seconds per layer (model order)
   std::vector<double> bwd;
+  double optimizer_s = 0;    ///< optimizer step per iteration (measured profiles only)
+  std::string note;          ///< how the times were obtained, when a report should say so
   double fwd_total() const;
   double bwd_total() const;
-  double step() const { return fwd_total() + bwd_total(); }
+  double step() const { return fwd_total() + bwd_total() + optimizer_s; }
 };
 
 /// Times for `samples` samples on one GPU of kind `cluster_gpu`. Measured sources scale linearly
@@ -29,5 +32,11 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
 
 /// Describes the compute source in one line for reports ("measured step 7.2 s at batch 128").
 std::string describe_compute_source(const Scenario& scenario);
+
+/// The Profile source: measured per-layer times scaled from the profile's batch to `samples`
+/// (anchored at that batch when half_efficiency_samples > 0); layers the profile lacks get the
+/// profiled layers' time per FLOP (said in LayerTimes::note).
+LayerTimes profiled_layer_times(const Model& model, const Scenario& scenario, double samples,
+                                double half_efficiency_samples);
 
 }  // namespace dtsim

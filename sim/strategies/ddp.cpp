@@ -101,7 +101,8 @@ Backward add_backward(TaskGraph& g, int device, const LayerTimes& times, const s
 
 }  // namespace
 
-Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup)
+Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                    const CollectiveOptions& collectives)
 {
   const DdpOptions opt = parse_ddp_options(scenario.strategy_options());
   Plan plan;
@@ -138,7 +139,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   if (n > 1) {
     CollectiveCall params{CollectiveOp::Broadcast, plan.ranks,
                           static_cast<double>(model.params()) * 4.0 + buffer_bytes, 0, "parameter broadcast", "broadcast"};
-    const auto bc = add_collective(g, topology, params, ready);
+    const auto bc = add_collective(g, topology, params, ready, collectives);
     for (std::size_t r = 0; r < n; ++r)
       ready[r] = {bc.done[r]};
   }
@@ -155,7 +156,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
       const bool sync = micro + 1 == opt.gradient_accumulation && n > 1;
       if (sync_buffers && micro == 0) {
         CollectiveCall call{CollectiveOp::Broadcast, plan.ranks, buffer_bytes, 0, "buffer broadcast", "broadcast"};
-        const auto bc = add_collective(g, topology, call, ready);
+        const auto bc = add_collective(g, topology, call, ready, collectives);
         for (std::size_t r = 0; r < n; ++r)
           ready[r] = {bc.done[r]};
       }
@@ -189,7 +190,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
         }
         CollectiveCall call{CollectiveOp::AllReduce, plan.ranks, buckets[k].bytes, 0, fmt::format("bucket {}", k),
                             "allreduce"};
-        previous = add_collective(g, topology, call, start).done;
+        previous = add_collective(g, topology, call, start, collectives).done;
       }
       g.set_group(-1);
       for (std::size_t r = 0; r < n; ++r) {
@@ -201,7 +202,9 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     }
     std::vector<int> all;
     for (std::size_t r = 0; r < n; ++r) {
-      const int opt_step = g.add_delay(plan.ranks[r], 0.0, fmt::format("optimizer step (rank {})", r), "optimizer", ready[r]);
+      const std::string name = fmt::format("optimizer step (rank {})", r);
+      const int opt_step = times.optimizer_s > 0 ? g.add_compute(plan.ranks[r], times.optimizer_s, name, "optimizer", ready[r])
+                                                 : g.add_delay(plan.ranks[r], 0.0, name, "optimizer", ready[r]);
       ready[r] = {opt_step};
       all.push_back(opt_step);
     }
@@ -209,8 +212,9 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   }
   g.set_iteration(0);
 
-  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
-                                   describe_compute_source(scenario)));
+  plan.notes.push_back(!times.note.empty() ? times.note
+                                           : fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
+                                                         describe_compute_source(scenario)));
   plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                    buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));
   const MemoryRules mem = memory_rules(scenario);
@@ -230,7 +234,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
                                      n, copies.total_s() * 1e3, 100 * kCopyBandwidthFraction,
                                      topology.gpu.memory_bandwidth / 1e9));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
-  plan.notes.push_back("optimizer step folded into the measured step time; compute and NCCL kernels do not slow each other");
+  plan.notes.push_back(times.optimizer_s > 0 ? "optimizer step measured (profile); compute and NCCL kernels do not slow each other"
+                                             : "optimizer step folded into the measured step time; compute and NCCL kernels do not slow each other");
   return plan;
 }
 

@@ -5,6 +5,7 @@
 // rest of backward, one at a time on the NCCL stream; optimizer step on every GPU.
 #pragma once
 
+#include "sim/collectives/collective_options.hpp"
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/plan.hpp"
@@ -22,7 +23,8 @@ struct DdpOptions {
 DdpOptions parse_ddp_options(const JsonReader& strategy);
 
 /// Builds `iterations` DDP iterations (the first `warmup` are not measured).
-Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup);
+Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                    const CollectiveOptions& collectives = {});
 
 /// Bytes per gradient element: 2 for pure fp16/bf16 training, 4 otherwise (AMP keeps fp32 grads).
 double gradient_bytes_per_element(Precision precision);

@@ -33,14 +33,14 @@ namespace {
 // into chunks of at most `chunk` bytes, one NCCL call per chunk, in order on every GPU's stream.
 std::vector<int> add_coalesced(TaskGraph& g, const Topology& topology, CollectiveOp op, const std::vector<int>& ranks,
                                double bytes, double chunk, std::vector<std::vector<int>> start, const std::string& label,
-                               const std::string& category)
+                               const std::string& category, const CollectiveOptions& collectives)
 {
   const int chunks = std::max(1, static_cast<int>(std::ceil(bytes / chunk)));
   std::vector<int> done;
   for (int c = 0; c < chunks; ++c) {
     const double size = std::min(chunk, bytes - chunk * c);
     CollectiveCall call{op, ranks, size, 0, fmt::format("{} chunk {}/{}", label, c + 1, chunks), category};
-    done = add_collective(g, topology, call, start).done;
+    done = add_collective(g, topology, call, start, collectives).done;
     for (std::size_t r = 0; r < ranks.size(); ++r)
       start[r] = {done[r]};
   }
@@ -54,7 +54,8 @@ int join(TaskGraph& g, int device, std::vector<int> after, const std::string& na
 
 }  // namespace
 
-Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup)
+Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                   const CollectiveOptions& collectives)
 {
   const JsonReader options = scenario.strategy_options();
   const DpOptions opt = parse_dp_options(options);
@@ -119,7 +120,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       for (std::size_t r = 0; r < n; ++r)
         start[r] = deps({prev_opt, prev_end[r]});
       replica_ready = add_coalesced(g, topology, CollectiveOp::Broadcast, plan.ranks, param_bytes, chunk, start,
-                                    "replicate", "replicate");
+                                    "replicate", "replicate", collectives);
     }
     int python = -1;  // the Python lane: forward launches of every replica, one thread at a time (GIL)
     std::vector<int> fwd_end(n);
@@ -154,9 +155,11 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
     if (n > 1) {
       std::vector<std::vector<int>> start(n, deps(bwd));  // Broadcast's backward runs once every replica is done
       reduced = add_coalesced(g, topology, CollectiveOp::Reduce, plan.ranks, grad_bytes, chunk, start,
-                              "reduce_add gradients", "reduce");
+                              "reduce_add gradients", "reduce", collectives);
     }
-    prev_opt = g.add_delay(gpu0, 0.0, "optimizer step (GPU0 only)", "optimizer", {reduced[0]});
+    prev_opt = times.optimizer_s > 0
+                   ? g.add_compute(gpu0, times.optimizer_s, "optimizer step (GPU0 only)", "optimizer", {reduced[0]})
+                   : g.add_delay(gpu0, 0.0, "optimizer step (GPU0 only)", "optimizer", {reduced[0]});
     std::vector<int> all{prev_opt};
     for (std::size_t r = 0; r < n; ++r) {
       prev_end[r] = reduced[r];

@@ -9,6 +9,7 @@
 // optimizer steps on GPU0 only. GPU0 is the hub of every transfer.
 #pragma once
 
+#include "sim/collectives/collective_options.hpp"
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/plan.hpp"
@@ -25,6 +26,7 @@ struct DpOptions {
 
 DpOptions parse_dp_options(const JsonReader& strategy);
 
-Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup);
+Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                   const CollectiveOptions& collectives = {});
 
 }  // namespace dtsim

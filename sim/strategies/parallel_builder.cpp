@@ -55,7 +55,8 @@ struct StageCost {
 }  // namespace
 
 Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, const Model& model,
-                         const ParallelConfig& cfg, int iterations, int warmup)
+                         const ParallelConfig& cfg, int iterations, int warmup,
+                         const CollectiveOptions& collectives)
 {
   Plan plan;
   plan.ranks = pick_ranks(scenario, topology);
@@ -174,7 +175,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                 group.push_back(dev(d, s, t));
               CollectiveCall call{CollectiveOp::AllReduce, group, c.tp_bytes, 0,
                                   fmt::format("tp {} mb {} stage {}", backward ? "bwd" : "fwd", i, s), "tensor-parallel"};
-              end = add_collective(g, topology, call, start).done;
+              end = add_collective(g, topology, call, start, collectives).done;
             }
             for (int t = 0; t < T; ++t) {
               const auto ti = static_cast<std::size_t>(t);
@@ -214,7 +215,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           for (int b = 0; b < buckets; ++b) {
             CollectiveCall call{CollectiveOp::AllReduce, group, std::min(cap, bytes - cap * b), 0,
                                 fmt::format("stage {} tp {} gradient bucket {}", s, t, b), "allreduce"};
-            const auto done = add_collective(g, topology, call, start).done;
+            const auto done = add_collective(g, topology, call, start, collectives).done;
             for (int d = 0; d < D; ++d)
               start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
           }

@@ -52,18 +52,18 @@ void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model)
 }  // namespace
 
 Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
-                         int warmup)
+                         int warmup, const CollectiveOptions& collectives)
 {
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "microbatches", "schedule", "balance", "half_efficiency_samples"});
   ParallelConfig c;
   c.stages = scenario.gpus;
   parse_common(o, c, model);
-  return build_parallel_plan(scenario, topology, model, c, iterations, warmup);
+  return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 
 Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
-                       int warmup)
+                       int warmup, const CollectiveOptions& collectives)
 {
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
@@ -79,7 +79,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   c.data = scenario.gpus / per_replica;
   c.bucket_cap_mb = o.positive_or("bucket_cap_mb", c.bucket_cap_mb);
   parse_common(o, c, model);
-  return build_parallel_plan(scenario, topology, model, c, iterations, warmup);
+  return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 
 }  // namespace dtsim

@@ -16,6 +16,7 @@
 // DataLoader per process.
 #pragma once
 
+#include "sim/collectives/collective_options.hpp"
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/partition.hpp"
@@ -41,12 +42,13 @@ struct ParallelConfig {
 std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int stage, int stages, int microbatches);
 
 Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
-                         int warmup);
+                         int warmup, const CollectiveOptions& collectives = {});
 Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
-                       int warmup);
+                       int warmup, const CollectiveOptions& collectives = {});
 
 /// The builder both use.
 Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, const Model& model,
-                         const ParallelConfig& config, int iterations, int warmup);
+                         const ParallelConfig& config, int iterations, int warmup,
+                         const CollectiveOptions& collectives = {});
 
 }  // namespace dtsim
