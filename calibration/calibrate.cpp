@@ -122,6 +122,9 @@ void fit_compute(const std::vector<std::string>& paths, const Topology& topology
                         fragment.contains("missing_layers") ? fragment.at("missing_layers").size() : 0,
                         fragment.at("model").at("fwd_s").get<double>(), fragment.at("model").at("bwd_s").get<double>());
   out.report.push_back(line);
+  if (profile.gpu.find(topology.gpu.name) == std::string::npos)
+    out.report.push_back(fmt::format("compute: measured on \"{}\", the topology's GPU is {}: its times apply as measured",
+                                     profile.gpu, topology.gpu.name));
 }
 
 }  // namespace
