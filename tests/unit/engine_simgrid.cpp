@@ -122,3 +122,15 @@ TEST_CASE("a capped transfer still waits for its dependencies")
   CHECK(spans[static_cast<std::size_t>(x)].start == doctest::Approx(0.5));
   CHECK(spans[static_cast<std::size_t>(x)].end == doctest::Approx(0.7));
 }
+
+TEST_CASE("an empty transfer takes the route latency")
+{
+  const Topology t = star(2, 10e9, 1e-6);
+  TaskGraph g;
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.3, "empty", "test", {c});
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.0, "empty at start", "test");
+  const auto spans = simulate(t, g);
+  CHECK(spans[1].end == doctest::Approx(0.5 + 2e-6));
+  CHECK(spans[2].end == doctest::Approx(2e-6));
+}
