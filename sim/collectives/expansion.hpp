@@ -66,6 +66,10 @@ std::vector<double> pipeline_chunk_sizes(double bytes, double chunk_bytes, int m
 // One function per algorithm family; each returns done[rank].
 std::vector<int> expand_ring(Expansion& x);          // AllReduce, AllGather, ReduceScatter
 std::vector<int> expand_ring_chain(Expansion& x);    // Broadcast (root -> all), Reduce (all -> root)
+/// Parent of node `v` in the binary tree over `nodes` nodes (heap order, node 0 the root), or in
+/// its mirror (node -> nodes-1-node) for NCCL's second tree; -1 for the root.
+int tree_parent_node(int v, int nodes, bool mirror);
+
 std::vector<int> expand_tree_allreduce(Expansion& x);
 std::vector<int> expand_nvls_allreduce(Expansion& x);  // NVLS (one node) and NVLSTree (nodes)
 std::vector<int> expand_direct(Expansion& x);        // AllToAll, SendRecv, Gather, Scatter

@@ -10,16 +10,6 @@
 
 namespace dtsim {
 
-namespace {
-int heap_parent(int v, int nodes, bool mirror)
-{
-  const int m = mirror ? nodes - 1 - v : v;
-  if (m == 0)
-    return -1;
-  const int p = (m - 1) / 2;
-  return mirror ? nodes - 1 - p : p;
-}
-}  // namespace
 
 std::vector<int> expand_nvls_allreduce(Expansion& x)
 {
@@ -65,7 +55,7 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
           std::vector<std::vector<int>> children(static_cast<std::size_t>(nodes));
           int root = 0;
           for (int v = 0; v < nodes; ++v) {
-            const int p = heap_parent(v, nodes, t == 1);
+            const int p = tree_parent_node(v, nodes, t == 1);
             if (p < 0)
               root = v;
             else
@@ -81,7 +71,7 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
             std::vector<int> deps{slice_ready[static_cast<std::size_t>(gpu(v))]};
             for (int c : children[static_cast<std::size_t>(v)])
               deps.push_back(up[static_cast<std::size_t>(c)]);
-            const int p = heap_parent(v, nodes, t == 1);
+            const int p = tree_parent_node(v, nodes, t == 1);
             if (p >= 0)
               up[static_cast<std::size_t>(v)] = x.transfer(x.device(gpu(v)), x.device(gpu(p)), half,
                                                            fmt::format("nvlstree chunk {} up", j + 1), deps);
@@ -90,7 +80,7 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
           }
           std::vector<int> down(static_cast<std::size_t>(nodes), -1);
           for (int v : order) {
-            const int p = heap_parent(v, nodes, t == 1);
+            const int p = tree_parent_node(v, nodes, t == 1);
             down[static_cast<std::size_t>(v)] =
                 p < 0 ? up[static_cast<std::size_t>(v)]
                       : x.transfer(x.device(gpu(p)), x.device(gpu(v)), half, fmt::format("nvlstree chunk {} down", j + 1),

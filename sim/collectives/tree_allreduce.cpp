@@ -10,8 +10,8 @@
 
 namespace dtsim {
 
-namespace {
-int heap_parent(int v, int nodes, bool mirror)
+
+int tree_parent_node(int v, int nodes, bool mirror)
 {
   const int m = mirror ? nodes - 1 - v : v;
   if (m == 0)
@@ -19,7 +19,6 @@ int heap_parent(int v, int nodes, bool mirror)
   const int p = (m - 1) / 2;
   return mirror ? nodes - 1 - p : p;
 }
-}  // namespace
 
 std::vector<int> expand_tree_allreduce(Expansion& x)
 {
@@ -40,7 +39,7 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
     std::vector<std::vector<int>> children(static_cast<std::size_t>(nodes));
     int root = 0;
     for (int v = 0; v < nodes; ++v) {
-      const int p = heap_parent(v, nodes, mirror);
+      const int p = tree_parent_node(v, nodes, mirror);
       if (p < 0)
         root = v;
       else
@@ -81,7 +80,7 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
         std::vector<int> ready{dep_or_start(last, head)};
         for (int c : children[static_cast<std::size_t>(v)])
           ready.push_back(net_up[static_cast<std::size_t>(c)]);
-        const int p = heap_parent(v, nodes, mirror);
+        const int p = tree_parent_node(v, nodes, mirror);
         if (p >= 0) {
           if (net_up_prev[static_cast<std::size_t>(v)] >= 0)
             ready.push_back(net_up_prev[static_cast<std::size_t>(v)]);
@@ -96,7 +95,7 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
       std::vector<int> at_head(static_cast<std::size_t>(nodes), -1);
       for (int v : order) {
         const auto& ch = chain[static_cast<std::size_t>(v)];
-        const int p = heap_parent(v, nodes, mirror);
+        const int p = tree_parent_node(v, nodes, mirror);
         if (p < 0) {
           at_head[static_cast<std::size_t>(v)] = reduced_at_head[static_cast<std::size_t>(v)];
         } else {

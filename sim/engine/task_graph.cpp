@@ -1,5 +1,6 @@
 #include "sim/engine/task_graph.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace dtsim {
@@ -61,6 +62,26 @@ void TaskGraph::add_dependency(int task, int must_finish_first)
   if (must_finish_first < 0 || must_finish_first >= task)
     throw std::logic_error("TaskGraph: a task may only depend on earlier tasks");
   tasks_[static_cast<std::size_t>(task)].after.push_back(must_finish_first);
+}
+
+double union_length(std::vector<Span> spans)
+{
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  double total = 0;
+  double start = 0;
+  double end = 0;
+  bool open = false;
+  for (const auto& s : spans) {
+    if (!open || s.start > end) {
+      total += open ? end - start : 0.0;
+      start = s.start;
+      end = s.end;
+      open = true;
+    } else {
+      end = std::max(end, s.end);
+    }
+  }
+  return total + (open ? end - start : 0.0);
 }
 
 }  // namespace dtsim

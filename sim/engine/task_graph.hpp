@@ -57,4 +57,7 @@ struct Span {
   double duration() const { return end - start; }
 };
 
+/// Total time covered by at least one of the spans (the length of their union).
+double union_length(std::vector<Span> spans);
+
 }  // namespace dtsim

@@ -6,28 +6,6 @@
 
 namespace dtsim {
 
-namespace {
-
-double union_length(std::vector<Span> spans)
-{
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  double total = 0;
-  double start = 0;
-  double end = -1;
-  for (const auto& s : spans) {
-    if (s.start > end) {
-      total += std::max(0.0, end - start);
-      start = s.start;
-      end = s.end;
-    } else {
-      end = std::max(end, s.end);
-    }
-  }
-  return total + std::max(0.0, end - start);
-}
-
-}  // namespace
-
 std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
                                 double iteration_time_s)
 {

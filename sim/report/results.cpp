@@ -9,32 +9,6 @@
 
 namespace dtsim {
 
-namespace {
-
-// Total length of the union of [start, end) intervals.
-double union_length(std::vector<Span> spans)
-{
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
-  double total = 0;
-  double cur_start = 0;
-  double cur_end = -1;
-  for (const auto& s : spans) {
-    if (s.start > cur_end) {
-      if (cur_end > cur_start)
-        total += cur_end - cur_start;
-      cur_start = s.start;
-      cur_end = s.end;
-    } else {
-      cur_end = std::max(cur_end, s.end);
-    }
-  }
-  if (cur_end > cur_start)
-    total += cur_end - cur_start;
-  return total;
-}
-
-}  // namespace
-
 void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
 {
   const int iterations = static_cast<int>(plan.iteration_end.size());
