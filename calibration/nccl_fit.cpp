@@ -152,7 +152,7 @@ bool solve(const std::vector<std::vector<double>>& x, const std::vector<double>&
 struct FitRow {
   int cls = 0;  ///< algo * 3 + proto
   std::string efficiency;
-  double measured = 0, base = 0, hops = 0, transfer = 0;
+  double measured = 0, base = 0, hops = 0, net_hops = 0, transfer = 0;  ///< hops: intra-node; net_hops: inter-node
 };
 
 }  // namespace
@@ -191,6 +191,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   CollectiveOptions options;
   options.params = start;
   const int n = static_cast<int>(topology.gpus().size());
+  const NcclSystem system = make_comm_layout(topology, topology.gpus()).system;
   std::vector<FitRow> rows;
   for (const auto& log : logs) {
     check_ranks(topology, log);
@@ -209,10 +210,11 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       FitRow f;
       f.cls = static_cast<int>(cost.algo) * kNcclProtos + static_cast<int>(cost.proto);
       f.efficiency = bottleneck_efficiency(topology, cost.algo, start);
-      f.base = nccl_base_latency_us(cost.algo, cost.proto);
-      f.hops = std::max(0.0, cost.latency_us - f.base);
-      const double startup = start.launch_overhead_us + f.base +
-                             start.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * f.hops;
+      const NcclLatencyParts parts = collective_latency_parts(system, op, cost);
+      f.base = parts.base;
+      f.hops = parts.intra;
+      f.net_hops = parts.inter;
+      const double startup = collective_startup_us(parts, cost, start);
       f.transfer = std::max(0.0, points[i].time_us - startup);
       f.measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
       if (f.measured > 0)
@@ -222,8 +224,10 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   if (rows.size() < 3)
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
                      "too few rows to fit (need at least 3 rows within the size limit)");
-  // Columns: launch, one hop scale per class seen with hops, one factor per identifiable efficiency.
+  // Columns: launch, one hop scale per class seen with intra-node hops, the network hop scale when
+  // at least 3 latency-bound rows cross nodes, one factor per identifiable efficiency.
   std::vector<int> classes;
+  int net_rows = 0;
   std::vector<std::string> effs;
   std::map<std::string, int> bandwidth_rows;
   for (const auto& f : rows) {
@@ -231,11 +235,14 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       classes.push_back(f.cls);
     if (f.transfer > 0.5 * f.measured)
       ++bandwidth_rows[f.efficiency];
+    else if (f.net_hops > 0)
+      ++net_rows;
   }
+  const std::size_t net = net_rows >= 3 ? 1 : 0;  // index 1 + classes.size() when fitted
   for (const auto& [name, count] : bandwidth_rows)
     if (count >= 3)
       effs.push_back(name);
-  const std::size_t m = 1 + classes.size() + effs.size();
+  const std::size_t m = 1 + classes.size() + net + effs.size();
   std::vector<std::vector<double>> x;
   std::vector<double> y;
   for (const auto& f : rows) {
@@ -245,9 +252,13 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     if (c != classes.end())
       r[1 + static_cast<std::size_t>(c - classes.begin())] = f.hops / f.measured;
     double yi = 1.0 - f.base / f.measured;
+    if (net)
+      r[1 + classes.size()] = f.net_hops / f.measured;
+    else
+      yi -= start.net_hop_latency_scale * f.net_hops / f.measured;
     const auto e = std::find(effs.begin(), effs.end(), f.efficiency);
     if (e != effs.end())
-      r[1 + classes.size() + static_cast<std::size_t>(e - effs.begin())] = f.transfer / f.measured;
+      r[1 + classes.size() + net + static_cast<std::size_t>(e - effs.begin())] = f.transfer / f.measured;
     else
       yi -= f.transfer / f.measured;
     x.push_back(std::move(r));
@@ -255,11 +266,13 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   }
   // Non-negative least squares by enumeration: launch and hop-scale columns may be dropped (held
   // at 0); efficiency columns stay and must be positive.
-  const std::size_t free_cols = 1 + classes.size();
+  const std::size_t free_cols = 1 + classes.size() + net;
   std::vector<double> best(m, 1.0);
   best[0] = start.launch_overhead_us;
   for (std::size_t k = 0; k < classes.size(); ++k)
     best[1 + k] = start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos);
+  if (net)
+    best[1 + classes.size()] = start.net_hop_latency_scale;
   double best_cost = std::numeric_limits<double>::infinity();
   for (unsigned mask = 1; mask < (1u << free_cols); ++mask) {
     std::vector<bool> active(m, true);
@@ -293,10 +306,12 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     class_scales[std::string(to_string(static_cast<NcclAlgo>(a))) + "/" + to_string(static_cast<NcclProto>(p))] =
         best[1 + k];
   }
+  if (net)
+    fit.params.net_hop_latency_scale = best[1 + classes.size()];
   fit.efficiency_fitted.clear();
   for (std::size_t k = 0; k < effs.size(); ++k) {
     double& eff = efficiency_field(fit.params, effs[k]);
-    eff = std::min(1.5, eff / best[1 + classes.size() + k]);
+    eff = std::min(1.5, eff / best[1 + classes.size() + net + k]);
     fit.efficiency_fitted += (k ? ", " : "") + effs[k];
   }
   if (effs.empty())
@@ -318,6 +333,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
                     {"classes_fitted", class_scales},
+                    {"net_hop_latency_scale_fitted", net == 1},
                     {"rms_relative_time_error", std::sqrt(best_cost / static_cast<double>(x.size()))},
                     {"median_abs_busbw_error_ge_1MiB", std::isnan(median_abs(large)) ? nlohmann::json() : nlohmann::json(median_abs(large))},
                     {"median_abs_busbw_error_lt_1MiB", std::isnan(median_abs(small)) ? nlohmann::json() : nlohmann::json(median_abs(small))}}}};

@@ -33,22 +33,6 @@ bool is_direct(CollectiveOp op)
          op == CollectiveOp::Scatter;
 }
 
-/// The latency NCCL's model gives for the choice, with the per-hop part scaled by the measured
-/// factor, plus the per-operation launch overhead (microseconds).
-double startup_latency_us(const CollectiveCall& call, const CommLayout& layout, const NcclCost& cost,
-                          const NcclParams& p)
-{
-  if (is_direct(call.op)) {
-    const NcclHw hw = layout.system.nodes > 1 ? NcclHw::Net : layout.system.intra_hw;
-    return p.launch_overhead_us + nccl_base_latency_us(NcclAlgo::Ring, NcclProto::Simple) +
-           p.hop_scale(static_cast<int>(NcclAlgo::Ring), static_cast<int>(NcclProto::Simple)) *
-               nccl_hw_latency_us(hw, NcclAlgo::Ring, NcclProto::Simple);
-  }
-  const double base = nccl_base_latency_us(cost.algo, cost.proto);
-  return p.launch_overhead_us + base +
-         p.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * std::max(0.0, cost.latency_us - base);
-}
-
 /// Payload bus bandwidth (bytes/s) the rings reach over the links: per GPU, the NVLink (or PCIe)
 /// injection at NCCL's efficiency, and across nodes the node's NICs shared by its GPUs.
 double ring_bus_bandwidth(const Topology& t, const CommLayout& layout, const NcclParams& p)
@@ -69,6 +53,34 @@ double ring_bus_bandwidth(const Topology& t, const CommLayout& layout, const Ncc
 }
 
 }  // namespace
+
+NcclLatencyParts collective_latency_parts(const NcclSystem& system, CollectiveOp op, const NcclCost& cost)
+{
+  NcclLatencyParts parts;
+  if (is_direct(op)) {
+    parts.base = nccl_base_latency_us(NcclAlgo::Ring, NcclProto::Simple);
+    if (system.nodes > 1)
+      parts.inter = nccl_hw_latency_us(NcclHw::Net, NcclAlgo::Ring, NcclProto::Simple);
+    else
+      parts.intra = nccl_hw_latency_us(system.intra_hw, NcclAlgo::Ring, NcclProto::Simple);
+    return parts;
+  }
+  if (const auto p = nccl_latency_parts(op, cost.algo, cost.proto, system))
+    parts = *p;
+  // nccl_cost's multi-node Ring/Simple factor scales the whole latency.
+  const double f = parts.total() > 0 ? cost.latency_us / parts.total() : 1.0;
+  parts.base *= f;
+  parts.intra *= f;
+  parts.inter *= f;
+  return parts;
+}
+
+double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p)
+{
+  return p.launch_overhead_us + parts.base +
+         p.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * parts.intra +
+         p.net_hop_latency_scale * parts.inter;
+}
 
 NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call, const NcclFilter& filter)
 {
@@ -131,7 +143,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     if (cap > 0 && links > 0)
       x.protocol_factor = std::min(x.protocol_factor, cap / links);
   }
-  const double latency = options.ideal ? 0.0 : startup_latency_us(call, layout, cost, params) * 1e-6;
+  const double latency = options.ideal ? 0.0 : collective_startup_us(collective_latency_parts(layout.system, call.op, cost), cost, params) * 1e-6;
   for (int r = 0; r < n; ++r)
     x.start.push_back(graph.add_delay(call.ranks[static_cast<std::size_t>(r)], latency,
                                       fmt::format("{} {} {}/{} start-up", call.label, to_string(call.op),

@@ -20,6 +20,14 @@ struct CollectiveOptions {
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
                                const std::vector<std::vector<int>>& start_after, const CollectiveOptions& options);
 
+/// NCCL's latency for `cost` split into base, intra-node and inter-node hops (us, unscaled),
+/// including nccl_cost's multi-node factor. Direct operations (AllToAll, SendRecv, Gather,
+/// Scatter): Ring/Simple base + one hop (NET hop across nodes).
+NcclLatencyParts collective_latency_parts(const NcclSystem& system, CollectiveOp op, const NcclCost& cost);
+/// The per-rank start-up delay (us): launch overhead + base + hop_scale(class) x intra-node hops +
+/// net_hop_latency_scale x inter-node hops.
+double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p);
+
 /// The NCCL decision for `call` on this topology, without adding tasks.
 NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call,
                                      const NcclFilter& filter = {});

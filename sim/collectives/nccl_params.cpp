@@ -32,6 +32,7 @@ void NcclParams::override_from(const nlohmann::json& j)
   take("network_efficiency", network_efficiency);
   take("nvls_efficiency", nvls_efficiency);
   take("hop_latency_scale", hop_latency_scale);
+  take("net_hop_latency_scale", net_hop_latency_scale);
   take("launch_overhead_us", launch_overhead_us);
   if (j.contains("hop_latency_scale_by_class") && j.at("hop_latency_scale_by_class").is_object())
     for (const auto& [name, value] : j.at("hop_latency_scale_by_class").items()) {
@@ -57,6 +58,7 @@ nlohmann::json NcclParams::to_json() const
   nlohmann::json out = {{"nvlink_efficiency", nvlink_efficiency},     {"pcie_efficiency", pcie_efficiency},
           {"pcie_shm_efficiency", pcie_shm_efficiency}, {"network_efficiency", network_efficiency},
           {"nvls_efficiency", nvls_efficiency},         {"hop_latency_scale", hop_latency_scale},
+          {"net_hop_latency_scale", net_hop_latency_scale},
           {"launch_overhead_us", launch_overhead_us}};
   if (!by_class.empty())
     out["hop_latency_scale_by_class"] = by_class;

@@ -25,8 +25,12 @@ struct NcclParams {
   double network_efficiency = 0.96;
   /// NVLink SHARP efficiency (tuning.cc nvlsEfficiency, Hopper 0.85).
   double nvls_efficiency = 0.85;
-  /// Multiplies NCCL's per-hop latency tables (hwLat): measured per-step costs are larger.
+  /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat): measured per-step costs
+  /// inside a node are larger than the tables.
   double hop_latency_scale = 2.0;
+  /// Multiplies NCCL's inter-node (NET hwLat) hop latencies, which tuning.cc already sets from
+  /// network measurements: 1.0 by default (2-node H100 Tree/LL: 25-30 us measured).
+  double net_hop_latency_scale = 1.0;
   /// Per-operation cost outside the collective (kernel launch, stream synchronisation), us.
   double launch_overhead_us = 4.0;
   /// Per (algorithm, protocol) class: a fitted hop-latency scale replacing hop_latency_scale for

@@ -203,7 +203,7 @@ double nccl_alg_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s
   return bus;
 }
 
-std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s)
+std::optional<NcclLatencyParts> nccl_latency_parts(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s)
 {
   if (!available(op, a, p, s))
     return std::nullopt;
@@ -214,7 +214,8 @@ std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, 
   double inter = kHwLat[2][ppn == 1 ? static_cast<int>(NcclAlgo::Tree) : ai][pi] + s.latency_inter_us;
   if (p == NcclProto::Simple)
     inter += s.latency_inter_us;
-  double lat = kBaseLat[ai][pi];
+  NcclLatencyParts out;
+  out.base = kBaseLat[ai][pi];
   const int steps = nsteps(op, s.ranks);
   switch (a) {
     case NcclAlgo::Ring:
@@ -223,28 +224,43 @@ std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, 
         double net_overhead = s.nodes == 1 ? 0.0 : s.net_overhead_us;
         if (p == NcclProto::Simple)
           net_overhead *= 3;
-        lat += (steps - inter_steps) * std::max(intra, net_overhead) + inter_steps * inter;
+        out.intra = (steps - inter_steps) * std::max(intra, net_overhead);
+        out.inter = inter_steps * inter;
       } else {
         const int hw = s.nodes > 1 ? 2 : static_cast<int>(s.intra_hw);
         const double hop = kHwLat[hw][p == NcclProto::Simple ? 0 : ai][pi];
-        lat += steps * hop;  // graph.sameChannels is not assumed
+        (s.nodes > 1 ? out.inter : out.intra) = steps * hop;  // graph.sameChannels is not assumed
       }
       break;
     case NcclAlgo::Tree:
-      lat += 2 * ((ppn - 1) * intra + log2i(s.nodes) * inter);
+      out.intra = 2 * (ppn - 1) * intra;
+      out.inter = 2 * log2i(s.nodes) * inter;
       break;
     case NcclAlgo::Nvls:
-      lat = intra + (s.nodes > 1 ? inter : 0.0);
+      out.base = 0;
+      out.intra = intra;
+      out.inter = s.nodes > 1 ? inter : 0.0;
       break;
     case NcclAlgo::NvlsTree:
-      lat = intra + 2 * log2i(s.nodes) * inter;
+      out.base = 0;
+      out.intra = intra;
+      out.inter = 2 * log2i(s.nodes) * inter;
       break;
     case NcclAlgo::Pat:
-      lat += log2i(s.nodes) * inter / 3.5 + s.ranks * 2.8;
+      out.intra = s.ranks * 2.8;
+      out.inter = log2i(s.nodes) * inter / 3.5;
       break;
     default: break;
   }
-  return lat;
+  return out;
+}
+
+std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s)
+{
+  const auto parts = nccl_latency_parts(op, a, p, s);
+  if (!parts)
+    return std::nullopt;
+  return parts->total();
 }
 
 int nccl_op_channels(NcclAlgo a, NcclProto p, const NcclSystem& s, double bytes)

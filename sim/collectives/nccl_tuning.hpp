@@ -65,7 +65,16 @@ struct NcclCost {
   int channels = 1;    ///< channels this operation would run on (enqueue.cc)
 };
 
-/// Latency (us) of one operation; nullopt when the pair is not available for `op`.
+/// tuning.cc's latency of one operation split as NCCL builds it (us): the base latency, the
+/// intra-node hops (NVLink/PCI hwLat; Ring: (nsteps - nInterSteps) x max(intraLat, netOverhead),
+/// Tree: 2 (ppn - 1) intraLat, NVLS/NVLSTree: intraLat) and the inter-node hops (NET hwLat:
+/// Ring nInterSteps x interLat, Tree 2 log2(nNodes) interLat, NVLSTree 2 log2(nNodes) interLat).
+struct NcclLatencyParts {
+  double base = 0, intra = 0, inter = 0;
+  double total() const { return base + intra + inter; }
+};
+std::optional<NcclLatencyParts> nccl_latency_parts(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s);
+/// Latency (us) of one operation (the sum of its parts); nullopt when the pair is not available for `op`.
 std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s);
 /// Bus bandwidth (GB/s) of the pair, before the bus->algorithm conversion; 0 when unavailable.
 double nccl_bus_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s);

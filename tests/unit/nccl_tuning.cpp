@@ -1,5 +1,6 @@
 // NCCL's cost model (tuning.cc 2.30) against the worked example of the reference (8 x A100 on
 // NVSwitch: 12 channels x 20 GB/s), and NCCL's choice at small, medium and large sizes.
+#include "sim/collectives/collective_options.hpp"
 #include "sim/collectives/nccl_tuning.hpp"
 
 #include <doctest/doctest.h>
@@ -80,4 +81,29 @@ TEST_CASE("channels drop for small operations (enqueue.cc threshold)")
   CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 1e9) == 12);
   CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 64 * 1024) == 2);  // 64 KiB = 2 x 512 threads x 64 B
   CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 3 * 32768) == 3);
+}
+
+TEST_CASE("latency split into intra-node and inter-node hops (2 nodes x 8 A100); only intra hops are scaled")
+{
+  auto s = a100x8();
+  s.ranks = 16;
+  s.nodes = 2;
+  const auto op = CollectiveOp::AllReduce;
+  // Tree: 2 ((nRanks/nNodes - 1) intraLat + log2(nNodes) interLat), NVLINK LL 0.6, NET LL 5.0.
+  const auto tree = *nccl_latency_parts(op, NcclAlgo::Tree, NcclProto::LL, s);
+  CHECK(tree.base == doctest::Approx(6.8));
+  CHECK(tree.intra == doctest::Approx(2 * 7 * 0.6));
+  CHECK(tree.inter == doctest::Approx(2 * 1 * 5.0));
+  CHECK(*nccl_latency_us(op, NcclAlgo::Tree, NcclProto::LL, s) == doctest::Approx(6.8 + 8.4 + 10.0));
+  // Ring: 30 steps, 2 across nodes at NET LL 2.7, the others at max(0.6, netOverhead 1.0).
+  const auto ring = *nccl_latency_parts(op, NcclAlgo::Ring, NcclProto::LL, s);
+  CHECK(ring.intra == doctest::Approx(28 * 1.0));
+  CHECK(ring.inter == doctest::Approx(2 * 2.7));
+  // Start-up: launch 4 + base 6.8 + 2.0 x intra 8.4 + 1.0 x inter 10.0.
+  NcclCost cost;
+  cost.algo = NcclAlgo::Tree;
+  cost.proto = NcclProto::LL;
+  cost.latency_us = tree.total();
+  const NcclParams p = NcclParams::defaults(80);
+  CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, p) == doctest::Approx(4 + 6.8 + 16.8 + 10.0));
 }
