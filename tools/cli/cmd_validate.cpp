@@ -1,15 +1,20 @@
 // dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P]
-// Row by row: measured and predicted time and busbw with the error, then the median |error| for
-// sizes >= 1 MiB and below.
+// nccl-tests logs: row by row, measured and predicted time and busbw with the error, then the
+// median |error| for sizes >= 1 MiB and below. Bandwidth logs (p2p matrices): each measured GPU
+// pair beside the bandwidth of its route in the topology, and the median |error|.
 #include "tools/cli/command.hpp"
 
+#include "calibration/bandwidth_validate.hpp"
 #include "calibration/calibration_file.hpp"
+#include "calibration/calibration_inputs.hpp"
 #include "calibration/nccl_fit.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <fmt/format.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 namespace dtsim::cli {
 
@@ -23,7 +28,7 @@ struct ValidateArgs {
 void add_validate_command(CLI::App& app, Action& action)
 {
   auto args = std::make_shared<ValidateArgs>();
-  auto* cmd = app.add_subcommand("validate", "Compare a measured nccl-tests log with dtsim's prediction, row by row");
+  auto* cmd = app.add_subcommand("validate", "Compare a measured nccl-tests log or GPU-to-GPU bandwidth matrix with dtsim's prediction");
   cmd->add_option("log", args->log, "nccl-tests output (all_reduce_perf, ...)")->required();
   cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
   cmd->add_option("--nodes", args->nodes, "number of nodes");
@@ -32,7 +37,6 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->add_option("--proto", args->proto, "force NCCL_PROTO");
   cmd->callback([&action, args] {
     action = [args] {
-      const NcclTestsLog log = load_nccl_tests_log(args->log);
       CollectiveOptions options;
       if (!args->algo.empty()) {
         const auto a = parse_nccl_algo(args->algo);
@@ -48,6 +52,19 @@ void add_validate_command(CLI::App& app, Action& action)
       }
       const Topology topology = load_calibrated_topology(
           args->topology, args->nodes ? std::optional<int>(args->nodes) : std::nullopt, args->calibration, options);
+      std::ifstream in(args->log);
+      if (!in)
+        throw InputError(args->log, "", "cannot open the file (expected a measurement log)");
+      std::stringstream text;
+      text << in.rdbuf();
+      if (calibration::detect_input_format(text.str(), args->log) == calibration::InputFormat::Bandwidth) {
+        fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
+                   args->calibration.empty() ? "none" : args->calibration);
+        for (const auto& run : calibration::load_bandwidth_log(args->log))
+          fmt::print("{}", calibration::validate_bandwidth_log(topology, run, args->log));
+        return 0;
+      }
+      const NcclTestsLog log = load_nccl_tests_log(args->log);
       const auto result = validate_log(topology, log, options);
       fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                  args->calibration.empty() ? "none" : args->calibration);
