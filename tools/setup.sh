@@ -8,17 +8,14 @@ DTSIM_PACKAGES=(cmake g++ make pkg-config libsimgrid-dev libboost-graph-dev nloh
                 libfmt-dev doctest-dev libcli11-dev)
 
 dtsim_install_packages() {
-  local missing=()
-  local pkg status
-  while IFS=' ' read -r pkg status; do
-    [ "$status" = "installed" ] || missing+=("$pkg")
-  done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${DTSIM_PACKAGES[@]}" 2>/dev/null)
-  # Packages dpkg has never heard of are not listed at all.
+  local installed pkg missing=()
+  # One dpkg-query for all; packages dpkg has never heard of are simply not listed.
+  installed=$'\n'$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${DTSIM_PACKAGES[@]}" 2>/dev/null |
+                   awk '$2 == "installed" { print $1 }')$'\n'
   for pkg in "${DTSIM_PACKAGES[@]}"; do
-    dpkg-query -W -f='${db:Status-Status}' "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    [[ "$installed" == *$'\n'"$pkg"$'\n'* ]] || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
   echo "dtsim: installing ${missing[*]}" >&2
   local sudo=()
   [ "$(id -u)" -ne 0 ] && sudo=(sudo)
