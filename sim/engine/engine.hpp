@@ -10,8 +10,9 @@
 
 namespace dtsim {
 
-/// Simulates the graph once; returns one span per task (indexed like the graph).
-/// SimGrid allows one simulation per process: call this at most once.
+/// Simulates the graph; returns one span per task (indexed like the graph). Each call runs SimGrid
+/// in a forked child process (SimGrid allows one simulation per process), so it may be called
+/// any number of times.
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph);
 
 }  // namespace dtsim
