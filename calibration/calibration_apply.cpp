@@ -61,28 +61,15 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration)
   if (!calibration.json.contains("links"))
     return;
   const auto& links = calibration.json.at("links");
-  Topology rebuilt;
-  rebuilt.name = topology.name;
-  rebuilt.gpu = topology.gpu;
-  rebuilt.nodes = topology.nodes;
-  rebuilt.gpus_per_node = topology.gpus_per_node;
-  rebuilt.gpu_forwarding = topology.gpu_forwarding;
-  rebuilt.pcie_p2p = topology.pcie_p2p;
-  for (const auto& d : topology.devices())
-    rebuilt.add_device(d.name, d.kind, d.node, d.local_index);
-  for (const auto& l : topology.links()) {
-    double bandwidth = l.bandwidth, latency = l.latency;
-    if (const char* cls = class_name(l.kind); links.contains(cls)) {
-      const auto& c = links.at(cls);
-      bandwidth = link_bandwidth(c, l);
-      if (c.contains("latency_us"))
-        latency = c.at("latency_us").get<double>() * 1e-6;
-    }
-    rebuilt.add_link(l.name, l.kind, l.a, l.b, bandwidth, latency, l.lanes);
+  for (int i = 0; i < static_cast<int>(topology.links().size()); ++i) {
+    const Link& l = topology.link(i);
+    const char* cls = class_name(l.kind);
+    if (!links.contains(cls))
+      continue;
+    const auto& c = links.at(cls);
+    const double latency = c.contains("latency_us") ? c.at("latency_us").get<double>() * 1e-6 : l.latency;
+    topology.set_link_rate(i, link_bandwidth(c, l), latency);
   }
-  for (int g : topology.gpus())
-    rebuilt.add_gpu_rank(g);
-  topology = std::move(rebuilt);
 }
 
 std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)

@@ -55,6 +55,15 @@ int Topology::add_link(std::string name, LinkKind kind, int a, int b, double ban
   return index;
 }
 
+void Topology::set_link_rate(int link, double bandwidth, double latency)
+{
+  if (link < 0 || link >= static_cast<int>(links_.size()))
+    throw std::invalid_argument(fmt::format("no link {}", link));
+  links_[static_cast<std::size_t>(link)].bandwidth = bandwidth;
+  links_[static_cast<std::size_t>(link)].latency = latency;
+  reset_routes();
+}
+
 void Topology::add_gpu_rank(int device)
 {
   if (device < 0 || device >= static_cast<int>(devices_.size()) || devices_[device].kind != DeviceKind::Gpu)

@@ -49,6 +49,8 @@ class Topology {
 public:
   int add_device(std::string name, DeviceKind kind, int node = -1, int local_index = 0);
   int add_link(std::string name, LinkKind kind, int a, int b, double bandwidth, double latency, int lanes = 1);
+  /// Changes a link's rate and latency (calibration); routes are recomputed on the next query.
+  void set_link_rate(int link, double bandwidth, double latency);
   /// Appends a GPU (already added as a device) to the rank order.
   void add_gpu_rank(int device);
 
