@@ -225,20 +225,28 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
                      "too few rows to fit (need at least 3 rows within the size limit)");
   // Columns: launch, one hop scale per class seen with intra-node hops, the network hop scale when
-  // at least 3 latency-bound rows cross nodes, one factor per identifiable efficiency.
+  // at least 3 latency-bound rows cross nodes, one factor per identifiable efficiency. Latency
+  // columns are fitted only when at least 3 rows are latency-bound (a log of large sizes alone does
+  // not identify them: they keep `start`).
   std::vector<int> classes;
-  int net_rows = 0;
+  int net_rows = 0, latency_rows = 0;
   std::vector<std::string> effs;
   std::map<std::string, int> bandwidth_rows;
   for (const auto& f : rows) {
+    if (f.transfer > 0.5 * f.measured) {
+      ++bandwidth_rows[f.efficiency];
+      continue;
+    }
+    ++latency_rows;
     if (f.hops > 0 && std::find(classes.begin(), classes.end(), f.cls) == classes.end())
       classes.push_back(f.cls);
-    if (f.transfer > 0.5 * f.measured)
-      ++bandwidth_rows[f.efficiency];
-    else if (f.net_hops > 0)
+    if (f.net_hops > 0)
       ++net_rows;
   }
-  const std::size_t net = net_rows >= 3 ? 1 : 0;  // index 1 + classes.size() when fitted
+  const bool fit_latency = latency_rows >= 3;
+  if (!fit_latency)
+    classes.clear();
+  const std::size_t net = fit_latency && net_rows >= 3 ? 1 : 0;  // index 1 + classes.size() when fitted
   for (const auto& [name, count] : bandwidth_rows)
     if (count >= 3)
       effs.push_back(name);
@@ -247,11 +255,13 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   std::vector<double> y;
   for (const auto& f : rows) {
     std::vector<double> r(m, 0.0);
+    double yi = 1.0 - f.base / f.measured;
     r[0] = 1.0 / f.measured;
     const auto c = std::find(classes.begin(), classes.end(), f.cls);
     if (c != classes.end())
       r[1 + static_cast<std::size_t>(c - classes.begin())] = f.hops / f.measured;
-    double yi = 1.0 - f.base / f.measured;
+    else
+      yi -= start.hop_scale(f.cls / kNcclProtos, f.cls % kNcclProtos) * f.hops / f.measured;
     if (net)
       r[1 + classes.size()] = f.net_hops / f.measured;
     else
@@ -264,26 +274,45 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     x.push_back(std::move(r));
     y.push_back(yi);
   }
-  // Non-negative least squares by enumeration: launch and hop-scale columns may be dropped (held
-  // at 0); efficiency columns stay and must be positive.
+  // Bounded least squares by enumeration: each latency column is either fitted (launch >= 0, hop
+  // scales >= kMinHopScale: a hop never costs nothing) or held at its `start`
+  // value; efficiency columns are always fitted and must be positive.
+  constexpr double kMinHopScale = 0.1;
   const std::size_t free_cols = 1 + classes.size() + net;
-  std::vector<double> best(m, 1.0);
-  best[0] = start.launch_overhead_us;
+  std::vector<double> start_value(free_cols);
+  start_value[0] = start.launch_overhead_us;
   for (std::size_t k = 0; k < classes.size(); ++k)
-    best[1 + k] = start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos);
+    start_value[1 + k] = start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos);
   if (net)
-    best[1 + classes.size()] = start.net_hop_latency_scale;
+    start_value[1 + classes.size()] = start.net_hop_latency_scale;
+  std::vector<double> best(m, 1.0);
+  for (std::size_t k = 0; k < free_cols; ++k)
+    best[k] = start_value[k];
   double best_cost = std::numeric_limits<double>::infinity();
-  for (unsigned mask = 1; mask < (1u << free_cols); ++mask) {
+  const unsigned masks = fit_latency ? (1u << free_cols) : 1u;
+  for (unsigned mask = 0; mask < masks; ++mask) {
     std::vector<bool> active(m, true);
-    for (std::size_t k = 0; k < free_cols; ++k)
+    std::vector<double> yy = y;
+    for (std::size_t k = 0; k < free_cols; ++k) {
       active[k] = (mask >> k) & 1u;
+      if (!active[k])
+        for (std::size_t i = 0; i < x.size(); ++i)
+          yy[i] -= x[i][k] * start_value[k];
+    }
     std::vector<double> c;
-    if (!solve(x, y, active, c))
+    if (!solve(x, yy, active, c))
       continue;
     bool ok = true;
-    for (std::size_t k = 0; k < m; ++k)
-      ok = ok && c[k] >= 0 && (k < free_cols || c[k] > 1e-3);
+    for (std::size_t k = 0; k < m; ++k) {
+      if (k < free_cols && !active[k])
+        c[k] = start_value[k];
+      else if (k == 0)
+        ok = ok && c[k] >= 0;
+      else if (k < free_cols)
+        ok = ok && c[k] >= kMinHopScale;
+      else
+        ok = ok && c[k] > 1e-3;
+    }
     if (!ok)
       continue;
     double cost = 0;

@@ -189,9 +189,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
   log.op = !op_from_header.empty() ? op_from_header : op_in(path.substr(path.find_last_of('/') + 1));
   if (log.op.empty())
     log.op = "all_reduce";  // the default test, and the only one whose rows have redop and root -1
-  log.ranks = rank_lines > 0 ? rank_lines : header_ranks;
-  if (log.ranks == 0)
-    log.ranks = infer_ranks_from_bandwidths(log);
+  // "#  Rank" lines list every rank. Without them, busbw / algbw gives the count; the header's
+  // nThread x nGpus is only the ranks of one process (an MPI run has one process per GPU).
+  log.ranks = rank_lines > 0 ? rank_lines : infer_ranks_from_bandwidths(log);
+  if (log.ranks == 0 && header_ranks > 1)
+    log.ranks = header_ranks;
   return log;
 }
 

@@ -32,7 +32,7 @@ struct NcclTestsLog {
   std::string path;
   std::string op;             ///< "all_reduce", "all_gather", ..., "" when it cannot be told
   bool has_root_column = true;
-  int ranks = 0;              ///< from the header ("nGpus", "Rank" lines) or inferred; 0 if unknown
+  int ranks = 0;              ///< "#  Rank" lines, else busbw/algbw, else nThread x nGpus (> 1); 0 if unknown
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
 };

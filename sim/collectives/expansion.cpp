@@ -70,29 +70,43 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
                          std::move(after));
 }
 
-int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks)
+double nccl_chunk_bytes(NcclAlgo algo, NcclProto proto)
 {
-  return std::clamp(static_cast<int>(std::ceil(bytes / chunk_bytes)), 1, max_chunks);
+  switch (proto) {
+    case NcclProto::LL: return 32.0 * 1024;
+    case NcclProto::LL128: return 576000.0;
+    case NcclProto::Simple: break;
+  }
+  return algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree ? 128.0 * 1024 : 512.0 * 1024;
 }
 
-std::vector<double> pipeline_chunk_sizes(double bytes, double chunk_bytes, int max_chunks)
+double stream_chunk(double payload, double per_channel_chunk, double channels)
 {
-  const int m = pipeline_chunks(bytes, chunk_bytes, max_chunks);
-  std::vector<double> w(static_cast<std::size_t>(m), 1.0);
-  if (m >= 8) {
-    // Three small chunks at each end (1/8, 1/4, 1/2): the pipeline fills and drains with 1/8 of a
-    // chunk, as NCCL's many small chunks do, without that many flows.
-    for (int j = 0; j < 3; ++j) {
-      w[static_cast<std::size_t>(j)] = std::ldexp(1.0, j - 3);
-      w[static_cast<std::size_t>(m - 1 - j)] = std::ldexp(1.0, j - 3);
-    }
+  return std::min(kNcclSteps * per_channel_chunk * std::max(1.0, channels), payload / 8);
+}
+
+Expansion::Stream Expansion::stream(int src, int dst, double payload, double chunk, std::vector<int> head_after,
+                                    std::vector<int> tail_after, const std::string& what, double extra_efficiency)
+{
+  chunk = std::min(chunk, payload / 2);
+  Stream s;
+  s.head = transfer(src, dst, chunk, what + " (first chunk)", std::move(head_after), extra_efficiency);
+  int before_tail = s.head;
+  if (payload - 2 * chunk > 0)
+    before_tail = transfer(src, dst, payload - 2 * chunk, what, {s.head}, extra_efficiency);
+  tail_after.push_back(before_tail);
+  s.tail = transfer(src, dst, chunk, what + " (last chunk)", std::move(tail_after), extra_efficiency);
+  return s;
+}
+
+Expansion::Stream Expansion::join(int rank, const std::vector<Stream>& streams, const std::string& what)
+{
+  std::vector<int> heads, tails;
+  for (const auto& s : streams) {
+    heads.push_back(s.head);
+    tails.push_back(s.tail);
   }
-  double total = 0;
-  for (double v : w)
-    total += v;
-  for (auto& v : w)
-    v *= bytes / total;
-  return w;
+  return {join(rank, std::move(heads), what + " (first chunk)"), join(rank, std::move(tails), what)};
 }
 
 }  // namespace dtsim

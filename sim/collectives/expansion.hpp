@@ -28,6 +28,11 @@ public:
 
   int n() const { return static_cast<int>(call.ranks.size()); }
   int device(int rank) const { return call.ranks[static_cast<std::size_t>(rank)]; }
+  /// How many NCCL channels ring `k` of the layout stands for (1 for the textbook ring).
+  double channels_of_ring(std::size_t k) const
+  {
+    return layout.ring_weight.size() == layout.rings.size() && k < layout.ring_weight.size() ? layout.ring_weight[k] : 1.0;
+  }
 
   /// Adds a transfer of `payload` bytes between two devices; `extra_efficiency` multiplies the
   /// route's efficiency (e.g. NVLS).
@@ -35,6 +40,20 @@ public:
                double extra_efficiency = 1.0);
   /// A zero-length marker on `rank` after `after` (joins several tasks into one).
   int join(int rank, std::vector<int> after, const std::string& what);
+
+  /// One hop of a pipeline, as NCCL streams it in small chunks through every hop at once: the
+  /// first chunk (`head`) leaves once the first chunk of the hop before has arrived (`head_after`),
+  /// the bulk follows it at whatever rate the links give, and the last chunk (`tail`) leaves once
+  /// the bulk is out and the last chunk of the hop before has arrived (`tail_after`). A chain of D
+  /// such hops at rate R moves S bytes in (S + (D-1) chunk) / R, the pipeline's fill and drain,
+  /// with three transfers per hop instead of one per chunk (`chunk`: see stream_chunk).
+  struct Stream {
+    int head = -1, tail = -1;
+  };
+  Stream stream(int src_device, int dst_device, double payload, double chunk, std::vector<int> head_after,
+                std::vector<int> tail_after, const std::string& what, double extra_efficiency = 1.0);
+  /// Joins the heads and the tails of several streams (a reduction needs every input's chunk).
+  Stream join(int rank, const std::vector<Stream>& streams, const std::string& what);
 
   /// Payload fraction of the wire bytes: LL 0.5, LL128 0.92, Simple 1, lowered where NCCL caps the
   /// protocol's throughput below what the links give (set by the dispatcher).
@@ -56,18 +75,25 @@ private:
 /// Payload fraction of a protocol's wire bytes: LL 0.5, LL128 0.92 (tuning.cc), Simple 1.
 double protocol_efficiency(NcclProto p);
 
-/// Number of pipeline stages for `bytes` moved in chunks of `chunk_bytes` (bounded flow count).
-int pipeline_chunks(double bytes, double chunk_bytes, int max_chunks = 8);
-/// Chunk sizes of a pipeline of `bytes` in at most `max_chunks` chunks of about `chunk_bytes`:
-/// from 8 chunks on, the first and last three are 1/8, 1/4, 1/2 of the others, so that filling and
-/// draining the pipeline costs a small chunk, as NCCL's small real chunks do, with few flows.
-std::vector<double> pipeline_chunk_sizes(double bytes, double chunk_bytes, int max_chunks = 12);
+/// NCCL's chunk per channel (payload bytes) for an algorithm and protocol: Simple 512 KiB (one
+/// 4 MiB / 8 buffer step; Tree and the Broadcast/Reduce chain), NVLS 128 KiB (nvlsChunkSize),
+/// LL128 576,000 B and LL 32 KiB (one step of their buffers).
+double nccl_chunk_bytes(NcclAlgo algo, NcclProto proto);
+
+/// NCCL_STEPS: buffer slots per connection, each holding one chunk.
+constexpr double kNcclSteps = 8;
+
+/// The pipeline grain of a stream of `payload` bytes that stands for `channels` NCCL channels: a
+/// connection's whole buffer (NCCL_STEPS chunks per channel), since under NCCL's flow control a
+/// stage can run up to that far behind the one before it; shrunk to payload / 8 for small payloads
+/// (NCCL halves its chunk until enough of them are in flight).
+double stream_chunk(double payload, double per_channel_chunk, double channels);
 
 // One function per algorithm family; each returns done[rank].
 std::vector<int> expand_ring(Expansion& x);          // AllReduce, AllGather, ReduceScatter
 std::vector<int> expand_ring_chain(Expansion& x);    // Broadcast (root -> all), Reduce (all -> root)
-/// Parent of node `v` in the binary tree over `nodes` nodes (heap order, node 0 the root), or in
-/// its mirror (node -> nodes-1-node) for NCCL's second tree; -1 for the root.
+/// Parent of node `v` in NCCL's binary tree over `nodes` nodes (node 0 the root, one child), or in
+/// NCCL's second tree (mirrored for an even count, shifted by one for an odd count); -1 for a root.
 int tree_parent_node(int v, int nodes, bool mirror);
 
 std::vector<int> expand_tree_allreduce(Expansion& x);

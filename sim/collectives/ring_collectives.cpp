@@ -3,7 +3,7 @@
 // 2(n-1) steps in which every rank sends one chunk (ring bytes / n) to its successor; AllGather
 // and ReduceScatter are n-1 such steps. A rank's step k waits only for the chunk it received in
 // step k-1 on the same ring, so rings pipeline without global barriers. Broadcast and Reduce are
-// a chain from (to) the root along each ring, pipelined in chunks.
+// a chain from (to) the root along each ring, every hop a stream of NCCL's chunks.
 #include "sim/collectives/expansion.hpp"
 
 #include <fmt/format.h>
@@ -62,12 +62,11 @@ std::vector<int> expand_ring_chain(Expansion& x)
   const bool reduce = x.call.op == CollectiveOp::Reduce;
   const auto& rings = x.layout.rings;
   const double ring_bytes = x.call.bytes / static_cast<double>(rings.size());
-  // NCCL's Broadcast/Reduce chunk: one step of the Simple buffer (512 KiB).
-  const int chunks = pipeline_chunks(ring_bytes, 512.0 * 1024, 16);
-  const double chunk = ring_bytes / chunks;
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const auto& ring = rings[k];
+    // NCCL's Broadcast/Reduce chunk: one step of the Simple buffer (512 KiB) per channel.
+    const double chunk = stream_chunk(ring_bytes, nccl_chunk_bytes(NcclAlgo::Ring, x.proto), x.channels_of_ring(k));
     int root_pos = 0;
     for (int p = 0; p < n; ++p)
       if (ring[static_cast<std::size_t>(p)] == x.call.root)
@@ -76,25 +75,16 @@ std::vector<int> expand_ring_chain(Expansion& x)
     std::vector<int> chain;
     for (int h = 0; h < n; ++h)
       chain.push_back(ring[static_cast<std::size_t>((root_pos + (reduce ? h + 1 : h)) % n)]);
-    std::vector<int> last(static_cast<std::size_t>(n - 1), -1);
-    for (int c = 0; c < chunks; ++c)
-      for (int h = 0; h + 1 < n; ++h) {
-        const int from = chain[static_cast<std::size_t>(h)];
-        std::vector<int> deps;
-        if (c == 0)
-          deps.push_back(x.start[static_cast<std::size_t>(from)]);
-        if (h > 0)
-          deps.push_back(last[static_cast<std::size_t>(h - 1)]);
-        if (c > 0)
-          deps.push_back(last[static_cast<std::size_t>(h)]);
-        last[static_cast<std::size_t>(h)] =
-            x.transfer(x.device(from), x.device(chain[static_cast<std::size_t>(h + 1)]), chunk,
-                       fmt::format("ring {} chunk {}/{} hop {}", k, c + 1, chunks, h + 1), std::move(deps));
-      }
-    for (int h = 0; h < n; ++h) {
-      const int r = chain[static_cast<std::size_t>(h)];
+    const int first = chain[0];
+    Expansion::Stream last{x.start[static_cast<std::size_t>(first)], x.start[static_cast<std::size_t>(first)]};
+    for (int h = 0; h + 1 < n; ++h) {
+      const int from = chain[static_cast<std::size_t>(h)], to = chain[static_cast<std::size_t>(h + 1)];
+      last = x.stream(x.device(from), x.device(to), ring_bytes, chunk,
+                      {last.head, x.start[static_cast<std::size_t>(from)], x.start[static_cast<std::size_t>(to)]},
+                      {last.tail}, fmt::format("ring {} hop {}", k, h + 1));
       // A sender is done when its last chunk left; a receiver when its last chunk arrived.
-      finals[static_cast<std::size_t>(r)].push_back(h == 0 ? last[0] : last[static_cast<std::size_t>(h - 1)]);
+      finals[static_cast<std::size_t>(from)].push_back(last.tail);
+      finals[static_cast<std::size_t>(to)].push_back(last.tail);
     }
   }
   std::vector<int> done(static_cast<std::size_t>(n));

@@ -2,8 +2,8 @@
 // the first GPU talking to the network), across nodes a binary tree; even channels use one tree,
 // odd channels its mirror (rank -> nodes-1-rank), so that a node that is a leaf in one tree is
 // interior in the other (NCCL's double binary tree). Data is reduced up (chain tail -> head, child
-// node -> parent node) and broadcast down, pipelined in chunks: chunk j of a hop waits for chunk j
-// of the hop before it and for chunk j-1 of the same hop.
+// node -> parent node) and broadcast down; every hop is a stream (Expansion::stream) of NCCL's
+// chunks, so the reduction and the broadcast run at once, as NCCL's split tree kernels do.
 #include "sim/collectives/expansion.hpp"
 
 #include <fmt/format.h>
@@ -11,13 +11,36 @@
 namespace dtsim {
 
 
+namespace {
+
+/// NCCL's binary tree over ranks 0..n-1 (trees.cc ncclGetBtree): a rank's parent clears its lowest
+/// set bit and sets the next one (or only clears it past the end); rank 0 is the root with one
+/// child, so every interior rank has two children and one parent.
+int btree_parent(int rank, int n)
+{
+  if (rank == 0)
+    return -1;
+  int bit = 1;
+  while (bit < n && !(bit & rank))
+    bit <<= 1;
+  const int up = (rank ^ bit) | (bit << 1);
+  return up >= n ? rank ^ bit : up;
+}
+
+}  // namespace
+
 int tree_parent_node(int v, int nodes, bool mirror)
 {
-  const int m = mirror ? nodes - 1 - v : v;
-  if (m == 0)
-    return -1;
-  const int p = (m - 1) / 2;
-  return mirror ? nodes - 1 - p : p;
+  if (!mirror)
+    return btree_parent(v, nodes);
+  // The second tree (ncclGetDtree): mirrored (rank -> n-1-rank) for an even count, shifted by one
+  // for an odd count, so that a rank interior in one tree is a leaf in the other.
+  if (nodes % 2 == 0) {
+    const int p = btree_parent(nodes - 1 - v, nodes);
+    return p < 0 ? -1 : nodes - 1 - p;
+  }
+  const int p = btree_parent((v - 1 + nodes) % nodes, nodes);
+  return p < 0 ? -1 : (p + 1) % nodes;
 }
 
 std::vector<int> expand_tree_allreduce(Expansion& x)
@@ -26,13 +49,12 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
   const int nodes = static_cast<int>(x.layout.by_node.size());
   const auto& rings = x.layout.rings;
   const double ring_bytes = x.call.bytes / static_cast<double>(rings.size());
-  const auto sizes = pipeline_chunk_sizes(ring_bytes, 512.0 * 1024);
-  const int chunks = static_cast<int>(sizes.size());
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
-  auto dep_or_start = [&](int task, int rank) { return task >= 0 ? task : x.start[static_cast<std::size_t>(rank)]; };
+  auto start = [&](int rank) { return x.start[static_cast<std::size_t>(rank)]; };
 
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const bool mirror = k % 2 == 1;
+    const double chunk = stream_chunk(ring_bytes, nccl_chunk_bytes(NcclAlgo::Tree, x.proto), x.channels_of_ring(k));
     std::vector<std::vector<int>> chain(static_cast<std::size_t>(nodes));
     for (int r : rings[k])
       chain[static_cast<std::size_t>(x.layout.node_of_rank[static_cast<std::size_t>(r)])].push_back(r);
@@ -45,85 +67,56 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
       else
         children[static_cast<std::size_t>(p)].push_back(v);
     }
-    // Per node: previous chunk's tasks, for in-order pipelining on each connection.
-    std::vector<std::vector<int>> up_prev(static_cast<std::size_t>(nodes)), down_prev(static_cast<std::size_t>(nodes));
-    std::vector<int> net_up_prev(static_cast<std::size_t>(nodes), -1), net_down_prev(static_cast<std::size_t>(nodes), -1);
-    for (int v = 0; v < nodes; ++v) {
-      up_prev[static_cast<std::size_t>(v)].assign(chain[static_cast<std::size_t>(v)].size(), -1);
-      down_prev[static_cast<std::size_t>(v)].assign(chain[static_cast<std::size_t>(v)].size(), -1);
-    }
-    // Nodes in an order where children come before parents (reverse BFS from the root).
+    // Nodes in an order where parents come before children (BFS from the root).
     std::vector<int> order{root};
     for (std::size_t i = 0; i < order.size(); ++i)
       for (int c : children[static_cast<std::size_t>(order[i])])
         order.push_back(c);
 
-    for (int j = 0; j < chunks; ++j) {
-      const double chunk = sizes[static_cast<std::size_t>(j)];
-      std::vector<int> reduced_at_head(static_cast<std::size_t>(nodes), -1);  // chain reduce done
-      std::vector<int> net_up(static_cast<std::size_t>(nodes), -1);           // head(v) -> head(parent)
-      for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        const int v = *it;
-        const auto& ch = chain[static_cast<std::size_t>(v)];
-        auto& prev = up_prev[static_cast<std::size_t>(v)];
-        int last = -1;
-        for (int i = static_cast<int>(ch.size()) - 2; i >= 0; --i) {
-          const int from = ch[static_cast<std::size_t>(i + 1)];
-          std::vector<int> deps{dep_or_start(last, from)};
-          if (prev[static_cast<std::size_t>(i)] >= 0)
-            deps.push_back(prev[static_cast<std::size_t>(i)]);
-          last = x.transfer(x.device(from), x.device(ch[static_cast<std::size_t>(i)]), chunk,
-                            fmt::format("tree {} chunk {} reduce", k, j + 1), std::move(deps));
-          prev[static_cast<std::size_t>(i)] = last;
-        }
-        const int head = ch[0];
-        std::vector<int> ready{dep_or_start(last, head)};
-        for (int c : children[static_cast<std::size_t>(v)])
-          ready.push_back(net_up[static_cast<std::size_t>(c)]);
-        const int p = tree_parent_node(v, nodes, mirror);
-        if (p >= 0) {
-          if (net_up_prev[static_cast<std::size_t>(v)] >= 0)
-            ready.push_back(net_up_prev[static_cast<std::size_t>(v)]);
-          net_up[static_cast<std::size_t>(v)] =
-              x.transfer(x.device(head), x.device(chain[static_cast<std::size_t>(p)][0]), chunk,
-                         fmt::format("tree {} chunk {} up", k, j + 1), std::move(ready));
-          net_up_prev[static_cast<std::size_t>(v)] = net_up[static_cast<std::size_t>(v)];
-        } else {
-          reduced_at_head[static_cast<std::size_t>(v)] = x.join(head, std::move(ready), "tree reduced");
-        }
+    // Reduce: up each node's chain (tail -> head), then from the head to the parent node's head.
+    std::vector<Expansion::Stream> net_up(static_cast<std::size_t>(nodes));
+    Expansion::Stream reduced;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int v = *it;
+      const auto& ch = chain[static_cast<std::size_t>(v)];
+      Expansion::Stream last{start(ch.back()), start(ch.back())};
+      for (int i = static_cast<int>(ch.size()) - 2; i >= 0; --i) {
+        const int from = ch[static_cast<std::size_t>(i + 1)];
+        last = x.stream(x.device(from), x.device(ch[static_cast<std::size_t>(i)]), ring_bytes, chunk,
+                        {last.head, start(from)}, {last.tail}, fmt::format("tree {} reduce", k));
       }
-      std::vector<int> at_head(static_cast<std::size_t>(nodes), -1);
-      for (int v : order) {
-        const auto& ch = chain[static_cast<std::size_t>(v)];
-        const int p = tree_parent_node(v, nodes, mirror);
-        if (p < 0) {
-          at_head[static_cast<std::size_t>(v)] = reduced_at_head[static_cast<std::size_t>(v)];
-        } else {
-          std::vector<int> deps{at_head[static_cast<std::size_t>(p)]};
-          if (net_down_prev[static_cast<std::size_t>(v)] >= 0)
-            deps.push_back(net_down_prev[static_cast<std::size_t>(v)]);
-          at_head[static_cast<std::size_t>(v)] = x.transfer(x.device(chain[static_cast<std::size_t>(p)][0]),
-                                                            x.device(ch[0]), chunk,
-                                                            fmt::format("tree {} chunk {} down", k, j + 1), std::move(deps));
-          net_down_prev[static_cast<std::size_t>(v)] = at_head[static_cast<std::size_t>(v)];
-        }
-        int last = at_head[static_cast<std::size_t>(v)];
-        auto& prev = down_prev[static_cast<std::size_t>(v)];
-        for (std::size_t i = 0; i + 1 < ch.size(); ++i) {
-          std::vector<int> deps{last};
-          if (prev[i] >= 0)
-            deps.push_back(prev[i]);
-          last = x.transfer(x.device(ch[i]), x.device(ch[i + 1]), chunk, fmt::format("tree {} chunk {} bcast", k, j + 1),
-                            std::move(deps));
-          prev[i] = last;
-        }
-        if (j + 1 == chunks) {
-          finals[static_cast<std::size_t>(ch[0])].push_back(at_head[static_cast<std::size_t>(v)]);
-          for (std::size_t i = 0; i + 1 < ch.size(); ++i) {
-            finals[static_cast<std::size_t>(ch[i])].push_back(prev[i]);
-            finals[static_cast<std::size_t>(ch[i + 1])].push_back(prev[i]);
-          }
-        }
+      std::vector<Expansion::Stream> in{last, {start(ch[0]), start(ch[0])}};
+      for (int c : children[static_cast<std::size_t>(v)])
+        in.push_back(net_up[static_cast<std::size_t>(c)]);
+      const Expansion::Stream ready = x.join(ch[0], in, fmt::format("tree {} reduced at node head", k));
+      const int p = tree_parent_node(v, nodes, mirror);
+      if (p >= 0)
+        net_up[static_cast<std::size_t>(v)] =
+            x.stream(x.device(ch[0]), x.device(chain[static_cast<std::size_t>(p)][0]), ring_bytes, chunk, {ready.head},
+                     {ready.tail}, fmt::format("tree {} up", k));
+      else
+        reduced = ready;
+    }
+    // Broadcast: from the parent node's head to the head, then down the chain (head -> tail).
+    std::vector<Expansion::Stream> at_head(static_cast<std::size_t>(nodes));
+    for (int v : order) {
+      const auto& ch = chain[static_cast<std::size_t>(v)];
+      const int p = tree_parent_node(v, nodes, mirror);
+      if (p < 0) {
+        at_head[static_cast<std::size_t>(v)] = reduced;
+      } else {
+        const auto& from = at_head[static_cast<std::size_t>(p)];
+        at_head[static_cast<std::size_t>(v)] =
+            x.stream(x.device(chain[static_cast<std::size_t>(p)][0]), x.device(ch[0]), ring_bytes, chunk, {from.head},
+                     {from.tail}, fmt::format("tree {} down", k));
+      }
+      Expansion::Stream last = at_head[static_cast<std::size_t>(v)];
+      finals[static_cast<std::size_t>(ch[0])].push_back(last.tail);
+      for (std::size_t i = 0; i + 1 < ch.size(); ++i) {
+        last = x.stream(x.device(ch[i]), x.device(ch[i + 1]), ring_bytes, chunk, {last.head}, {last.tail},
+                        fmt::format("tree {} broadcast", k));
+        finals[static_cast<std::size_t>(ch[i])].push_back(last.tail);
+        finals[static_cast<std::size_t>(ch[i + 1])].push_back(last.tail);
       }
     }
   }

@@ -55,9 +55,11 @@ TEST_CASE("pipelined Broadcast chain and AllToAll on one NVSwitch node")
   const Topology t = load_topology("hgx-h100");
   const int n = 8;
   const double S = 64.0 * 1024 * 1024;
-  // Broadcast: a chain of n-1 hops in 16 chunks of S/16: (16 + n - 2) chunk times.
-  const double chunk_us = S / 16 / kNvlinkRate * 1e6;
-  const double bc = kLaunch + 8.4 + kScale * n * 4.0 + (16 + n - 2) * (chunk_us + kHopWire);
+  // Broadcast: a chain of n-1 streamed hops, NCCL's 512 KiB chunk per channel, the layout's one
+  // ring standing for 16 channels (8 MiB, also S/8): S/R + 3 wire latencies + (n-2) chunk hops.
+  const double c = std::min(512.0 * 1024 * 16, S / 8);
+  const double bc = kLaunch + 8.4 + kScale * n * 4.0 + S / kNvlinkRate * 1e6 + 3 * kHopWire +
+                    (n - 2) * (c / kNvlinkRate * 1e6 + kHopWire);
   CHECK(simulated_us(t, CollectiveOp::Broadcast, S, NcclAlgo::Ring, NcclProto::Simple) == doctest::Approx(bc).epsilon(0.01));
   // AllToAll: every GPU sends (n-1)/n of its buffer through its one port at once.
   const double a2a = kLaunch + 8.4 + kScale * 3.4 + (n - 1.0) / n * S / kNvlinkRate * 1e6 + kHopWire;

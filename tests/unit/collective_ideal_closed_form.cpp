@@ -51,18 +51,22 @@ TEST_CASE("ideal ring AllReduce, AllGather, ReduceScatter: 2(n-1) or n-1 steps o
         doctest::Approx((n - 1) * (S / n / R + W)).epsilon(1e-6));
 }
 
-TEST_CASE("ideal Broadcast and Reduce: a chain of n-1 hops pipelined in m chunks, (m + n - 2) chunk times")
+TEST_CASE("ideal Broadcast and Reduce: a chain of n-1 hops streamed in chunks c, S/R + (n-2)(c/R + W) + 3W")
 {
+  // Each hop is a stream (first chunk, bulk, last chunk): the first chunk reaches the end of the
+  // chain after n-1 chunk times, the last chunk leaves the root at S/R + 3W (three transfers).
   const Topology t = load_topology("hgx-h100");
   const int n = 8;
-  const int m = 16;  // 64 MiB in 512 KiB chunks, at most 16
-  const double chunk = S / m / R + W;
-  CHECK(ideal_seconds(t, CollectiveOp::Broadcast, S, t.gpus()) == doctest::Approx((m + n - 2) * chunk).epsilon(1e-6));
-  CHECK(ideal_seconds(t, CollectiveOp::Reduce, S, t.gpus()) == doctest::Approx((m + n - 2) * chunk).epsilon(1e-6));
-  // 1 MiB: two chunks of 512 KiB.
+  // NCCL's Simple chunk (512 KiB) per channel; the one ring stands for the 16 channels of an H100
+  // (8 MiB, which is also S/8).
+  const double c = std::min(512.0 * 1024 * 16, S / 8);
+  const double expected = S / R + 3 * W + (n - 2) * (c / R + W);
+  CHECK(ideal_seconds(t, CollectiveOp::Broadcast, S, t.gpus()) == doctest::Approx(expected).epsilon(1e-6));
+  CHECK(ideal_seconds(t, CollectiveOp::Reduce, S, t.gpus()) == doctest::Approx(expected).epsilon(1e-6));
+  // 1 MiB: the chunk shrinks to S/8 (NCCL keeps enough chunks in flight).
   const double small = 1024.0 * 1024;
   CHECK(ideal_seconds(t, CollectiveOp::Broadcast, small, t.gpus()) ==
-        doctest::Approx((2 + n - 2) * (small / 2 / R + W)).epsilon(1e-6));
+        doctest::Approx(small / R + 3 * W + (n - 2) * (small / 8 / R + W)).epsilon(1e-6));
 }
 
 TEST_CASE("ideal Gather, Scatter, AllToAll, SendRecv: one port carries (n-1)/n S, or S")
@@ -81,20 +85,16 @@ TEST_CASE("ideal Gather, Scatter, AllToAll, SendRecv: one port carries (n-1)/n S
 TEST_CASE("ideal tree AllReduce")
 {
   const Topology t = load_topology("hgx-h100");
-  // Two ranks: reduce 1 -> 0, then broadcast 0 -> 1, pipelined over chunks w_j (no shared port):
-  // a two-stage flow shop with equal stage times p_j = w_j/R + W, makespan sum p + max p.
-  const auto w = pipeline_chunk_sizes(S, 512.0 * 1024);
-  REQUIRE(w.size() == 12);
-  const double sum_p = S / R + static_cast<double>(w.size()) * W;
-  const double max_p = *std::max_element(w.begin(), w.end()) / R + W;
+  // Two ranks: reduce 1 -> 0, then broadcast 0 -> 1, two streamed hops on opposite directions of
+  // the ports (nothing shared): S/R + 3W + (c/R + W), the broadcast one chunk behind the reduction.
+  const double c = std::min(512.0 * 1024 * 16, S / 8);  // as for Broadcast
   CHECK(ideal_seconds(t, CollectiveOp::AllReduce, S, {t.gpus()[0], t.gpus()[1]}, true) ==
-        doctest::Approx(sum_p + max_p).epsilon(1e-6));
-  // Eight ranks, one chain: 14 hops (7 up, 7 down) and only 12 chunks, so the pipeline never
-  // fills. A flow shop of 14 stages: at least sum p + 13 max p with every hop at the full port
-  // rate; at most the same with every hop at half of it (a middle GPU's port carries one up and
-  // one down flow at once). Also each middle GPU's port must carry 2S.
-  const double lower = std::max(2 * S / R, sum_p + 13 * max_p);
-  const double upper = 2 * S / R + 2 * 13 * (max_p - W) + 26 * W + static_cast<double>(w.size()) * W;
+        doctest::Approx(S / R + 3 * W + (c / R + W)).epsilon(1e-6));
+  // Eight ranks, one chain: 14 streamed hops (7 up, 7 down). A middle GPU's port carries one up
+  // and one down stream in each direction at once, so 2S per port direction: at least 2S/R plus
+  // the fill of 13 chunk hops; at most every hop at half the port rate.
+  const double lower = S / R + 3 * W + 13 * (c / R + W);
+  const double upper = 2 * S / R + 3 * W + 13 * (2 * c / R + W);
   const double eight = ideal_seconds(t, CollectiveOp::AllReduce, S, t.gpus(), true);
   CHECK(eight >= lower * (1 - 1e-9));
   CHECK(eight <= upper);

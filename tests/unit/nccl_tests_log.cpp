@@ -74,3 +74,13 @@ TEST_CASE("header lines give the op and the rank count; malformed rows are input
   CHECK(looks_like_nccl_tests_log(text));
   CHECK_FALSE(looks_like_nccl_tests_log("Device: 0, Tesla V100\n"));
 }
+
+TEST_CASE("an MPI run (one GPU per process, no Rank lines) takes its rank count from busbw / algbw")
+{
+  // gj-aion's 8-node run in nccl-tests#309: "nThread 1 nGpus 1" in every process, 64 ranks.
+  const std::string text =
+      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "  8589934592    2147483648     float     sum      -1    52733  162.90  320.70      0    52754  162.83  320.57      0\n";
+  CHECK(parse_nccl_tests_log(text, "mpi.txt").ranks == 64);
+}
