@@ -48,3 +48,21 @@ TEST_CASE("calibrated on sizes <= 8 MiB of one 2-node H100 log, the other 2-node
   CHECK(fit.after.at(0).median_abs_error_small < fit.before.at(0).median_abs_error_small);
   CHECK(result.median_abs_error_large <= 0.25);
 }
+
+TEST_CASE("scale-out: 4- and 8-node H100 tables (nccl-tests#309, not used to build the model)")
+{
+  // Measured by others on 8 x H100 + 8 x 400G IB per node (tests/data/nccl/issue309). dtsim's
+  // NIC bound is ~375 GB/s busbw; gj-aion's default runs reach ~322 (their NCCL_MIN_CTAS=24 run
+  // 391 at 8 nodes), qoofyk's NCCL 2.26 run 366. Bound: 20%, above the 15% target, so that the
+  // test fails if scale-out prediction degrades (it was 20-33% before hops became streams).
+  struct Case { const char* log; int nodes; };
+  for (const Case& c : {Case{"h100_ib400_4n_default_gjaion.txt", 4}, Case{"h100_ib400_8n_default_gjaion.txt", 8},
+                        Case{"h100_vm_4n_default_qoofyk.txt", 4}, Case{"h100_ib400_8n_minctas24_qps2_gjaion.txt", 8}}) {
+    CAPTURE(c.log);
+    const auto log = load_nccl_tests_log(std::string(DTSIM_TESTS_DIR) + "/data/nccl/issue309/" + c.log);
+    CHECK(log.ranks == 8 * c.nodes);
+    const auto result = validate_log(load_topology("hgx-h100", c.nodes), log, CollectiveOptions{});
+    MESSAGE(c.log, ": median |busbw error| >= 1 MiB = ", 100 * result.median_abs_error_large, "%");
+    CHECK(result.median_abs_error_large <= 0.20);
+  }
+}
