@@ -95,6 +95,12 @@ std::vector<int> expand_ring_chain(Expansion& x);    // Broadcast (root -> all),
 /// Parent of node `v` in NCCL's binary tree over `nodes` nodes (node 0 the root, one child), or in
 /// NCCL's second tree (mirrored for an even count, shifted by one for an odd count); -1 for a root.
 int tree_parent_node(int v, int nodes, bool mirror);
+/// One of those trees as children lists and a parents-before-children order (BFS from the root).
+struct NodeTree {
+  std::vector<std::vector<int>> children;
+  std::vector<int> order;
+};
+NodeTree node_tree(int nodes, bool mirror);
 
 std::vector<int> expand_tree_allreduce(Expansion& x);
 std::vector<int> expand_nvls_allreduce(Expansion& x);  // NVLS (one node) and NVLSTree (nodes)

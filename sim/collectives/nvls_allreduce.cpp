@@ -48,19 +48,9 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
       auto gpu = [&](int v) { return by_node[static_cast<std::size_t>(v)][static_cast<std::size_t>(g)]; };
       std::vector<std::vector<Stream>> final_parts(static_cast<std::size_t>(nodes));
       for (int t = 0; t < 2; ++t) {
-        std::vector<std::vector<int>> children(static_cast<std::size_t>(nodes));
-        int root = 0;
-        for (int v = 0; v < nodes; ++v) {
-          const int p = tree_parent_node(v, nodes, t == 1);
-          if (p < 0)
-            root = v;
-          else
-            children[static_cast<std::size_t>(p)].push_back(v);
-        }
-        std::vector<int> order{root};
-        for (std::size_t i = 0; i < order.size(); ++i)
-          for (int c : children[static_cast<std::size_t>(order[i])])
-            order.push_back(c);
+        const NodeTree tree = node_tree(nodes, t == 1);
+        const auto& children = tree.children;
+        const auto& order = tree.order;
         std::vector<Stream> up(static_cast<std::size_t>(nodes));
         for (auto it = order.rbegin(); it != order.rend(); ++it) {
           const int v = *it;

@@ -29,6 +29,25 @@ int btree_parent(int rank, int n)
 
 }  // namespace
 
+NodeTree node_tree(int nodes, bool mirror)
+{
+  NodeTree t;
+  t.children.resize(static_cast<std::size_t>(nodes));
+  int root = 0;
+  for (int v = 0; v < nodes; ++v) {
+    const int p = tree_parent_node(v, nodes, mirror);
+    if (p < 0)
+      root = v;
+    else
+      t.children[static_cast<std::size_t>(p)].push_back(v);
+  }
+  t.order.push_back(root);
+  for (std::size_t i = 0; i < t.order.size(); ++i)
+    for (int c : t.children[static_cast<std::size_t>(t.order[i])])
+      t.order.push_back(c);
+  return t;
+}
+
 int tree_parent_node(int v, int nodes, bool mirror)
 {
   if (!mirror)
@@ -58,20 +77,9 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
     std::vector<std::vector<int>> chain(static_cast<std::size_t>(nodes));
     for (int r : rings[k])
       chain[static_cast<std::size_t>(x.layout.node_of_rank[static_cast<std::size_t>(r)])].push_back(r);
-    std::vector<std::vector<int>> children(static_cast<std::size_t>(nodes));
-    int root = 0;
-    for (int v = 0; v < nodes; ++v) {
-      const int p = tree_parent_node(v, nodes, mirror);
-      if (p < 0)
-        root = v;
-      else
-        children[static_cast<std::size_t>(p)].push_back(v);
-    }
-    // Nodes in an order where parents come before children (BFS from the root).
-    std::vector<int> order{root};
-    for (std::size_t i = 0; i < order.size(); ++i)
-      for (int c : children[static_cast<std::size_t>(order[i])])
-        order.push_back(c);
+    const NodeTree tree = node_tree(nodes, mirror);
+    const auto& children = tree.children;
+    const auto& order = tree.order;
 
     // Reduce: up each node's chain (tail -> head), then from the head to the parent node's head.
     std::vector<Expansion::Stream> net_up(static_cast<std::size_t>(nodes));
