@@ -1,6 +1,7 @@
 #include "calibration/nccl_tests_log.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/text.hpp"
 
 #include <fmt/format.h>
 
@@ -39,12 +40,6 @@ std::optional<double> to_number(const std::string& t)
   if (ec != std::errc() || p != t.data() + t.size())
     return std::nullopt;
   return v;
-}
-
-std::string lower(std::string s)
-{
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
 }
 
 /// Finds the collective named in `text` ("all_reduce_perf", "allreduce", ...); most specific first.

@@ -1,8 +1,9 @@
 #include "sim/collectives/nccl_tuning.hpp"
 
+#include "sim/util/text.hpp"
+
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -107,24 +108,16 @@ const char* to_string(NcclProto p)
 
 std::optional<NcclAlgo> parse_nccl_algo(const std::string& name)
 {
-  std::string n;
-  for (char c : name)
-    n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (int i = 0; i < kNcclAlgos; ++i) {
-    std::string m;
-    for (const char* c = to_string(static_cast<NcclAlgo>(i)); *c; ++c)
-      m += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
-    if (m == n)
+  const std::string n = lower(name);
+  for (int i = 0; i < kNcclAlgos; ++i)
+    if (lower(to_string(static_cast<NcclAlgo>(i))) == n)
       return static_cast<NcclAlgo>(i);
-  }
   return std::nullopt;
 }
 
 std::optional<NcclProto> parse_nccl_proto(const std::string& name)
 {
-  std::string n;
-  for (char c : name)
-    n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string n = lower(name);
   if (n == "ll")
     return NcclProto::LL;
   if (n == "ll128")
