@@ -39,11 +39,13 @@ namespace {
 void check_ranks(const Topology& topology, const NcclTestsLog& log)
 {
   const int n = static_cast<int>(topology.gpus().size());
-  if (log.ranks > 0 && log.ranks != n)
+  if (log.ranks > 0 && (n < log.ranks_min || n > log.ranks_max))
     throw InputError(log.path, "",
                      fmt::format("the log is for {} ranks but the topology '{}' has {} GPUs (use --nodes or another "
                                  "topology)",
-                                 log.ranks, topology.name, n));
+                                 log.ranks_min == log.ranks_max ? fmt::format("{}", log.ranks)
+                                                                : fmt::format("{}-{}", log.ranks_min, log.ranks_max),
+                                 topology.name, n));
 }
 
 std::vector<std::uint64_t> log_sizes(const NcclTestsLog& log)
@@ -77,9 +79,14 @@ ValidationResult compare(const NcclTestsLog& log, const std::vector<NcclTestsPoi
   return out;
 }
 
-/// Which efficiency scales the transfer time of this communicator.
-std::string bottleneck_efficiency(const Topology& topology, NcclAlgo algo, const NcclParams& p)
+/// Which parameter scales the transfer time of a row: the LL and LL128 rates for those protocols
+/// (their own physics), else the efficiency of the communicator's bottleneck link class.
+std::string bottleneck_efficiency(const Topology& topology, NcclAlgo algo, NcclProto proto, const NcclParams& p)
 {
+  if (proto == NcclProto::LL)
+    return "ll_rate_scale";
+  if (proto == NcclProto::LL128)
+    return "ll128_rate_scale";
   const CommLayout layout = make_comm_layout(topology, topology.gpus());
   if (algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree)
     return "nvls_efficiency";
@@ -96,6 +103,10 @@ std::string bottleneck_efficiency(const Topology& topology, NcclAlgo algo, const
 
 double& efficiency_field(NcclParams& p, const std::string& name)
 {
+  if (name == "ll_rate_scale")
+    return p.ll_rate_scale;
+  if (name == "ll128_rate_scale")
+    return p.ll128_rate_scale;
   if (name == "nvls_efficiency")
     return p.nvls_efficiency;
   if (name == "network_efficiency")
@@ -152,7 +163,7 @@ bool solve(const std::vector<std::vector<double>>& x, const std::vector<double>&
 struct FitRow {
   int cls = 0;  ///< algo * 3 + proto
   std::string efficiency;
-  double measured = 0, base = 0, hops = 0, net_hops = 0, transfer = 0;  ///< hops: intra-node; net_hops: inter-node
+  double measured = 0, predicted = 0, base = 0, hops = 0, net_hops = 0, transfer = 0;  ///< hops: intra-node; net_hops: inter-node
 };
 
 }  // namespace
@@ -209,12 +220,13 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       const NcclCost cost = choose_collective_algorithm(topology, call);
       FitRow f;
       f.cls = static_cast<int>(cost.algo) * kNcclProtos + static_cast<int>(cost.proto);
-      f.efficiency = bottleneck_efficiency(topology, cost.algo, start);
+      f.efficiency = bottleneck_efficiency(topology, cost.algo, cost.proto, start);
       const NcclLatencyParts parts = collective_latency_parts(system, op, cost);
       f.base = parts.base;
       f.hops = parts.intra;
       f.net_hops = parts.inter;
       const double startup = collective_startup_us(parts, cost, start);
+      f.predicted = points[i].time_us;
       f.transfer = std::max(0.0, points[i].time_us - startup);
       f.measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
       if (f.measured > 0)
@@ -224,29 +236,41 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   if (rows.size() < 3)
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
                      "too few rows to fit (need at least 3 rows within the size limit)");
-  // Columns: launch, one hop scale per class seen with intra-node hops, the network hop scale when
-  // at least 3 latency-bound rows cross nodes, one factor per identifiable efficiency. Latency
-  // columns are fitted only when at least 3 rows are latency-bound (a log of large sizes alone does
-  // not identify them: they keep `start`).
+  // Columns: launch, one hop scale per class, the network hop scale, one factor per
+  // identifiable efficiency. A latency column is free only where the rows identify it; otherwise
+  // it keeps `start`:
+  // - launch: at least 3 latency-bound rows (a log of large sizes alone does not pin it);
+  // - a class's hop scale: at least 3 rows of that class, 2 of them spending a tenth of their time
+  //   or more in start-up (a Simple class picked from 256 KiB on a slow link is such a class,
+  //   though none of its rows is latency-bound). Multi-node ring rows do not fit class scales: their
+  //   intra-node steps are paced by the network proxy (max(intraLat, netOverhead) in tuning.cc), and
+  //   a scale fitted there would mislead one node;
+  // - the network hop scale: at least 3 rows that cross nodes, 2 of them a tenth in start-up.
   std::vector<int> classes;
-  int net_rows = 0, latency_rows = 0;
+  int latency_rows = 0, net_rows = 0, net_latency_rows = 0;
   std::vector<std::string> effs;
   std::map<std::string, int> bandwidth_rows;
+  std::map<int, int> class_rows, class_latency_rows;
   for (const auto& f : rows) {
-    if (f.transfer > 0.5 * f.measured) {
-      ++bandwidth_rows[f.efficiency];
-      continue;
-    }
-    ++latency_rows;
-    if (f.hops > 0 && std::find(classes.begin(), classes.end(), f.cls) == classes.end())
-      classes.push_back(f.cls);
-    if (f.net_hops > 0)
+    const bool startup_shows = f.predicted - f.transfer >= 0.1 * f.predicted;
+    if (f.net_hops > 0) {
       ++net_rows;
+      net_latency_rows += startup_shows ? 1 : 0;
+    }
+    if (f.hops > 0 && !(f.net_hops > 0 && f.cls / kNcclProtos == static_cast<int>(NcclAlgo::Ring))) {
+      ++class_rows[f.cls];
+      class_latency_rows[f.cls] += startup_shows ? 1 : 0;
+    }
+    if (f.transfer > 0.5 * f.predicted)
+      ++bandwidth_rows[f.efficiency];
+    else
+      ++latency_rows;
   }
-  const bool fit_latency = latency_rows >= 3;
-  if (!fit_latency)
-    classes.clear();
-  const std::size_t net = fit_latency && net_rows >= 3 ? 1 : 0;  // index 1 + classes.size() when fitted
+  for (const auto& [cls, count] : class_rows)
+    if (count >= 3 && class_latency_rows[cls] >= 2)
+      classes.push_back(cls);
+  const bool fit_launch = latency_rows >= 3;
+  const std::size_t net = net_rows >= 3 && net_latency_rows >= 2 ? 1 : 0;  // index 1 + classes.size() when fitted
   for (const auto& [name, count] : bandwidth_rows)
     if (count >= 3)
       effs.push_back(name);
@@ -274,44 +298,52 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     x.push_back(std::move(r));
     y.push_back(yi);
   }
-  // Bounded least squares by enumeration: each latency column is either fitted (launch >= 0, hop
-  // scales >= kMinHopScale: a hop never costs nothing) or held at its `start`
-  // value; efficiency columns are always fitted and must be positive.
-  constexpr double kMinHopScale = 0.1;
-  const std::size_t free_cols = 1 + classes.size() + net;
-  std::vector<double> start_value(free_cols);
+  // Bounded least squares by enumeration: each column is fitted, held at its `start` value, or
+  // held at its lower bound (launch 0; hop scales kMinHopScale, a hop never costs nothing;
+  // efficiency and rate factors 1/kMaxFactor, with kMaxFactor above). A fitted value must lie
+  // within its bounds; the cheapest assignment wins. Launch is free only when identified (above).
+  constexpr double kMinHopScale = 0.1, kMaxFactor = 5.0;
+  const std::size_t latency_cols = 1 + classes.size() + net;
+  std::vector<double> start_value(m, 1.0), lower(m, 1 / kMaxFactor);
   start_value[0] = start.launch_overhead_us;
+  lower[0] = 0;
   for (std::size_t k = 0; k < classes.size(); ++k)
     start_value[1 + k] = start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos);
   if (net)
     start_value[1 + classes.size()] = start.net_hop_latency_scale;
-  std::vector<double> best(m, 1.0);
-  for (std::size_t k = 0; k < free_cols; ++k)
-    best[k] = start_value[k];
+  for (std::size_t k = 1; k < latency_cols; ++k)
+    lower[k] = kMinHopScale;
+  enum State { Free, Start, Lower };
+  std::vector<double> best = start_value;
+  std::vector<int> best_state(m, Start);
   double best_cost = std::numeric_limits<double>::infinity();
-  const unsigned masks = fit_latency ? (1u << free_cols) : 1u;
-  for (unsigned mask = 0; mask < masks; ++mask) {
-    std::vector<bool> active(m, true);
-    std::vector<double> yy = y;
-    for (std::size_t k = 0; k < free_cols; ++k) {
-      active[k] = (mask >> k) & 1u;
+  std::size_t assignments = 1;
+  for (std::size_t k = 0; k < m; ++k)
+    assignments *= 3;
+  for (std::size_t code = 0; code < assignments; ++code) {
+    std::vector<int> state(m);
+    for (std::size_t k = 0, c = code; k < m; ++k, c /= 3)
+      state[k] = static_cast<int>(c % 3);
+    if (!fit_launch && state[0] != Start)
+      continue;
+    std::vector<bool> active(m);
+    std::vector<double> held(m), yy = y;
+    for (std::size_t k = 0; k < m; ++k) {
+      active[k] = state[k] == Free;
+      held[k] = state[k] == Lower ? lower[k] : start_value[k];
       if (!active[k])
         for (std::size_t i = 0; i < x.size(); ++i)
-          yy[i] -= x[i][k] * start_value[k];
+          yy[i] -= x[i][k] * held[k];
     }
     std::vector<double> c;
     if (!solve(x, yy, active, c))
       continue;
     bool ok = true;
     for (std::size_t k = 0; k < m; ++k) {
-      if (k < free_cols && !active[k])
-        c[k] = start_value[k];
-      else if (k == 0)
-        ok = ok && c[k] >= 0;
-      else if (k < free_cols)
-        ok = ok && c[k] >= kMinHopScale;
+      if (!active[k])
+        c[k] = held[k];
       else
-        ok = ok && c[k] > 1e-3;
+        ok = ok && c[k] >= lower[k] && (k < latency_cols || c[k] <= kMaxFactor);
     }
     if (!ok)
       continue;
@@ -322,14 +354,17 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
         r += x[i][k] * c[k];
       cost += r * r;
     }
-    if (cost < best_cost) {
+    if (cost < best_cost - 1e-12) {
       best_cost = cost;
       best = c;
+      best_state = state;
     }
   }
   fit.params.launch_overhead_us = best[0];
   nlohmann::json class_scales = nlohmann::json::object();
   for (std::size_t k = 0; k < classes.size(); ++k) {
+    if (best_state[1 + k] == Start)
+      continue;
     const int a = classes[k] / kNcclProtos, p = classes[k] % kNcclProtos;
     fit.params.class_hop_latency_scale[static_cast<std::size_t>(a)][static_cast<std::size_t>(p)] = best[1 + k];
     class_scales[std::string(to_string(static_cast<NcclAlgo>(a))) + "/" + to_string(static_cast<NcclProto>(p))] =
@@ -339,11 +374,14 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     fit.params.net_hop_latency_scale = best[1 + classes.size()];
   fit.efficiency_fitted.clear();
   for (std::size_t k = 0; k < effs.size(); ++k) {
+    const std::size_t col = latency_cols + k;
+    if (best_state[col] == Start)
+      continue;
     double& eff = efficiency_field(fit.params, effs[k]);
-    eff = std::min(1.5, eff / best[1 + classes.size() + net + k]);
-    fit.efficiency_fitted += (k ? ", " : "") + effs[k];
+    eff = std::min(1.5, eff / best[col]);
+    fit.efficiency_fitted += (fit.efficiency_fitted.empty() ? "" : ", ") + effs[k];
   }
-  if (effs.empty())
+  if (fit.efficiency_fitted.empty())
     fit.efficiency_fitted = "none (too few bandwidth-bound rows; efficiencies kept)";
   options.params = fit.params;
   std::vector<double> large, small;
@@ -362,7 +400,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
                     {"classes_fitted", class_scales},
-                    {"net_hop_latency_scale_fitted", net == 1},
+                    {"net_hop_latency_scale_fitted", net == 1 && best_state[1 + classes.size()] != Start},
                     {"rms_relative_time_error", std::sqrt(best_cost / static_cast<double>(x.size()))},
                     {"median_abs_busbw_error_ge_1MiB", std::isnan(median_abs(large)) ? nlohmann::json() : nlohmann::json(median_abs(large))},
                     {"median_abs_busbw_error_lt_1MiB", std::isnan(median_abs(small)) ? nlohmann::json() : nlohmann::json(median_abs(small))}}}};

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace dtsim {
@@ -109,6 +110,31 @@ int infer_ranks_from_bandwidths(const NcclTestsLog& log)
   return static_cast<int>(std::lround(1.0 / (1.0 - ratio)));
 }
 
+std::pair<int, int> rank_range_from_bandwidths(const NcclTestsLog& log)
+{
+  if (log.op != "all_reduce" && log.op != "all_gather" && log.op != "reduce_scatter" && log.op != "alltoall")
+    return {0, 0};
+  const double per_factor = log.op == "all_reduce" ? 2.0 : 1.0;
+  double lo = 1.0, hi = std::numeric_limits<double>::infinity();  // n
+  bool any = false;
+  auto n_of = [&](double ratio) {  // n from busbw/algbw = per_factor (n-1)/n
+    const double r = ratio / per_factor;
+    return r >= 1.0 ? std::numeric_limits<double>::infinity() : 1.0 / (1.0 - r);
+  };
+  for (const auto& row : log.rows)
+    for (const auto* run : {&row.out_of_place, &row.in_place}) {
+      if (run->algbw < 1.0)
+        continue;
+      any = true;
+      lo = std::max(lo, n_of((run->busbw - 0.005) / (run->algbw + 0.005)));
+      hi = std::min(hi, n_of((run->busbw + 0.005) / (run->algbw - 0.005)));
+    }
+  if (!any || lo > hi)
+    return {0, 0};
+  constexpr double kMaxRanks = 1 << 20;
+  return {static_cast<int>(std::ceil(lo - 1e-9)), static_cast<int>(std::floor(std::min(hi, kMaxRanks) + 1e-9))};
+}
+
 NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& path)
 {
   NcclTestsLog log;
@@ -187,8 +213,17 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
   // "#  Rank" lines list every rank. Without them, busbw / algbw gives the count; the header's
   // nThread x nGpus is only the ranks of one process (an MPI run has one process per GPU).
   log.ranks = rank_lines > 0 ? rank_lines : infer_ranks_from_bandwidths(log);
+  log.ranks_min = log.ranks_max = log.ranks;
+  if (rank_lines == 0 && log.ranks > 0) {
+    const auto [lo, hi] = rank_range_from_bandwidths(log);
+    if (lo > 0) {
+      log.ranks_min = lo;
+      log.ranks_max = hi;
+      log.ranks = std::clamp(log.ranks, lo, hi);
+    }
+  }
   if (log.ranks == 0 && header_ranks > 1)
-    log.ranks = header_ranks;
+    log.ranks = log.ranks_min = log.ranks_max = header_ranks;
   return log;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -33,6 +34,9 @@ struct NcclTestsLog {
   std::string op;             ///< "all_reduce", "all_gather", ..., "" when it cannot be told
   bool has_root_column = true;
   int ranks = 0;              ///< "#  Rank" lines, else busbw/algbw, else nThread x nGpus (> 1); 0 if unknown
+  /// The rank counts the log is consistent with: [ranks, ranks] unless ranks came from busbw/algbw,
+  /// whose 2-decimal rounding cannot tell 994 from 1024 ranks.
+  int ranks_min = 0, ranks_max = 0;
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
 };
@@ -51,5 +55,8 @@ double nccl_tests_busbw_factor(const std::string& op, int ranks);
 /// Rank count implied by the busbw/algbw ratio of the largest rows (AllReduce: 2(n-1)/n,
 /// AllGather/ReduceScatter/AllToAll: (n-1)/n); 0 when the op's factor does not depend on n.
 int infer_ranks_from_bandwidths(const NcclTestsLog& log);
+/// The range of rank counts whose busbw/algbw factor every row's printed (2-decimal) bandwidths
+/// allow; {0, 0} when the op's factor does not depend on n or no row has algbw >= 1 GB/s.
+std::pair<int, int> rank_range_from_bandwidths(const NcclTestsLog& log);
 
 }  // namespace dtsim

@@ -143,6 +143,8 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     if (cap > 0 && links > 0)
       x.protocol_factor = std::min(x.protocol_factor, cap / links);
   }
+  if (!options.ideal)
+    x.protocol_factor *= params.protocol_rate_scale(static_cast<int>(cost.proto));
   const double latency = options.ideal ? 0.0 : collective_startup_us(collective_latency_parts(layout.system, call.op, cost), cost, params) * 1e-6;
   for (int r = 0; r < n; ++r)
     x.start.push_back(graph.add_delay(call.ranks[static_cast<std::size_t>(r)], latency,

@@ -31,6 +31,8 @@ void NcclParams::override_from(const nlohmann::json& j)
   take("pcie_shm_efficiency", pcie_shm_efficiency);
   take("network_efficiency", network_efficiency);
   take("nvls_efficiency", nvls_efficiency);
+  take("ll_rate_scale", ll_rate_scale);
+  take("ll128_rate_scale", ll128_rate_scale);
   take("hop_latency_scale", hop_latency_scale);
   take("net_hop_latency_scale", net_hop_latency_scale);
   take("launch_overhead_us", launch_overhead_us);
@@ -57,7 +59,8 @@ nlohmann::json NcclParams::to_json() const
     }
   nlohmann::json out = {{"nvlink_efficiency", nvlink_efficiency},     {"pcie_efficiency", pcie_efficiency},
           {"pcie_shm_efficiency", pcie_shm_efficiency}, {"network_efficiency", network_efficiency},
-          {"nvls_efficiency", nvls_efficiency},         {"hop_latency_scale", hop_latency_scale},
+          {"nvls_efficiency", nvls_efficiency},         {"ll_rate_scale", ll_rate_scale},
+          {"ll128_rate_scale", ll128_rate_scale},       {"hop_latency_scale", hop_latency_scale},
           {"net_hop_latency_scale", net_hop_latency_scale},
           {"launch_overhead_us", launch_overhead_us}};
   if (!by_class.empty())

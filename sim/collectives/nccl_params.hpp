@@ -25,6 +25,11 @@ struct NcclParams {
   double network_efficiency = 0.96;
   /// NVLink SHARP efficiency (tuning.cc nvlsEfficiency, Hopper 0.85).
   double nvls_efficiency = 0.85;
+  /// Multiply the LL and LL128 protocols' payload rate (their payload fraction and NCCL's caps):
+  /// those rates are set by the SMs' flag polling and line packing, not by the links, so a
+  /// calibration fits them apart from the link efficiencies, which Simple rows measure.
+  double ll_rate_scale = 1.0;
+  double ll128_rate_scale = 1.0;
   /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat): measured per-step costs
   /// inside a node are larger than the tables.
   double hop_latency_scale = 2.0;
@@ -38,6 +43,8 @@ struct NcclParams {
   /// "hop_latency_scale_by_class": {"Tree/LL": x, "NVLSTree/Simple": y, ...}.
   std::array<std::array<double, 3>, 7> class_hop_latency_scale = nan_classes();
 
+  /// The rate scale of protocol `proto` (NcclProto index): 1 for Simple.
+  double protocol_rate_scale(int proto) const { return proto == 0 ? ll_rate_scale : proto == 1 ? ll128_rate_scale : 1.0; }
   /// The hop-latency scale of class (algo, proto) (NcclAlgo, NcclProto indices).
   double hop_scale(int algo, int proto) const
   {

@@ -19,7 +19,12 @@ std::vector<int> expand_nvls_allreduce(Expansion& x)
   const auto& by_node = x.layout.by_node;
   const int nodes = static_cast<int>(by_node.size());
   const int ppn = x.layout.ppn;
-  const double eff = x.params.nvls_efficiency;
+  // On several nodes NCCL models NVLSTree's bus bandwidth as the NVLS bus bandwidth of one node
+  // (tuning.cc: bw = min(intraBw, interBw), both bus rates), so its algorithm bandwidth is lower by
+  // the ratio of the bus factors, 2(ppn-1)/ppn over 2(n-1)/n (0.93 at 2 x 8 GPUs). Measured H100
+  // tables agree: 467-469 GB/s busbw at 2 x 8 (nccl-tests#309) against 475 on one node (#290).
+  const double bus_ratio = nodes > 1 ? (1.0 - 1.0 / ppn) / (1.0 - 1.0 / n) : 1.0;
+  const double eff = x.params.nvls_efficiency * bus_ratio;
   const double channels = std::max(1, x.layout.system.nvls_channels);
   const double per_channel_chunk = nccl_chunk_bytes(NcclAlgo::Nvls, NcclProto::Simple);
   // Into the switch: every GPU's whole buffer (ld_reduce) and later its reduced slice (multicast

@@ -84,3 +84,34 @@ TEST_CASE("an MPI run (one GPU per process, no Rank lines) takes its rank count 
       "  8589934592    2147483648     float     sum      -1    52733  162.90  320.70      0    52754  162.83  320.57      0\n";
   CHECK(parse_nccl_tests_log(text, "mpi.txt").ranks == 64);
 }
+
+TEST_CASE("busbw / algbw at 2 decimals only bounds a large rank count; the range is kept")
+{
+  // Niger1's 1024-rank run in nccl-tests#322 (mpirun -np 1024, one GPU per process): the largest
+  // row alone gives 994 ranks; the rounding of every row allows 1003-1035.
+  const std::string text =
+      "# nThread 1 nGpus 1 minBytes 1073741824 maxBytes 34359738368 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "  1073741824     268435456     float     sum      -1    19355   55.48  110.84      0    19189   55.96  111.80      0\n"
+      "  8589934592    2147483648     float     sum      -1    47078  182.46  364.57      0    46939  183.00  365.65      0\n"
+      " 17179869184    4294967296     float     sum      -1    93457  183.83  367.29      0    93420  183.90  367.44      0\n";
+  const auto log = parse_nccl_tests_log(text, "mpi1024.txt");
+  CHECK(log.ranks_min <= 1024);
+  CHECK(log.ranks_max >= 1024);
+  CHECK(log.ranks_min > 900);
+  CHECK(log.ranks_max < 1100);
+  CHECK(log.ranks >= log.ranks_min);
+  CHECK(log.ranks <= log.ranks_max);
+}
+
+TEST_CASE("rank lines fix the rank count exactly")
+{
+  const std::string text = "#  Rank  0 Group  0 Pid 1 on host device  0 [0x07] NVIDIA H100\n"
+                           "#  Rank  1 Group  0 Pid 1 on host device  1 [0x08] NVIDIA H100\n"
+                           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                           "    33554432       8388608     float     sum      -1   300.00  111.85  111.85      0   300.00  111.85  111.85      0\n";
+  const auto log = parse_nccl_tests_log(text, "two.txt");
+  CHECK(log.ranks == 2);
+  CHECK(log.ranks_min == 2);
+  CHECK(log.ranks_max == 2);
+}
