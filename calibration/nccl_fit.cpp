@@ -163,21 +163,33 @@ bool solve(const std::vector<std::vector<double>>& x, const std::vector<double>&
 struct FitRow {
   int cls = 0;  ///< algo * 3 + proto
   std::string efficiency;
+  double launches = 1;  ///< kernel launches one thread makes (nccl-tests -g)
   double measured = 0, predicted = 0, base = 0, hops = 0, net_hops = 0, transfer = 0;  ///< hops: intra-node; net_hops: inter-node
 };
 
 }  // namespace
 
+int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log)
+{
+  return log.gpus_per_thread > 0 ? log.gpus_per_thread : usual_gpus_per_thread(topology);
+}
+
 ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options)
 {
   check_ranks(topology, log);
-  const auto points = simulate_nccl_tests_sweep(topology, log_collective(log), log_sizes(log), options);
-  return compare(log, points, static_cast<int>(topology.gpus().size()));
+  CollectiveOptions run = options;
+  run.gpus_per_thread = log_gpus_per_thread(topology, log);
+  const auto points = simulate_nccl_tests_sweep(topology, log_collective(log), log_sizes(log), run);
+  ValidationResult result = compare(log, points, static_cast<int>(topology.gpus().size()));
+  result.gpus_per_thread = run.gpus_per_thread;
+  return result;
 }
 
 std::string format_validation(const NcclTestsLog& log, const ValidationResult& result)
 {
   std::string out = fmt::format("# dtsim validate: {} ({}, {} rows)\n", log.path, log.op, log.rows.size());
+  out += fmt::format("# kernel launches per thread: {} ({})\n", result.gpus_per_thread,
+                     log.gpus_per_thread > 0 ? "the log's nGpus" : "no nGpus in the log: the usual run, -g <GPUs> on one node, -g 1 across nodes");
   out += fmt::format("# {:>12}  {:>10}  {:>10}  {:>8}  {:>8}  {:>8}  {:>7}  {}\n", "size (B)", "meas (us)", "pred (us)",
                      "meas bw", "pred bw", "bus GB/s", "error", "algorithm");
   for (const auto& r : result.rows)
@@ -207,6 +219,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   for (const auto& log : logs) {
     check_ranks(topology, log);
     const CollectiveOp op = log_collective(log);
+    options.gpus_per_thread = log_gpus_per_thread(topology, log);
     const auto points = simulate_nccl_tests_sweep(topology, op, log_sizes(log), options);
     fit.before.push_back(compare(log, points, n));
     for (std::size_t i = 0; i < log.rows.size(); ++i) {
@@ -225,7 +238,8 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       f.base = parts.base;
       f.hops = parts.intra;
       f.net_hops = parts.inter;
-      const double startup = collective_startup_us(parts, cost, start);
+      f.launches = options.gpus_per_thread;
+      const double startup = collective_startup_us(parts, cost, start, options.gpus_per_thread);
       f.predicted = points[i].time_us;
       f.transfer = std::max(0.0, points[i].time_us - startup);
       f.measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
@@ -280,7 +294,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   for (const auto& f : rows) {
     std::vector<double> r(m, 0.0);
     double yi = 1.0 - f.base / f.measured;
-    r[0] = 1.0 / f.measured;
+    r[0] = f.launches / f.measured;
     const auto c = std::find(classes.begin(), classes.end(), f.cls);
     if (c != classes.end())
       r[1 + static_cast<std::size_t>(c - classes.begin())] = f.hops / f.measured;
@@ -320,6 +334,11 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   std::size_t assignments = 1;
   for (std::size_t k = 0; k < m; ++k)
     assignments *= 3;
+  // One bounded fit on the rows `x`, `y`.
+  auto fit_on = [&](const std::vector<std::vector<double>>& x, const std::vector<double>& y) {
+  best = start_value;
+  best_state.assign(m, Start);
+  best_cost = std::numeric_limits<double>::infinity();
   for (std::size_t code = 0; code < assignments; ++code) {
     std::vector<int> state(m);
     for (std::size_t k = 0, c = code; k < m; ++k, c /= 3)
@@ -360,6 +379,32 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       best_state = state;
     }
   }
+  };
+  // Robust: fit, drop the rows the fit misses by more than 3 median deviations (a noisy row such as
+  // a 256 B outlier of +100% would otherwise pull every latency term), fit again.
+  fit_on(x, y);
+  std::vector<double> residual;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    double r = -y[i];
+    for (std::size_t k = 0; k < m; ++k)
+      r += x[i][k] * best[k];
+    residual.push_back(r);
+  }
+  const double limit = std::max(3 * median_abs(residual), 0.05);
+  std::vector<std::vector<double>> kept_x;
+  std::vector<double> kept_y;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (std::fabs(residual[i]) <= limit) {
+      kept_x.push_back(x[i]);
+      kept_y.push_back(y[i]);
+    }
+  fit.rows_dropped = x.size() - kept_x.size();
+  if (fit.rows_dropped > 0 && kept_x.size() >= 3) {
+    fit_on(kept_x, kept_y);
+    x = std::move(kept_x);
+  } else {
+    fit.rows_dropped = 0;
+  }
   fit.params.launch_overhead_us = best[0];
   nlohmann::json class_scales = nlohmann::json::object();
   for (std::size_t k = 0; k < classes.size(); ++k) {
@@ -397,6 +442,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                   {"nccl", fit.params.to_json()},
                   {"fit",
                    {{"rows_fitted", x.size()},
+                    {"rows_dropped_as_outliers", fit.rows_dropped},
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
                     {"classes_fitted", class_scales},

@@ -31,10 +31,15 @@ struct ValidationResult {
   std::vector<ValidationRow> rows;
   double median_abs_error_large = 0;  ///< |busbw error|, sizes >= 1 MiB (NaN when none)
   double median_abs_error_small = 0;  ///< sizes < 1 MiB (NaN when none)
+  int gpus_per_thread = 1;            ///< kernel launches per thread simulated (nccl-tests -g)
 };
 
 /// The collective a log measured; throws InputError when dtsim cannot simulate it.
 CollectiveOp log_collective(const NcclTestsLog& log);
+
+/// GPUs per thread of the run that wrote `log`: its header's nGpus, else the usual run on this
+/// topology (usual_gpus_per_thread).
+int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log);
 
 /// Simulates every row of `log` on `topology` and compares. Throws InputError when the log's rank
 /// count differs from the topology's GPU count.
@@ -45,6 +50,7 @@ std::string format_validation(const NcclTestsLog& log, const ValidationResult& r
 struct NcclFitResult {
   NcclParams params;
   std::string efficiency_fitted;  ///< which efficiency the transfer-time factor went to
+  std::size_t rows_dropped = 0;   ///< rows left out of the final fit as outliers
   nlohmann::json fragment;        ///< {"nccl": {...}, "fit": {...}}
   std::vector<ValidationResult> before, after;
 };

@@ -159,8 +159,10 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
         ++rank_lines;
       const auto ngpus = line.find("nGpus ");
       const auto nthread = line.find("nThread ");
-      if (ngpus != std::string::npos && nthread != std::string::npos)
-        header_ranks = std::atoi(line.c_str() + nthread + 8) * std::atoi(line.c_str() + ngpus + 6);
+      if (ngpus != std::string::npos && nthread != std::string::npos) {
+        log.gpus_per_thread = std::max(0, std::atoi(line.c_str() + ngpus + 6));
+        header_ranks = std::atoi(line.c_str() + nthread + 8) * log.gpus_per_thread;
+      }
       const auto t = split_ws(line);
       if (std::find(t.begin(), t.end(), "size") != t.end() && std::find(t.begin(), t.end(), "redop") != t.end())
         header_has_root = std::find(t.begin(), t.end(), "root") != t.end();

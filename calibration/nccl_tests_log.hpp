@@ -37,6 +37,7 @@ struct NcclTestsLog {
   /// The rank counts the log is consistent with: [ranks, ranks] unless ranks came from busbw/algbw,
   /// whose 2-decimal rounding cannot tell 994 from 1024 ranks.
   int ranks_min = 0, ranks_max = 0;
+  int gpus_per_thread = 0;    ///< nGpus of the "# nThread T nGpus G" header (-g); 0 if absent
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
 };

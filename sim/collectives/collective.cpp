@@ -75,9 +75,10 @@ NcclLatencyParts collective_latency_parts(const NcclSystem& system, CollectiveOp
   return parts;
 }
 
-double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p)
+double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p,
+                             int gpus_per_thread)
 {
-  return p.launch_overhead_us + parts.base +
+  return p.launch_overhead_us * std::max(1, gpus_per_thread) + parts.base +
          p.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * parts.intra +
          p.net_hop_latency_scale * parts.inter;
 }
@@ -134,6 +135,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   }
   Expansion x(graph, topology, call, layout, params, cost.algo, cost.proto);
   x.merge_ring_steps = !options.ideal;
+  x.charges_hop_latency = !options.ideal;
   if (!options.ideal && cost.algo == NcclAlgo::Ring && cost.proto != NcclProto::Simple) {
     // LL and LL128 are limited by flag polling, not by the links: NCCL caps their bus bandwidth
     // (llMaxBws, perChMaxRingLL128Bws). Where the cap is below what the links would give, the
@@ -145,7 +147,8 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   }
   if (!options.ideal)
     x.protocol_factor *= params.protocol_rate_scale(static_cast<int>(cost.proto));
-  const double latency = options.ideal ? 0.0 : collective_startup_us(collective_latency_parts(layout.system, call.op, cost), cost, params) * 1e-6;
+  const double latency = options.ideal ? 0.0 : collective_startup_us(collective_latency_parts(layout.system, call.op, cost), cost, params,
+                                                                        options.gpus_per_thread) * 1e-6;
   for (int r = 0; r < n; ++r)
     x.start.push_back(graph.add_delay(call.ranks[static_cast<std::size_t>(r)], latency,
                                       fmt::format("{} {} {}/{} start-up", call.label, to_string(call.op),

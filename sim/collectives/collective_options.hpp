@@ -15,6 +15,10 @@ struct CollectiveOptions {
   std::optional<NcclParams> params;  ///< empty: NcclParams::defaults(GPU compute capability)
   bool ideal = false;                ///< one ring in rank order at line rate, no latencies (the tree
                                      ///< instead when filter.algos is exactly {Tree}, AllReduce)
+  /// GPUs whose kernels one host thread launches (nccl-tests -g): each launch adds
+  /// NcclParams::launch_overhead_us before the collective starts. 1 for one process per GPU (DDP,
+  /// MPI runs); 8 for a single-process nccl-tests run on 8 GPUs.
+  int gpus_per_thread = 1;
 };
 
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,
@@ -24,9 +28,10 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
 /// including nccl_cost's multi-node factor. Direct operations (AllToAll, SendRecv, Gather,
 /// Scatter): Ring/Simple base + one hop (NET hop across nodes).
 NcclLatencyParts collective_latency_parts(const NcclSystem& system, CollectiveOp op, const NcclCost& cost);
-/// The per-rank start-up delay (us): launch overhead + base + hop_scale(class) x intra-node hops +
-/// net_hop_latency_scale x inter-node hops.
-double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p);
+/// The per-rank start-up delay (us): launch overhead x gpus_per_thread + base + hop_scale(class) x
+/// intra-node hops + net_hop_latency_scale x inter-node hops.
+double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p,
+                             int gpus_per_thread);
 
 /// The NCCL decision for `call` on this topology, without adding tasks.
 NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call,

@@ -60,8 +60,11 @@ int Expansion::one_flow(int src, int dst, double payload, const std::string& wha
   if (it == efficiency_.end())
     it = efficiency_.emplace(std::make_pair(src, dst), route_efficiency(topology, src, dst, params)).first;
   const double wire = payload / (it->second * extra_efficiency * protocol_factor);
-  return graph.add_transfer(src, dst, wire, call.label.empty() ? what : call.label + " " + what, call.category,
-                            std::move(after));
+  const int id = graph.add_transfer(src, dst, wire, call.label.empty() ? what : call.label + " " + what,
+                                    call.category, std::move(after));
+  // NCCL's per-hop latency (the start-up) already includes the wire's.
+  graph[id].link_latency = !charges_hop_latency;
+  return id;
 }
 
 int Expansion::join(int rank, std::vector<int> after, const std::string& what)

@@ -58,6 +58,9 @@ public:
   /// Payload fraction of the wire bytes: LL 0.5, LL128 0.92, Simple 1, lowered where NCCL caps the
   /// protocol's throughput below what the links give (set by the dispatcher).
   double protocol_factor = 1.0;
+  /// The start-up charges NCCL's per-hop latencies, which include the links' own: transfers then
+  /// do not pay their route's latency again (false for the textbook collectives).
+  bool charges_hop_latency = true;
   /// Merge consecutive ring steps into at most 16 super-steps (off for the textbook ring).
   bool merge_ring_steps = true;
 

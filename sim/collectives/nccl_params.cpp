@@ -11,6 +11,8 @@ namespace dtsim {
 NcclParams NcclParams::defaults(int cc)
 {
   NcclParams p;
+  for (const NcclAlgo a : {NcclAlgo::Ring, NcclAlgo::Tree})
+    p.class_hop_latency_scale[static_cast<std::size_t>(a)][static_cast<std::size_t>(NcclProto::LL)] = 1.0;
   if (cc >= 90)
     p.nvlink_efficiency = 370.0 / 450.0;
   else if (cc >= 80)

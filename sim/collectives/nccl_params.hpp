@@ -30,14 +30,18 @@ struct NcclParams {
   /// calibration fits them apart from the link efficiencies, which Simple rows measure.
   double ll_rate_scale = 1.0;
   double ll128_rate_scale = 1.0;
-  /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat): measured per-step costs
-  /// inside a node are larger than the tables.
+  /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat) of LL128 and Simple: their
+  /// measured per-step costs on one node are about twice the tables'. LL's hops keep the tables'
+  /// values (class scales Ring/LL and Tree/LL of 1.0 in `defaults`): with the launches counted per
+  /// GPU, they match single-node rings and multi-node trees alike.
   double hop_latency_scale = 2.0;
   /// Multiplies NCCL's inter-node (NET hwLat) hop latencies, which tuning.cc already sets from
   /// network measurements: 1.0 by default (2-node H100 Tree/LL: 25-30 us measured).
   double net_hop_latency_scale = 1.0;
-  /// Per-operation cost outside the collective (kernel launch, stream synchronisation), us.
-  double launch_overhead_us = 4.0;
+  /// Cost of one kernel launch outside the collective (launch, stream synchronisation), us; a
+  /// thread that drives several GPUs (nccl-tests -g 8) pays it once per GPU. 2.5 us: single-node
+  /// -g 8 floors of 35.5 us (A100, NCCL 2.19) and 42 us (8 x 4090) less NCCL's Ring/LL latency.
+  double launch_overhead_us = 2.5;
   /// Per (algorithm, protocol) class: a fitted hop-latency scale replacing hop_latency_scale for
   /// that class (NaN: not fitted, use hop_latency_scale). Indices as NcclAlgo x NcclProto; in JSON
   /// "hop_latency_scale_by_class": {"Tree/LL": x, "NVLSTree/Simple": y, ...}.

@@ -18,6 +18,11 @@ std::optional<CollectiveOp> parse_collective_op(const std::string& name)
   return std::nullopt;
 }
 
+int usual_gpus_per_thread(const Topology& topology)
+{
+  return topology.nodes > 1 ? 1 : std::max(1, static_cast<int>(topology.gpus().size()));
+}
+
 std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, CollectiveOp op,
                                                       const std::vector<std::uint64_t>& sizes,
                                                       const CollectiveOptions& options, int root)

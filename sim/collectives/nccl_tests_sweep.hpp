@@ -22,6 +22,10 @@ struct NcclTestsPoint {
 /// "all_reduce" -> CollectiveOp::AllReduce, ...; nullopt when unknown.
 std::optional<CollectiveOp> parse_collective_op(const std::string& name);
 
+/// GPUs per thread of the usual nccl-tests run on this topology: one process drives every GPU of a
+/// single node (-g 8), one MPI process per GPU across nodes (-g 1).
+int usual_gpus_per_thread(const Topology& topology);
+
 std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, CollectiveOp op,
                                                       const std::vector<std::uint64_t>& sizes,
                                                       const CollectiveOptions& options, int root = 0);

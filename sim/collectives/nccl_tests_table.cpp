@@ -97,7 +97,7 @@ std::string format_nccl_tests_table(const NcclTestsTable& table)
   out += fmt::format(
       "# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
       "validation: 0 graph: 0\n",
-      table.ranks, table.min_bytes, table.max_bytes, table.factor);
+      table.gpus_per_thread > 0 ? table.gpus_per_thread : table.ranks, table.min_bytes, table.max_bytes, table.factor);
   out += "#\n# Using devices\n";
   for (const auto& r : table.rank_lines)
     out += r + "\n";

@@ -33,6 +33,7 @@ struct NcclTestsTableRow {
 struct NcclTestsTable {
   std::string op;                      ///< "all_reduce", ...
   int ranks = 0;
+  int gpus_per_thread = 0;             ///< the header's nGpus (0: ranks, one process)
   std::vector<std::string> comments;   ///< printed as "# ..." lines before the table
   std::vector<std::string> rank_lines; ///< "#  Rank ..." lines
   std::uint64_t min_bytes = 0, max_bytes = 0;

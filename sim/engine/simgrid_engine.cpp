@@ -85,35 +85,52 @@ Platform build_platform(const Topology& topology, const TaskGraph& graph)
   return p;
 }
 
-// Per-transfer rate caps. Comm::set_rate() is ignored for host-to-host comms in 3.32, so caps go
-// through the network model's bandwidth-factor callback, which sees (size, src, dst, route) but
-// not the comm: every transfer is keyed by (src, dst, payload bytes), and a transfer whose key is
-// already taken with another cap is made one byte larger until its key is its own.
-class RateCaps {
+// Per-transfer traits: a rate cap and whether the route's latency is paid. Comm::set_rate() is
+// ignored for host-to-host comms in 3.32, so both go through the network model's bandwidth- and
+// latency-factor callbacks, which see (size, src, dst, route) but not the comm: every transfer is
+// keyed by (src, dst, payload bytes), and a transfer whose key is already taken with other traits
+// is made one byte larger until its key is its own.
+class FlowTraits {
 public:
-  /// The payload to give the comm so that its key maps to `cap` (0: none).
-  std::uint64_t reserve(const sg4::Host* src, const sg4::Host* dst, std::uint64_t bytes, double cap)
+  struct Traits {
+    double cap = 0;  ///< bytes/s, 0: none
+    bool latency = true;
+    bool operator==(const Traits&) const = default;
+  };
+  /// The payload to give the comm so that its key maps to `traits`.
+  std::uint64_t reserve(const sg4::Host* src, const sg4::Host* dst, std::uint64_t bytes, Traits traits)
   {
     for (;; ++bytes) {
-      auto [it, inserted] = caps_.try_emplace({src, dst, bytes}, cap);
-      if (inserted || it->second == cap)
+      auto [it, inserted] = traits_.try_emplace({src, dst, bytes}, traits);
+      if (inserted || it->second == traits)
         return bytes;
     }
   }
   /// The bandwidth factor that makes the flow's bound min(route bandwidth, cap).
-  double factor(double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& route) const
+  double bandwidth_factor(double size, const sg4::Host* src, const sg4::Host* dst,
+                          const std::vector<sg4::Link*>& route) const
   {
-    auto it = caps_.find({src, dst, static_cast<std::uint64_t>(size + 0.5)});
-    if (it == caps_.end() || it->second <= 0 || route.empty())
+    const Traits* t = find(size, src, dst);
+    if (!t || t->cap <= 0 || route.empty())
       return 1.0;
     double bottleneck = route.front()->get_bandwidth();
     for (const auto* l : route)
       bottleneck = std::min(bottleneck, l->get_bandwidth());
-    return std::min(1.0, it->second / bottleneck);
+    return std::min(1.0, t->cap / bottleneck);
+  }
+  double latency_factor(double size, const sg4::Host* src, const sg4::Host* dst) const
+  {
+    const Traits* t = find(size, src, dst);
+    return t && !t->latency ? 0.0 : 1.0;
   }
 
 private:
-  std::map<std::tuple<const sg4::Host*, const sg4::Host*, std::uint64_t>, double> caps_;
+  const Traits* find(double size, const sg4::Host* src, const sg4::Host* dst) const
+  {
+    auto it = traits_.find({src, dst, static_cast<std::uint64_t>(size + 0.5)});
+    return it == traits_.end() ? nullptr : &it->second;
+  }
+  std::map<std::tuple<const sg4::Host*, const sg4::Host*, std::uint64_t>, Traits> traits_;
 };
 
 std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
@@ -132,12 +149,19 @@ std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
   // Activities are created only when their last dependency has finished: SimGrid 3.32 spends time
   // proportional to the number of activities waiting on dependencies at every event, so
   // declaring the whole DAG up front makes a run quadratic in its size.
-  RateCaps caps;
-  const bool capped = std::any_of(graph.tasks().begin(), graph.tasks().end(), [](const Task& t) { return t.rate_cap > 0; });
-  if (capped) {  // registered before the first comm can start
-    engine.get_netzone_root()->get_network_model()->set_bw_factor_cb(
-        [&caps](double size, const sg4::Host* src, const sg4::Host* dst, const std::vector<sg4::Link*>& route,
-                const std::unordered_set<sg4::NetZone*>&) { return caps.factor(size, src, dst, route); });
+  FlowTraits traits;
+  const bool special = std::any_of(graph.tasks().begin(), graph.tasks().end(),
+                                   [](const Task& t) { return t.rate_cap > 0 || !t.link_latency; });
+  if (special) {  // registered before the first comm can start
+    auto* model = engine.get_netzone_root()->get_network_model();
+    model->set_bw_factor_cb([&traits](double size, const sg4::Host* src, const sg4::Host* dst,
+                                      const std::vector<sg4::Link*>& route, const std::unordered_set<sg4::NetZone*>&) {
+      return traits.bandwidth_factor(size, src, dst, route);
+    });
+    model->set_lat_factor_cb([&traits](double size, const sg4::Host* src, const sg4::Host* dst,
+                                       const std::vector<sg4::Link*>&, const std::unordered_set<sg4::NetZone*>&) {
+      return traits.latency_factor(size, src, dst);
+    });
   }
 
   const auto count = static_cast<std::size_t>(graph.size());
@@ -166,7 +190,7 @@ std::vector<Span> run_simgrid(const Topology& topology, const TaskGraph& graph)
       // An empty host-to-host comm started from a completion callback never completes in 3.32:
       // send at least one byte.
       const auto bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(t.bytes + 0.5));
-      comm->set_payload_size(caps.reserve(src, dst, bytes, t.rate_cap));
+      comm->set_payload_size(traits.reserve(src, dst, bytes, {t.rate_cap, t.link_latency}));
       comm->set_name(t.name);
       task_of[comm.get()] = id;
       running[static_cast<std::size_t>(id)] = comm;

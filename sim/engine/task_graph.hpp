@@ -21,6 +21,8 @@ struct Task {
   int dst = -1;            ///< Transfer: destination device
   double bytes = 0;        ///< Transfer: payload
   double rate_cap = 0;     ///< Transfer: bytes/s ceiling for this flow (0: none)
+  bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
+                             ///< per-hop latency already includes them, as NCCL's does)
   int iteration = 0;       ///< training iteration it belongs to
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
   std::vector<int> after;  ///< tasks that must finish before this one starts

@@ -55,7 +55,7 @@ int join(TaskGraph& g, int device, std::vector<int> after, const std::string& na
 }  // namespace
 
 Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
-                   const CollectiveOptions& collectives)
+                   const CollectiveOptions& collective_options)
 {
   const JsonReader options = scenario.strategy_options();
   const DpOptions opt = parse_dp_options(options);
@@ -63,6 +63,9 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   Plan plan;
   plan.ranks = pick_ranks(scenario, topology);
   const auto n = plan.ranks.size();
+  // One Python process drives every replica: each NCCL call launches a kernel per GPU.
+  CollectiveOptions collectives = collective_options;
+  collectives.gpus_per_thread = static_cast<int>(n);
   for (int dev : plan.ranks) {
     if (topology.device(dev).node != topology.device(plan.ranks[0]).node)
       scenario.reader().at("gpus").fail(fmt::format(

@@ -99,11 +99,19 @@ TEST_CASE("latency split into intra-node and inter-node hops (2 nodes x 8 A100);
   const auto ring = *nccl_latency_parts(op, NcclAlgo::Ring, NcclProto::LL, s);
   CHECK(ring.intra == doctest::Approx(28 * 1.0));
   CHECK(ring.inter == doctest::Approx(2 * 2.7));
-  // Start-up: launch 4 + base 6.8 + 2.0 x intra 8.4 + 1.0 x inter 10.0.
+  // Start-up, one GPU per thread: launch 2.5 + base 6.8 + 1.0 x intra 8.4 (LL hops at the table's
+  // values) + 1.0 x inter 10.0; a thread driving 8 GPUs pays 8 launches.
   NcclCost cost;
   cost.algo = NcclAlgo::Tree;
   cost.proto = NcclProto::LL;
   cost.latency_us = tree.total();
   const NcclParams p = NcclParams::defaults(80);
-  CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, p) == doctest::Approx(4 + 6.8 + 16.8 + 10.0));
+  CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, p, 1) == doctest::Approx(2.5 + 6.8 + 8.4 + 10.0));
+  CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, p, 8) == doctest::Approx(20 + 6.8 + 8.4 + 10.0));
+  // LL128 and Simple hops at twice the table's.
+  cost.proto = NcclProto::LL128;
+  const auto ll128 = *nccl_latency_parts(op, NcclAlgo::Tree, NcclProto::LL128, s);
+  cost.latency_us = ll128.total();
+  CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, p, 1) ==
+        doctest::Approx(2.5 + ll128.base + 2.0 * ll128.intra + ll128.inter));
 }

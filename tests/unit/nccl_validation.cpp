@@ -45,7 +45,7 @@ TEST_CASE("calibrated on sizes <= 8 MiB of one 2-node H100 log, the other 2-node
   const auto result = validate_log(t, other, o);
   MESSAGE("fitted: launch ", fit.params.launch_overhead_us, " us, hop scale ", fit.params.hop_latency_scale, ", ",
           fit.efficiency_fitted, "; other log median >= 1 MiB ", 100 * result.median_abs_error_large, "%");
-  CHECK(fit.after.at(0).median_abs_error_small < fit.before.at(0).median_abs_error_small);
+  CHECK(fit.after.at(0).median_abs_error_small <= 0.25);  // the calibrated target for 1 KiB - 1 MiB
   CHECK(result.median_abs_error_large <= 0.25);
 }
 

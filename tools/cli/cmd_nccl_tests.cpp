@@ -26,6 +26,7 @@ struct NcclTestsArgs {
   std::string calibration;
   std::string algo, proto;
   int root = 0;
+  int gpus_per_thread = 0;  ///< -g; 0: the usual run (usual_gpus_per_thread)
 };
 
 std::uint64_t size_arg(const std::string& text, const char* flag)
@@ -77,6 +78,9 @@ int run(const NcclTestsArgs& a)
   const Topology topology = load_calibrated_topology(a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt,
                                                      a.calibration, options);
   const int n = static_cast<int>(topology.gpus().size());
+  if (a.gpus_per_thread < 0 || a.gpus_per_thread > n || (a.gpus_per_thread > 0 && n % a.gpus_per_thread != 0))
+    throw InputError("command line", "", fmt::format("-g expects a divisor of the {} GPUs, got {}", n, a.gpus_per_thread));
+  options.gpus_per_thread = a.gpus_per_thread > 0 ? a.gpus_per_thread : usual_gpus_per_thread(topology);
   if (a.root < 0 || a.root >= n)
     throw InputError("command line", "", fmt::format("--root expects a rank in [0, {}]", n - 1));
   const auto points = simulate_nccl_tests_sweep(topology, *op, nccl_tests_sweep_sizes(lo, hi, a.factor), options, a.root);
@@ -84,6 +88,7 @@ int run(const NcclTestsArgs& a)
   NcclTestsTable table;
   table.op = a.op;
   table.ranks = n;
+  table.gpus_per_thread = options.gpus_per_thread;
   table.min_bytes = lo;
   table.max_bytes = hi;
   table.factor = a.factor;
@@ -106,7 +111,7 @@ int run(const NcclTestsArgs& a)
   for (int r = 0; r < n; ++r) {
     const auto& d = topology.device(topology.gpus()[static_cast<std::size_t>(r)]);
     table.rank_lines.push_back(fmt::format("#  Rank {:>2} Group {:>2} Pid {:>6} on {:>10} device {:>2} [{:04x}:{:02x}:{:02x}] {}",
-                                           r, 0, 0, fmt::format("node{}", std::max(d.node, 0)), d.local_index, 0, 0, 0,
+                                           r, 0, r / options.gpus_per_thread, fmt::format("node{}", std::max(d.node, 0)), d.local_index, 0, 0, 0,
                                            topology.gpu.name));
   }
   for (const auto& p : points)
@@ -131,6 +136,9 @@ void add_nccl_tests_command(CLI::App& app, Action& action)
   cmd->add_option("--algo", args->algo, "force NCCL_ALGO: ring, tree, nvls, nvlstree, pat");
   cmd->add_option("--proto", args->proto, "force NCCL_PROTO: ll, ll128, simple");
   cmd->add_option("-r,--root", args->root, "root rank of rooted collectives");
+  cmd->add_option("-g,--ngpus", args->gpus_per_thread,
+                  "GPUs per thread, as nccl-tests -g: each costs one kernel launch (default: all GPUs of one node, "
+                  "1 across nodes as under mpirun)");
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 }
 
