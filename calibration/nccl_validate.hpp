@@ -1,0 +1,52 @@
+// Puts a simulated nccl-tests sweep beside a measured log (dtsim validate): row by row time and
+// bus bandwidth, and the median |error| above and below 1 MiB.
+#pragma once
+
+#include "calibration/nccl_tests_log.hpp"
+#include "sim/collectives/collective_options.hpp"
+#include "sim/collectives/nccl_tests_sweep.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct ValidationRow {
+  std::uint64_t size = 0;
+  double measured_us = 0;       ///< mean of out-of-place and in-place
+  double predicted_us = 0;
+  double measured_busbw = 0;    ///< GB/s, mean of out-of-place and in-place
+  double predicted_busbw = 0;
+  double busbw_error = 0;       ///< predicted / measured - 1 (= measured time / predicted time - 1)
+  std::string algorithm;
+};
+
+struct ValidationResult {
+  std::vector<ValidationRow> rows;
+  double median_abs_error_large = 0;  ///< |busbw error|, sizes >= 1 MiB (NaN when none)
+  double median_abs_error_small = 0;  ///< sizes < 1 MiB (NaN when none)
+  int gpus_per_thread = 1;            ///< kernel launches per thread simulated (nccl-tests -g)
+};
+
+/// The collective a log measured; throws InputError when dtsim cannot simulate it.
+CollectiveOp log_collective(const NcclTestsLog& log);
+
+/// GPUs per thread of the run that wrote `log`: its header's nGpus, else the usual run on this
+/// topology (usual_gpus_per_thread).
+int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log);
+
+/// Throws InputError when the topology's GPU count is not one the log allows.
+void check_log_ranks(const Topology& topology, const NcclTestsLog& log);
+/// The sizes of the log's rows, in order.
+std::vector<std::uint64_t> log_sizes(const NcclTestsLog& log);
+/// The measured rows beside `points` (simulated at log_sizes) on `ranks` ranks.
+ValidationResult compare_with_log(const NcclTestsLog& log, const std::vector<NcclTestsPoint>& points, int ranks);
+
+/// Simulates every row of `log` on `topology` and compares. Throws InputError when the log's rank
+/// count differs from the topology's GPU count.
+ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options);
+
+std::string format_validation(const NcclTestsLog& log, const ValidationResult& result);
+
+}  // namespace dtsim
