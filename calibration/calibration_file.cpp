@@ -21,7 +21,7 @@ const std::vector<std::string> kLinkFields = {
 std::vector<std::string> nccl_fields()
 {
   const nlohmann::json defaults = NcclParams::defaults(70).to_json();
-  std::vector<std::string> out = {"hop_latency_scale_by_class"};  // written only when fitted
+  std::vector<std::string> out = {"hop_latency_scale_by_class", "net_hop_latency_scale_by_protocol"};  // when fitted
   for (auto it = defaults.begin(); it != defaults.end(); ++it)
     out.push_back(it.key());
   return out;

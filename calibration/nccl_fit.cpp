@@ -6,6 +6,7 @@
 #include "sim/util/units.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -115,23 +116,27 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   // Columns: launch, one hop scale per class, the network hop scale, one factor per
   // identifiable efficiency. A latency column is free only where the rows identify it; otherwise
   // it keeps `start`:
-  // - launch: at least 3 latency-bound rows (a log of large sizes alone does not pin it);
+  // - launch: at least 3 rows at the latency floor (transfer under a tenth of the time): there the
+  //   time is launch + the cheapest class's start-up. Rows of 1 MiB and more, half start-up on a
+  //   slow cluster, would take any start-up excess as a launch cost and carry it to every size;
   // - a class's hop scale: at least 3 rows of that class, 2 of them spending a tenth of their time
   //   or more in start-up (a Simple class picked from 256 KiB on a slow link is such a class,
   //   though none of its rows is latency-bound). Multi-node ring rows do not fit class scales: their
   //   intra-node steps are paced by the network proxy (max(intraLat, netOverhead) in tuning.cc), and
   //   a scale fitted there would mislead one node;
-  // - the network hop scale: at least 3 rows that cross nodes, 2 of them a tenth in start-up.
+  // - a protocol's network hop scale: at least 3 of its rows that cross nodes, 2 of them a tenth in
+  //   start-up (NCCL tabulates each protocol's NET latency apart: LL128 rows say nothing of LL's).
   std::vector<int> classes;
-  int latency_rows = 0, net_rows = 0, net_latency_rows = 0;
+  int floor_rows = 0;
+  std::array<int, kNcclProtos> net_rows{}, net_latency_rows{};
   std::vector<std::string> effs;
   std::map<std::string, int> bandwidth_rows;
   std::map<int, int> class_rows, class_latency_rows;
   for (const auto& f : rows) {
     const bool startup_shows = f.predicted - f.transfer >= 0.1 * f.predicted;
     if (f.net_hops > 0) {
-      ++net_rows;
-      net_latency_rows += startup_shows ? 1 : 0;
+      ++net_rows[static_cast<std::size_t>(f.cls % kNcclProtos)];
+      net_latency_rows[static_cast<std::size_t>(f.cls % kNcclProtos)] += startup_shows ? 1 : 0;
     }
     if (f.hops > 0 && !(f.net_hops > 0 && f.cls / kNcclProtos == static_cast<int>(NcclAlgo::Ring))) {
       ++class_rows[f.cls];
@@ -139,14 +144,18 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     }
     if (f.transfer > 0.5 * f.predicted)
       ++bandwidth_rows[f.efficiency];
-    else
-      ++latency_rows;
+    if (f.transfer < 0.1 * f.predicted)
+      ++floor_rows;
   }
   for (const auto& [cls, count] : class_rows)
     if (count >= 3 && class_latency_rows[cls] >= 2)
       classes.push_back(cls);
-  const bool fit_launch = latency_rows >= 3;
-  const std::size_t net = net_rows >= 3 && net_latency_rows >= 2 ? 1 : 0;  // index 1 + classes.size() when fitted
+  const bool fit_launch = floor_rows >= 3;
+  std::vector<int> net_protos;  // columns 1 + classes.size() + k
+  for (int p = 0; p < kNcclProtos; ++p)
+    if (net_rows[static_cast<std::size_t>(p)] >= 3 && net_latency_rows[static_cast<std::size_t>(p)] >= 2)
+      net_protos.push_back(p);
+  const std::size_t net = net_protos.size();
   for (const auto& [name, count] : bandwidth_rows)
     if (count >= 3)
       effs.push_back(name);
@@ -162,10 +171,11 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       r[1 + static_cast<std::size_t>(c - classes.begin())] = f.hops / f.measured;
     else
       yi -= start.hop_scale(f.cls / kNcclProtos, f.cls % kNcclProtos) * f.hops / f.measured;
-    if (net)
-      r[1 + classes.size()] = f.net_hops / f.measured;
+    const auto np = std::find(net_protos.begin(), net_protos.end(), f.cls % kNcclProtos);
+    if (np != net_protos.end())
+      r[1 + classes.size() + static_cast<std::size_t>(np - net_protos.begin())] = f.net_hops / f.measured;
     else
-      yi -= start.net_hop_latency_scale * f.net_hops / f.measured;
+      yi -= start.net_hop_scale(f.cls % kNcclProtos) * f.net_hops / f.measured;
     const auto e = std::find(effs.begin(), effs.end(), f.efficiency);
     if (e != effs.end())
       r[1 + classes.size() + net + static_cast<std::size_t>(e - effs.begin())] = f.transfer / f.measured;
@@ -186,9 +196,9 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   for (std::size_t k = 0; k < classes.size(); ++k)
     columns[1 + k] = {start.hop_scale(classes[k] / kNcclProtos, classes[k] % kNcclProtos), kMinHopScale,
                       std::numeric_limits<double>::infinity(), true};
-  if (net)
-    columns[1 + classes.size()] = {start.net_hop_latency_scale, kMinHopScale, std::numeric_limits<double>::infinity(),
-                                   true};
+  for (std::size_t k = 0; k < net; ++k)
+    columns[1 + classes.size() + k] = {start.net_hop_scale(net_protos[k]), kMinHopScale,
+                                       std::numeric_limits<double>::infinity(), true};
   const BoundedFit solved = robust_bounded_least_squares(x, y, columns, kOutlierFloor);
   const std::vector<double>& best = solved.values;
   auto moved = [&](std::size_t col) { return solved.states[col] != ColumnState::Start; };
@@ -203,8 +213,13 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     class_scales[std::string(to_string(static_cast<NcclAlgo>(a))) + "/" + to_string(static_cast<NcclProto>(p))] =
         best[1 + k];
   }
-  if (net)
-    fit.params.net_hop_latency_scale = best[1 + classes.size()];
+  nlohmann::json net_scales = nlohmann::json::object();
+  for (std::size_t k = 0; k < net; ++k) {
+    if (!moved(1 + classes.size() + k))
+      continue;
+    fit.params.net_proto_hop_latency_scale[static_cast<std::size_t>(net_protos[k])] = best[1 + classes.size() + k];
+    net_scales[to_string(static_cast<NcclProto>(net_protos[k]))] = best[1 + classes.size() + k];
+  }
   fit.efficiency_fitted.clear();
   for (std::size_t k = 0; k < effs.size(); ++k) {
     const std::size_t col = latency_cols + k;
@@ -238,7 +253,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
                     {"classes_fitted", class_scales},
-                    {"net_hop_latency_scale_fitted", net == 1 && moved(1 + classes.size())},
+                    {"net_protocols_fitted", net_scales},
                     {"rms_relative_time_error", std::sqrt(solved.cost / static_cast<double>(solved.rows_used))},
                     {"median_abs_busbw_error_ge_1MiB", json_median(large)},
                     {"median_abs_busbw_error_lt_1MiB", json_median(small)}}}};

@@ -80,7 +80,7 @@ double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost
 {
   return p.launch_overhead_us * std::max(1, gpus_per_thread) + parts.base +
          p.hop_scale(static_cast<int>(cost.algo), static_cast<int>(cost.proto)) * parts.intra +
-         p.net_hop_latency_scale * parts.inter;
+         p.net_hop_scale(static_cast<int>(cost.proto)) * parts.inter;
 }
 
 NcclCost choose_collective_algorithm(const Topology& topology, const CollectiveCall& call, const NcclFilter& filter)
@@ -159,7 +159,14 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   } else if (call.op == CollectiveOp::Broadcast || call.op == CollectiveOp::Reduce) {
     out.done = expand_ring_chain(x);
   } else if (cost.algo == NcclAlgo::Tree && call.op == CollectiveOp::AllReduce) {
+    const int first = graph.size();
     out.done = expand_tree_allreduce(x);
+    // Tree LL and LL128 move at the pace NCCL's model gives them (busBw/3.8 and llMaxBw for LL,
+    // 120/128 and perChMaxTreeLL128Bw for LL128, times its measured per-size tree correction),
+    // not at the links' rate.
+    if (!options.ideal && cost.proto != NcclProto::Simple && cost.alg_bw > 0)
+      pace_transfers(graph, topology, first,
+                     call.bytes / (cost.alg_bw * 1e9 * params.protocol_rate_scale(static_cast<int>(cost.proto))));
   } else if ((cost.algo == NcclAlgo::Nvls || cost.algo == NcclAlgo::NvlsTree) && call.op == CollectiveOp::AllReduce &&
              layout.nvswitch) {
     out.done = expand_nvls_allreduce(x);

@@ -29,7 +29,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
 /// Scatter): Ring/Simple base + one hop (NET hop across nodes).
 NcclLatencyParts collective_latency_parts(const NcclSystem& system, CollectiveOp op, const NcclCost& cost);
 /// The per-rank start-up delay (us): launch overhead x gpus_per_thread + base + hop_scale(class) x
-/// intra-node hops + net_hop_latency_scale x inter-node hops.
+/// intra-node hops + net_hop_scale(protocol) x inter-node hops.
 double collective_startup_us(const NcclLatencyParts& parts, const NcclCost& cost, const NcclParams& p,
                              int gpus_per_thread);
 

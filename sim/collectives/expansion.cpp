@@ -73,6 +73,27 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
                          std::move(after));
 }
 
+void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds)
+{
+  std::map<std::pair<int, bool>, double> load;  // (link, forward) -> wire bytes
+  for (int id = first; id < graph.size(); ++id) {
+    const Task& t = graph[id];
+    if (t.kind != TaskKind::Transfer || t.src == t.dst)
+      continue;
+    for (const Hop& hop : topology.route(t.src, t.dst))
+      load[{hop.link, hop.forward}] += t.bytes;
+  }
+  double busiest = 0;
+  for (const auto& [key, bytes] : load)
+    busiest = std::max(busiest, bytes / topology.link(key.first).bandwidth);
+  if (busiest <= 0 || busiest >= seconds)
+    return;
+  const double stretch = seconds / busiest;
+  for (int id = first; id < graph.size(); ++id)
+    if (graph[id].kind == TaskKind::Transfer)
+      graph[id].bytes *= stretch;
+}
+
 double nccl_chunk_bytes(NcclAlgo algo, NcclProto proto)
 {
   switch (proto) {
@@ -86,6 +107,13 @@ double nccl_chunk_bytes(NcclAlgo algo, NcclProto proto)
 double stream_chunk(double payload, double per_channel_chunk, double channels)
 {
   return std::min(kNcclSteps * per_channel_chunk * std::max(1.0, channels), payload / 8);
+}
+
+double pipeline_chunk(NcclAlgo algo, NcclProto proto, double payload, double channels)
+{
+  if (proto != NcclProto::Simple)
+    return payload / kLineGrainChunks;
+  return stream_chunk(payload, nccl_chunk_bytes(algo, proto), channels);
 }
 
 Expansion::Stream Expansion::stream(int src, int dst, double payload, double chunk, std::vector<int> head_after,

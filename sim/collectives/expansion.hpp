@@ -75,6 +75,13 @@ private:
   std::map<std::pair<int, int>, double> efficiency_;
 };
 
+/// Stretches the transfers added since task `first` by one factor so that, alone on the machine,
+/// they take at least `seconds`: the busiest link direction's wire bytes over its bandwidth is
+/// taken as their uncontended time (they run at once, as a pipelined collective's hops do). Models
+/// a protocol whose pace is set by its own mechanics (flag polling, per-hop overheads) rather than
+/// by the links; stretched flows still load the links they cross, so contention is kept.
+void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds);
+
 /// Payload fraction of a protocol's wire bytes: LL 0.5, LL128 0.92 (tuning.cc), Simple 1.
 double protocol_efficiency(NcclProto p);
 
@@ -91,6 +98,13 @@ constexpr double kNcclSteps = 8;
 /// stage can run up to that far behind the one before it; shrunk to payload / 8 for small payloads
 /// (NCCL halves its chunk until enough of them are in flight).
 double stream_chunk(double payload, double per_channel_chunk, double channels);
+
+/// The pipeline grain of a hop of `algo`/`proto` carrying `payload` bytes for `channels` channels:
+/// Simple (and NVLS) as stream_chunk of NCCL's chunk; LL and LL128 put a flag in every line, so a
+/// hop passes data on line by line and its pipeline fills in no more than its per-hop latency
+/// (already in the start-up): a grain of payload / kLineGrainChunks stands for that.
+double pipeline_chunk(NcclAlgo algo, NcclProto proto, double payload, double channels);
+constexpr double kLineGrainChunks = 1024;
 
 // One function per algorithm family; each returns done[rank].
 std::vector<int> expand_ring(Expansion& x);          // AllReduce, AllGather, ReduceScatter

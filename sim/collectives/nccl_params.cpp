@@ -13,6 +13,7 @@ NcclParams NcclParams::defaults(int cc)
   NcclParams p;
   for (const NcclAlgo a : {NcclAlgo::Ring, NcclAlgo::Tree})
     p.class_hop_latency_scale[static_cast<std::size_t>(a)][static_cast<std::size_t>(NcclProto::LL)] = 1.0;
+  p.class_hop_latency_scale[static_cast<std::size_t>(NcclAlgo::Tree)][static_cast<std::size_t>(NcclProto::LL128)] = 1.0;
   if (cc >= 90)
     p.nvlink_efficiency = 370.0 / 450.0;
   else if (cc >= 80)
@@ -48,6 +49,10 @@ void NcclParams::override_from(const nlohmann::json& j)
       if (a && p)
         class_hop_latency_scale[static_cast<std::size_t>(*a)][static_cast<std::size_t>(*p)] = value.get<double>();
     }
+  if (j.contains("net_hop_latency_scale_by_protocol") && j.at("net_hop_latency_scale_by_protocol").is_object())
+    for (const auto& [name, value] : j.at("net_hop_latency_scale_by_protocol").items())
+      if (const auto p = parse_nccl_proto(name); p && value.is_number())
+        net_proto_hop_latency_scale[static_cast<std::size_t>(*p)] = value.get<double>();
 }
 
 nlohmann::json NcclParams::to_json() const
@@ -67,6 +72,12 @@ nlohmann::json NcclParams::to_json() const
           {"launch_overhead_us", launch_overhead_us}};
   if (!by_class.empty())
     out["hop_latency_scale_by_class"] = by_class;
+  nlohmann::json by_protocol = nlohmann::json::object();
+  for (int p = 0; p < kNcclProtos; ++p)
+    if (!std::isnan(net_proto_hop_latency_scale[static_cast<std::size_t>(p)]))
+      by_protocol[to_string(static_cast<NcclProto>(p))] = net_proto_hop_latency_scale[static_cast<std::size_t>(p)];
+  if (!by_protocol.empty())
+    out["net_hop_latency_scale_by_protocol"] = by_protocol;
   return out;
 }
 

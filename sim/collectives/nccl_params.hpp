@@ -38,6 +38,13 @@ struct NcclParams {
   /// Multiplies NCCL's inter-node (NET hwLat) hop latencies, which tuning.cc already sets from
   /// network measurements: 1.0 by default (2-node H100 Tree/LL: 25-30 us measured).
   double net_hop_latency_scale = 1.0;
+  /// Per protocol (NcclProto index): a fitted network hop scale replacing net_hop_latency_scale
+  /// for that protocol (NaN: not fitted). NCCL tabulates each protocol's NET latency apart, and a
+  /// log whose cross-node rows are all LL128 and Simple says nothing of LL's. In JSON
+  /// "net_hop_latency_scale_by_protocol": {"Simple": x, ...}.
+  std::array<double, 3> net_proto_hop_latency_scale = {std::numeric_limits<double>::quiet_NaN(),
+                                                       std::numeric_limits<double>::quiet_NaN(),
+                                                       std::numeric_limits<double>::quiet_NaN()};
   /// Cost of one kernel launch outside the collective (launch, stream synchronisation), us; a
   /// thread that drives several GPUs (nccl-tests -g 8) pays it once per GPU. 2.5 us: single-node
   /// -g 8 floors of 35.5 us (A100, NCCL 2.19) and 42 us (8 x 4090) less NCCL's Ring/LL latency.
@@ -54,6 +61,12 @@ struct NcclParams {
   {
     const double v = class_hop_latency_scale[static_cast<std::size_t>(algo)][static_cast<std::size_t>(proto)];
     return std::isnan(v) ? hop_latency_scale : v;
+  }
+  /// The network hop-latency scale of protocol `proto` (NcclProto index).
+  double net_hop_scale(int proto) const
+  {
+    const double v = net_proto_hop_latency_scale[static_cast<std::size_t>(proto)];
+    return std::isnan(v) ? net_hop_latency_scale : v;
   }
   static std::array<std::array<double, 3>, 7> nan_classes()
   {

@@ -66,7 +66,7 @@ std::vector<int> expand_ring_chain(Expansion& x)
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const auto& ring = rings[k];
     // NCCL's Broadcast/Reduce chunk: one step of the Simple buffer (512 KiB) per channel.
-    const double chunk = stream_chunk(ring_bytes, nccl_chunk_bytes(NcclAlgo::Ring, x.proto), x.channels_of_ring(k));
+    const double chunk = pipeline_chunk(NcclAlgo::Ring, x.proto, ring_bytes, x.channels_of_ring(k));
     int root_pos = 0;
     for (int p = 0; p < n; ++p)
       if (ring[static_cast<std::size_t>(p)] == x.call.root)

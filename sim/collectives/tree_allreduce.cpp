@@ -73,7 +73,7 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
 
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const bool mirror = k % 2 == 1;
-    const double chunk = stream_chunk(ring_bytes, nccl_chunk_bytes(NcclAlgo::Tree, x.proto), x.channels_of_ring(k));
+    const double chunk = pipeline_chunk(NcclAlgo::Tree, x.proto, ring_bytes, x.channels_of_ring(k));
     std::vector<std::vector<int>> chain(static_cast<std::size_t>(nodes));
     for (int r : rings[k])
       chain[static_cast<std::size_t>(x.layout.node_of_rank[static_cast<std::size_t>(r)])].push_back(r);

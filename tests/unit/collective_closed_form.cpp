@@ -2,6 +2,7 @@
 // GPU has one 450 GB/s NVLink port to the switch, NCCL reaches 370 of it): start-up latency from
 // NCCL's tables (x the hop-latency scale, + launch overhead) plus bytes over the bottleneck rate.
 #include "sim/collectives/collective_options.hpp"
+#include "sim/collectives/comm_layout.hpp"
 #include "sim/collectives/nccl_tests_sweep.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/topology/topology_builder.hpp"
@@ -87,6 +88,27 @@ TEST_CASE("ring across nodes: each channel leaves through its own NIC (2 x 8 A10
   // correction), the hop part x the scale, + launch.
   const double startup_us = kLaunch + 8.4 + kScale * (1.4 * (8.4 + 28 * 3.4 + 2 * 14) - 8.4);
   CHECK(t_us == doctest::Approx(bound_us + startup_us).epsilon(0.02));
+}
+
+TEST_CASE("tree LL and LL128 across nodes run at NCCL's protocol rate, not the links'")
+{
+  // 2 x 8 H100: NCCL's Tree/LL bus rate is llMaxBw (39 GB/s, 2 nodes, Intel row), the algorithm
+  // rate half of it, times the tree correction for the size (0.5 at 128 KiB, 0.8 at 8 MiB); the
+  // links would give far more. Start-up: NCCL's Tree/LL latency + launch (LL hops at the tables').
+  const Topology t = load_topology("hgx-h100", 2);
+  const NcclSystem s = make_comm_layout(t, t.gpus()).system;
+  for (const auto& [bytes, correction] : {std::pair{128.0 * 1024, 0.5}, std::pair{8.0 * 1024 * 1024, 0.8}}) {
+    const double startup = kLaunch + *nccl_latency_us(CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::LL, s);
+    const double expected = startup + bytes / (39.0 / 2 * correction * 1e9) * 1e6;
+    CHECK(simulated_us(t, CollectiveOp::AllReduce, bytes, NcclAlgo::Tree, NcclProto::LL) ==
+          doctest::Approx(expected).epsilon(0.02));
+  }
+  // LL128: min(bus x 120/128, channels x perChMaxTreeLL128Bw) / 2 x correction, nccl_cost's rate.
+  const double bytes = 2.0 * 1024 * 1024;
+  const NcclCost c = *nccl_cost(CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::LL128, s, bytes);
+  const double startup = kLaunch + c.latency_us;
+  CHECK(simulated_us(t, CollectiveOp::AllReduce, bytes, NcclAlgo::Tree, NcclProto::LL128) ==
+        doctest::Approx(startup + bytes / (c.alg_bw * 1e9) * 1e6).epsilon(0.02));
 }
 
 TEST_CASE("two collectives at once contend for the same links")
