@@ -33,7 +33,8 @@ struct NcclParams {
   /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat) of LL128 and Simple: their
   /// measured per-step costs on one node are about twice the tables'. LL's hops keep the tables'
   /// values (class scales Ring/LL and Tree/LL of 1.0 in `defaults`): with the launches counted per
-  /// GPU, they match single-node rings and multi-node trees alike.
+  /// GPU, they match single-node rings and multi-node trees alike. So do Tree/LL128's (1.0): 2- and
+  /// 4-node H100 trees at 256 KiB-1 MiB (XE9680 47-74 us, issue 309's 4-node VMs 67-82 us).
   double hop_latency_scale = 2.0;
   /// Multiplies NCCL's inter-node (NET hwLat) hop latencies, which tuning.cc already sets from
   /// network measurements: 1.0 by default (2-node H100 Tree/LL: 25-30 us measured).

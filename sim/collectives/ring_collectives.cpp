@@ -65,7 +65,8 @@ std::vector<int> expand_ring_chain(Expansion& x)
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const auto& ring = rings[k];
-    // NCCL's Broadcast/Reduce chunk: one step of the Simple buffer (512 KiB) per channel.
+    // NCCL's Broadcast/Reduce chunk: one step of the Simple buffer (512 KiB) per channel; LL and
+    // LL128 pass data on line by line.
     const double chunk = pipeline_chunk(NcclAlgo::Ring, x.proto, ring_bytes, x.channels_of_ring(k));
     int root_pos = 0;
     for (int p = 0; p < n; ++p)

@@ -106,7 +106,8 @@ public:
         return bytes;
     }
   }
-  /// The bandwidth factor that makes the flow's bound min(route bandwidth, cap).
+  /// The bandwidth factor that makes a lone flow's bound min(route bandwidth, cap) (flows sharing a
+  /// link share the factor's capacity: see Task::rate_cap).
   double bandwidth_factor(double size, const sg4::Host* src, const sg4::Host* dst,
                           const std::vector<sg4::Link*>& route) const
   {

@@ -20,7 +20,10 @@ struct Task {
   int src = -1;            ///< Transfer: source device
   int dst = -1;            ///< Transfer: destination device
   double bytes = 0;        ///< Transfer: payload
-  double rate_cap = 0;     ///< Transfer: bytes/s ceiling for this flow (0: none)
+  /// Transfer: bytes/s ceiling (0: none), through SimGrid's bandwidth factor: exact for a lone
+  /// flow, but capped flows on the same link share one cap (two on one NVLink get half each), so
+  /// no collective uses it (Tree LL/LL128 are paced with pace_transfers instead).
+  double rate_cap = 0;
   bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
                              ///< per-hop latency already includes them, as NCCL's does)
   int iteration = 0;       ///< training iteration it belongs to
