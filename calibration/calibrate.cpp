@@ -71,19 +71,20 @@ void fit_links(const std::vector<std::string>& paths, Topology& topology, Calibr
                                      "measurement itself", measured, classes.size(), topology.name));
 }
 
-void fit_nccl(const std::vector<std::string>& paths, const Topology& topology, std::uint64_t max_bytes,
+void fit_nccl(const std::vector<std::string>& paths, const Topology& topology, const CalibrateRequest& request,
               CalibrateOutcome& out)
 {
   std::vector<NcclTestsLog> logs;
-  std::vector<std::string> forced;
-  for (const auto& p : paths) {
-    auto l = split_nccl_tests_tables(read_text(p), p, &forced);
-    logs.insert(logs.end(), l.begin(), l.end());
-  }
-  for (const auto& f : forced)
-    out.report.push_back(fmt::format("nccl: {} not fitted (forced setting; the fit assumes NCCL's own choice)", f));
+  for (const auto& p : paths)
+    for (auto& log : split_nccl_tests_tables(read_text(p), p)) {
+      log.nccl_env.insert(log.nccl_env.end(), request.nccl_overrides.begin(), request.nccl_overrides.end());
+      if (const std::string env = describe_nccl_env(log.nccl_env); !env.empty())
+        out.report.push_back(fmt::format("nccl {}: run under {}", log.path, env));
+      logs.push_back(std::move(log));
+    }
   if (logs.empty())
     return;
+  const std::uint64_t max_bytes = request.max_bytes;
   const auto fit = fit_nccl_params(topology, logs, NcclParams::defaults(topology.gpu.compute_capability), max_bytes);
   out.file.merge(fit.fragment);
   out.report.push_back(fmt::format("nccl: launch_overhead_us {:.2f}, hop_latency_scale {:.3f}; efficiency: {}{}",
@@ -145,7 +146,7 @@ CalibrateOutcome calibrate(const CalibrateRequest& request)
   if (!bandwidth.empty())
     fit_links(bandwidth, topology, out);
   if (!nccl.empty())
-    fit_nccl(nccl, topology, request.max_bytes, out);
+    fit_nccl(nccl, topology, request, out);
   if (!compute.empty())
     fit_compute(compute, topology, out);
   nlohmann::json not_measured = out.file.json.value("not_measured", nlohmann::json::array());

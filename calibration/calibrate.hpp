@@ -5,6 +5,7 @@
 #pragma once
 
 #include "calibration/calibration_file.hpp"
+#include "sim/collectives/nccl_env.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -18,6 +19,7 @@ struct CalibrateRequest {
   std::string topology;             ///< preset name or topology file
   std::optional<int> nodes;
   std::uint64_t max_bytes = 0;      ///< NCCL fit: rows up to this size (0 = all)
+  NcclEnv nccl_overrides;           ///< NCCL_ALGO / NCCL_PROTO of the command line: win over the logs'
 };
 
 struct CalibrateOutcome {

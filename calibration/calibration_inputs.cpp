@@ -19,22 +19,6 @@ bool is_table_header(const std::string& line)
          (line.find("size") != std::string::npos && line.find("count") != std::string::npos);
 }
 
-/// "default" unless the table's header forces an algorithm or protocol ("NCCL_ALGO=Tree ...").
-std::string forced_setting(const std::string& text)
-{
-  std::string out;
-  for (const char* key : {"NCCL_ALGO=", "NCCL_PROTO="}) {
-    const auto at = text.find(key);
-    if (at == std::string::npos)
-      continue;
-    const auto end = text.find_first_of(" \t\n", at);
-    const std::string value = text.substr(at + std::string(key).size(), end - at - std::string(key).size());
-    if (value != "default")
-      out += (out.empty() ? "" : " ") + std::string(key) + value;
-  }
-  return out;
-}
-
 }  // namespace
 
 const char* to_string(InputFormat format)
@@ -79,8 +63,7 @@ InputFormat detect_input_format(const std::string& text, const std::string& path
                    "dtsim-bench-compute / profile_model.py JSON)");
 }
 
-std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path,
-                                                  std::vector<std::string>* forced)
+std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path)
 {
   std::vector<std::string> tables(1);
   bool rows_seen = false;
@@ -100,11 +83,6 @@ std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const
     if (!looks_like_nccl_tests_log(tables[i]))
       continue;
     const std::string name = tables.size() > 1 ? fmt::format("{} (table {})", path, i + 1) : path;
-    if (const std::string f = forced_setting(tables[i]); !f.empty()) {
-      if (forced)
-        forced->push_back(fmt::format("{}: {}", name, f));
-      continue;
-    }
     logs.push_back(parse_nccl_tests_log(tables[i], name));
   }
   return logs;

@@ -23,11 +23,10 @@ const char* to_string(InputFormat format);
 /// none of the accepted ones.
 InputFormat detect_input_format(const std::string& text, const std::string& path);
 
-/// Every nccl-tests table in `text` (a new table starts at a header line after data rows).
-/// Tables run with a forced NCCL_ALGO / NCCL_PROTO (dtsim-bench-nccl prints them in the header)
-/// are put in `forced` rather than the result.
-std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path,
-                                                  std::vector<std::string>* forced = nullptr);
+/// Every nccl-tests table in `text` (a new table starts at a header line after data rows). Each
+/// keeps the NCCL settings of its own lines (dtsim-bench-nccl prints NCCL_ALGO / NCCL_PROTO in
+/// each table's header).
+std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path);
 
 /// Link class of every pair of GPUs of node 0 of `topology`, as the bandwidth fitter takes them:
 /// NVLink (with the lane count of the narrowest NVLink hop) when the route is NVLink only, PCIe

@@ -83,6 +83,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
     check_log_ranks(topology, log);
     const CollectiveOp op = log_collective(log);
     options.gpus_per_thread = log_gpus_per_thread(topology, log);
+    options.filter = log_filter(log);  // a forced table's rows are all of the class it forced
     const auto points = simulate_nccl_tests_sweep(topology, op, log_sizes(log), options);
     fit.before.push_back(compare_with_log(log, points, n));
     for (std::size_t i = 0; i < log.rows.size(); ++i) {
@@ -93,7 +94,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
       call.op = op;
       call.ranks = topology.gpus();
       call.bytes = static_cast<double>(points[i].size.bytes);
-      const NcclCost cost = choose_collective_algorithm(topology, call);
+      const NcclCost cost = choose_collective_algorithm(topology, call, options.filter);
       FitRow f;
       f.cls = static_cast<int>(cost.algo) * kNcclProtos + static_cast<int>(cost.proto);
       f.efficiency = bottleneck_efficiency(topology, cost.algo, cost.proto, start);
@@ -232,6 +233,7 @@ NcclFitResult fit_nccl_params(const Topology& topology, const std::vector<NcclTe
   if (fit.efficiency_fitted.empty())
     fit.efficiency_fitted = "none (too few bandwidth-bound rows; efficiencies kept)";
   options.params = fit.params;
+  options.filter = {};  // validate_log applies each log's own
   std::vector<double> large, small;
   for (const auto& log : logs) {
     fit.after.push_back(validate_log(topology, log, options));

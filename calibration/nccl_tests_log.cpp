@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <sstream>
 
 namespace dtsim {
@@ -64,6 +65,40 @@ std::string op_in(const std::string& raw)
 bool is_data_row(const std::vector<std::string>& t)
 {
   return t.size() >= 12 && is_integer(t[0]) && t[0][0] != '-' && is_integer(t[1]);
+}
+
+/// True when `line` states how the run was set up rather than describing something: NCCL_DEBUG's
+/// "NAME set by environment to value", a command line (an nccl-tests binary, mpirun, srun,
+/// dtsim-bench-nccl's header) or an environment listing ("ENV: ...", "export ...", "env ...").
+bool states_settings(const std::string& line)
+{
+  if (line.find(" set by environment to ") != std::string::npos)
+    return true;
+  for (const char* command : {"_perf", "mpirun", "srun ", "dtsim-bench-nccl"})
+    if (line.find(command) != std::string::npos)
+      return true;
+  const auto start = line.find_first_not_of("# \t");
+  if (start == std::string::npos)
+    return false;
+  const std::string head = lower(line.substr(start, 7));
+  return head.rfind("env", 0) == 0 || head.rfind("export ", 0) == 0;
+}
+
+/// Appends the NCCL_* settings `line` names to `env`.
+void collect_nccl_env(const std::string& line, NcclEnv& env)
+{
+  if (line.find("NCCL_") == std::string::npos || !states_settings(line))
+    return;
+  static const std::regex setting(R"((NCCL_[A-Z0-9_]+)(?:=| set by environment to )(\S+))");
+  for (std::sregex_iterator it(line.begin(), line.end(), setting), end; it != end; ++it) {
+    std::string value = (*it)[2].str();
+    while (!value.empty() && std::string(";,.)\"'").find(value.back()) != std::string::npos)
+      value.pop_back();
+    while (!value.empty() && (value.front() == '"' || value.front() == '\''))
+      value.erase(value.begin());
+    if (!value.empty() && (std::isalnum(static_cast<unsigned char>(value[0])) || value[0] == '^' || value[0] == '/'))
+      env.emplace_back((*it)[1].str(), value);  // not "NCCL_ALGO=(NCCL's choice)" of dtsim's own tables
+  }
 }
 
 }  // namespace
@@ -149,6 +184,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     ++line_no;
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
+    const auto tokens = split_ws(line);
+    if (tokens.empty() || !is_data_row(tokens))
+      collect_nccl_env(line, log.nccl_env);
     if (!line.empty() && line[0] == '#') {
       const auto starting = line.find("Collective test starting:");
       if (starting != std::string::npos)
@@ -177,7 +215,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       }
       continue;
     }
-    const auto t = split_ws(line);
+    const auto& t = tokens;
     if (t.empty() || !is_data_row(t))
       continue;
     const bool root = header_has_root.value_or(t.size() != 12);

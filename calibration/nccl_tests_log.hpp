@@ -4,6 +4,8 @@
 // and the older one (no root column, an "error" column). Lines starting with '#' are comments.
 #pragma once
 
+#include "sim/collectives/nccl_env.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -40,6 +42,9 @@ struct NcclTestsLog {
   int gpus_per_thread = 0;    ///< nGpus of the "# nThread T nGpus G" header (-g); 0 if absent
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
+  /// NCCL_* settings named outside the data rows: "NAME=value" (an exported variable, mpirun's
+  /// "-x NAME=value", a header note) or NCCL_DEBUG's "NAME set by environment to value".
+  NcclEnv nccl_env;
 };
 
 /// True when `text` contains at least one nccl-tests data row (used to tell file formats apart).

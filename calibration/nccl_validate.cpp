@@ -19,6 +19,8 @@ CollectiveOp log_collective(const NcclTestsLog& log)
   return *op;
 }
 
+NcclFilter log_filter(const NcclTestsLog& log) { return nccl_filter_from_env(log.nccl_env, log_collective(log), log.path); }
+
 void check_log_ranks(const Topology& topology, const NcclTestsLog& log)
 {
   const int n = static_cast<int>(topology.gpus().size());
@@ -72,6 +74,11 @@ ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log,
   check_log_ranks(topology, log);
   CollectiveOptions run = options;
   run.gpus_per_thread = log_gpus_per_thread(topology, log);
+  const NcclFilter from_log = log_filter(log);
+  if (run.filter.algos.empty())
+    run.filter.algos = from_log.algos;
+  if (run.filter.protos.empty())
+    run.filter.protos = from_log.protos;
   const auto points = simulate_nccl_tests_sweep(topology, log_collective(log), log_sizes(log), run);
   ValidationResult result = compare_with_log(log, points, static_cast<int>(topology.gpus().size()));
   result.gpus_per_thread = run.gpus_per_thread;
@@ -83,6 +90,8 @@ std::string format_validation(const NcclTestsLog& log, const ValidationResult& r
   std::string out = fmt::format("# dtsim validate: {} ({}, {} rows)\n", log.path, log.op, log.rows.size());
   out += fmt::format("# kernel launches per thread: {} ({})\n", result.gpus_per_thread,
                      log.gpus_per_thread > 0 ? "the log's nGpus" : "no nGpus in the log: the usual run, -g <GPUs> on one node, -g 1 across nodes");
+  if (const std::string env = describe_nccl_env(log.nccl_env); !env.empty())
+    out += fmt::format("# NCCL settings of the run: {}\n", env);
   out += fmt::format("# {:>12}  {:>10}  {:>10}  {:>8}  {:>8}  {:>8}  {:>7}  {}\n", "size (B)", "meas (us)", "pred (us)",
                      "meas bw", "pred bw", "bus GB/s", "error", "algorithm");
   for (const auto& r : result.rows)

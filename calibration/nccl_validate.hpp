@@ -32,6 +32,11 @@ struct ValidationResult {
 /// The collective a log measured; throws InputError when dtsim cannot simulate it.
 CollectiveOp log_collective(const NcclTestsLog& log);
 
+/// The NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE restriction of the run that wrote `log` (its
+/// nccl_env; a command line's --algo / --proto are appended there, so they win). Throws InputError
+/// naming the log on a value NCCL would reject.
+NcclFilter log_filter(const NcclTestsLog& log);
+
 /// GPUs per thread of the run that wrote `log`: its header's nGpus, else the usual run on this
 /// topology (usual_gpus_per_thread).
 int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log);
@@ -43,8 +48,9 @@ std::vector<std::uint64_t> log_sizes(const NcclTestsLog& log);
 /// The measured rows beside `points` (simulated at log_sizes) on `ranks` ranks.
 ValidationResult compare_with_log(const NcclTestsLog& log, const std::vector<NcclTestsPoint>& points, int ranks);
 
-/// Simulates every row of `log` on `topology` and compares. Throws InputError when the log's rank
-/// count differs from the topology's GPU count.
+/// Simulates every row of `log` on `topology` under the log's restriction (log_filter; where
+/// `options.filter` names algorithms or protocols, those win) and compares. Throws InputError when
+/// the log's rank count differs from the topology's GPU count.
 ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options);
 
 std::string format_validation(const NcclTestsLog& log, const ValidationResult& result);

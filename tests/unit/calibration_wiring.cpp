@@ -2,6 +2,7 @@
 // reaches a scenario's links, its collectives' NCCL parameters, and its compute (issue 5).
 #include "calibration/calibrate.hpp"
 #include "calibration/calibration_inputs.hpp"
+#include "calibration/nccl_fit.hpp"
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -77,23 +78,49 @@ TEST_CASE("every input format is told apart by content; an unknown one is an inp
   CHECK_THROWS_AS(detect_input_format("{\"tool\": \"other\"}", "x.json"), InputError);
 }
 
-TEST_CASE("several nccl-tests tables in one file (dtsim-bench-nccl) are read apart; forced settings are set aside")
+TEST_CASE("several nccl-tests tables in one file (dtsim-bench-nccl) are read apart, each with its own NCCL settings")
 {
   const std::string log = read(kV100Log);
   const std::string forced = "# dtsim-bench-nccl (nccl-tests table format) nccl-library=21903 NCCL_ALGO=Tree NCCL_PROTO=default\n";
-  std::vector<std::string> skipped;
-  const auto tables = split_nccl_tests_tables(log + log + forced + log, "multi.txt", &skipped);
-  REQUIRE(tables.size() == 2);
+  const auto tables = split_nccl_tests_tables(log + log + forced + log, "multi.txt");
+  REQUIRE(tables.size() == 3);
   CHECK(tables[0].rows.size() == tables[1].rows.size());
   CHECK(tables[0].rows.size() == parse_nccl_tests_log(log, "one").rows.size());
-  REQUIRE(skipped.size() == 1);
-  CHECK(skipped[0].find("NCCL_ALGO=Tree") != std::string::npos);
+  CHECK(log_filter(tables[1]).algos.empty());
+  const NcclFilter tree = log_filter(tables[2]);
+  REQUIRE(tree.algos.size() == 1);
+  CHECK(tree.algos[0] == NcclAlgo::Tree);
+  CHECK(tree.protos.empty());  // NCCL_PROTO=default: NCCL's choice
+}
+
+TEST_CASE("calibrate fits a table run under NCCL_ALGO=Ring as Ring, and --algo overrides the log")
+{
+  const std::string log = std::string(DTSIM_TESTS_DIR) + "/data/nccl/issue309/h100_ib400_2n_ring_minctas24_qps2_gjaion.txt";
+  const auto out = calibrate({{log}, "hgx-h100", 2, 0, {}});
+  bool reported = false;
+  for (const auto& line : out.report)
+    reported = reported || line.find("NCCL_ALGO=Ring (applied)") != std::string::npos;
+  CHECK(reported);
+  // Every row is fitted, and predicted after the fit, as the Ring it was measured with (NCCL's own
+  // choice on 2 x 8 H100 is Tree or NVLSTree at every size of this table).
+  const auto fit = fit_nccl_params(load_topology("hgx-h100", 2), {load_nccl_tests_log(log)}, NcclParams::defaults(90));
+  for (const auto& r : fit.after.at(0).rows)
+    CHECK(r.algorithm.rfind("Ring/", 0) == 0);
+  NcclTestsLog unforced = load_nccl_tests_log(log);
+  unforced.nccl_env.clear();
+  CHECK(validate_log(load_topology("hgx-h100", 2), unforced, {}).rows.back().algorithm.rfind("Ring/", 0) != 0);
+  const auto as_tree = calibrate({{log}, "hgx-h100", 2, 0, nccl_env_of("tree", "")});
+  bool tree = false;
+  for (const auto& line : as_tree.report)
+    tree = tree || line.find("NCCL_ALGO=tree (applied)") != std::string::npos;
+  CHECK(tree);
+  CHECK_THROWS_AS(calibrate({{log}, "hgx-h100", 2, 0, nccl_env_of("", "LL256")}), InputError);
 }
 
 TEST_CASE("calibrate: DGX-1 nccl-tests + bandwidth log -> one file; NVLink per lane, NCCL fitted on the measured links")
 {
   const auto out = calibrate({{kV100Log, kData + "bandwidth/p2p_h2d_8xV100_SXM2_32GB_hybridcubemesh_GPUInspector.txt"},
-                              "dgx1-v100", std::nullopt, 0});
+                              "dgx1-v100", std::nullopt, 0, {}});
   const auto& j = out.file.json;
   // GPUInspector's V100 NVLink: NV1 pairs ~24.2 GB/s, NV2 ~48.3 GB/s (the file's matrix).
   CHECK(j["links"]["nvlink"]["bandwidth_GBps_per_lane"].get<double>() == doctest::Approx(24.2).epsilon(0.02));
@@ -135,7 +162,7 @@ TEST_CASE("issue 5: a calibration built from fixtures drives single-GPU ResNet-5
 {
   // Synthetic data: a bandwidthTest-format sample (one V100) and a synthetic ResNet-50 profile.
   const auto out = calibrate({{kData + "bandwidth/bandwidthTest_V100SXM2_format_sample.txt", kProfile}, "pcie-box",
-                              std::nullopt, 0});
+                              std::nullopt, 0, {}});
   const std::string cal = temp_path("single.json");
   out.file.write(cal);
   CHECK(out.file.json["links"]["pcie"]["bandwidth_GBps"].get<double>() == doctest::Approx(11.4));  // pinned d2h

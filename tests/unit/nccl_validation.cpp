@@ -66,3 +66,36 @@ TEST_CASE("scale-out: 4- and 8-node H100 tables (nccl-tests#309, not used to bui
     CHECK(result.median_abs_error_large <= 0.20);
   }
 }
+
+TEST_CASE("a table run under NCCL_ALGO=Ring is simulated with Ring (the log's own setting)")
+{
+  // gj-aion's 2-node run with NCCL_ALGO=Ring NCCL_MIN_CTAS=24 (tests/data/nccl/issue309). Under
+  // NCCL's own choice dtsim would run Tree there and miss by 21.6%; with Ring, 12.1%.
+  const auto log = load_nccl_tests_log(std::string(DTSIM_TESTS_DIR) +
+                                       "/data/nccl/issue309/h100_ib400_2n_ring_minctas24_qps2_gjaion.txt");
+  const auto result = validate_log(load_topology("hgx-h100", 2), log, CollectiveOptions{});
+  for (const auto& r : result.rows)
+    CHECK(r.algorithm.rfind("Ring/", 0) == 0);
+  MESSAGE("median |busbw error| >= 1 MiB = ", 100 * result.median_abs_error_large, "%");
+  CHECK(result.median_abs_error_large <= 0.15);
+  // A command line's --algo wins over the log's setting.
+  NcclTestsLog tree = log;
+  tree.nccl_env.emplace_back("NCCL_ALGO", "Tree");
+  CHECK(validate_log(load_topology("hgx-h100", 2), tree, CollectiveOptions{}).rows.back().algorithm.rfind("Tree/", 0) == 0);
+}
+
+TEST_CASE("A100 tables of other machines (not used to build the model) stay within 15%")
+{
+  // tests/data/nccl/a100: five single-node tables (-g 8 and MPI, NCCL 2.16 to pip 2.2x) and a
+  // 2-node one. Measured on this version: 1.5-9.6% at >= 1 MiB; the shared A100 log is 12.8%.
+  struct Case { const char* log; int nodes; };
+  for (const Case& c : {Case{"a100_1n_oci_bmgpu48.txt", 1}, Case{"a100_1n_thanos_g8.txt", 1},
+                        Case{"a100_1n_thanos_mpi8.txt", 1}, Case{"a100_1n_galvatron_fixture.txt", 1},
+                        Case{"a100_1n_meta_gcm_fixture.txt", 1}, Case{"a100_2n_meta_gcm_pairwise_fixture.txt", 2}}) {
+    CAPTURE(c.log);
+    const auto log = load_nccl_tests_log(std::string(DTSIM_TESTS_DIR) + "/data/nccl/a100/" + c.log);
+    const auto result = validate_log(load_topology("dgx-a100", c.nodes), log, CollectiveOptions{});
+    MESSAGE(c.log, ": median |busbw error| >= 1 MiB = ", 100 * result.median_abs_error_large, "%");
+    CHECK(result.median_abs_error_large <= 0.15);
+  }
+}

@@ -1,10 +1,11 @@
-// dtsim calibrate LOG... --topology NAME|FILE [--nodes N] [--max-size SIZE] -o CALIBRATION.json
+// dtsim calibrate LOG... --topology NAME|FILE [--nodes N] [--max-size SIZE] [--algo A] [--proto P] -o CALIBRATION.json
 // Every input's format is told by its content (calibration/calibration_inputs.hpp): nccl-tests /
 // dtsim-bench-nccl logs, bandwidth logs, compute profiles. One calibration file is written
 // atomically; the fit quality of each source is printed.
 #include "tools/cli/command.hpp"
 
 #include "calibration/calibrate.hpp"
+#include "sim/collectives/nccl_env.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/units.hpp"
 
@@ -17,13 +18,15 @@ namespace dtsim::cli {
 namespace {
 struct CalibrateArgs {
   std::vector<std::string> logs;
-  std::string topology, output, max_size;
+  std::string topology, output, max_size, algo, proto;
   int nodes = 0;
 };
 
 int run(const CalibrateArgs& a)
 {
-  calibration::CalibrateRequest request{a.logs, a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt, 0};
+  calibration::CalibrateRequest request{a.logs, a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt, 0,
+                                       nccl_env_of(a.algo, a.proto)};
+  nccl_filter_from_env(request.nccl_overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
   if (!a.max_size.empty()) {
     const auto v = parse_size(a.max_size);
     if (!v)
@@ -49,6 +52,8 @@ void add_calibrate_command(CLI::App& app, Action& action)
   cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
   cmd->add_option("--nodes", args->nodes, "number of nodes");
   cmd->add_option("--max-size", args->max_size, "NCCL fit: only rows up to this size (e.g. 8M)");
+  cmd->add_option("--algo", args->algo, "NCCL_ALGO of the measured runs, when their logs do not say it");
+  cmd->add_option("--proto", args->proto, "NCCL_PROTO of the measured runs, when their logs do not say it");
   cmd->add_option("-o,--output", args->output, "calibration .json to write")->required();
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 }

@@ -5,6 +5,7 @@
 #include "tools/cli/command.hpp"
 
 #include "calibration/calibration_file.hpp"
+#include "sim/collectives/nccl_env.hpp"
 #include "sim/collectives/nccl_tests_sweep.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/units.hpp"
@@ -58,18 +59,7 @@ int run(const NcclTestsArgs& a)
                                  "scatter, alltoall or sendrecv, got '{}'",
                                  a.op));
   CollectiveOptions options;
-  if (!a.algo.empty()) {
-    const auto algo = parse_nccl_algo(a.algo);
-    if (!algo)
-      throw InputError("command line", "", fmt::format("--algo expects ring, tree, nvls, nvlstree or pat, got '{}'", a.algo));
-    options.filter.algos.push_back(*algo);
-  }
-  if (!a.proto.empty()) {
-    const auto proto = parse_nccl_proto(a.proto);
-    if (!proto)
-      throw InputError("command line", "", fmt::format("--proto expects ll, ll128 or simple, got '{}'", a.proto));
-    options.filter.protos.push_back(*proto);
-  }
+  options.filter = nccl_filter_from_env(nccl_env_of(a.algo, a.proto), *op, "command line");
   if (!(a.factor > 1))
     throw InputError("command line", "", fmt::format("-f expects a factor > 1, got {}", a.factor));
   const std::uint64_t lo = size_arg(a.min_bytes, "-b"), hi = size_arg(a.max_bytes, "-e");
@@ -133,8 +123,8 @@ void add_nccl_tests_command(CLI::App& app, Action& action)
   cmd->add_option("-e,--maxbytes", args->max_bytes, "largest size (K/M/G suffixes)");
   cmd->add_option("-f,--stepfactor", args->factor, "multiplicative step");
   cmd->add_option("--calibration", args->calibration, "calibration .json (dtsim calibrate)");
-  cmd->add_option("--algo", args->algo, "force NCCL_ALGO: ring, tree, nvls, nvlstree, pat");
-  cmd->add_option("--proto", args->proto, "force NCCL_PROTO: ll, ll128, simple");
+  cmd->add_option("--algo", args->algo, "NCCL_ALGO: ring, tree, nvls, nvlstree, pat; a list, ^ to exclude");
+  cmd->add_option("--proto", args->proto, "NCCL_PROTO: ll, ll128, simple; a list, ^ to exclude");
   cmd->add_option("-r,--root", args->root, "root rank of rooted collectives");
   cmd->add_option("-g,--ngpus", args->gpus_per_thread,
                   "GPUs per thread, as nccl-tests -g: each costs one kernel launch (default: all GPUs of one node, "

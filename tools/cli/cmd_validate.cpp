@@ -1,5 +1,5 @@
 // dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P]
-// nccl-tests logs: row by row, measured and predicted time and busbw with the error, then the
+// nccl-tests logs (under the NCCL_ALGO / NCCL_PROTO their header records, or --algo / --proto): row by row, measured and predicted time and busbw with the error, then the
 // median |error| for sizes >= 1 MiB and below. Bandwidth logs (p2p matrices): each measured GPU
 // pair beside the bandwidth of its route in the topology, and the median |error|.
 #include "tools/cli/command.hpp"
@@ -8,6 +8,7 @@
 #include "calibration/calibration_file.hpp"
 #include "calibration/calibration_inputs.hpp"
 #include "calibration/nccl_fit.hpp"
+#include "sim/collectives/nccl_env.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <fmt/format.h>
@@ -33,23 +34,13 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
   cmd->add_option("--nodes", args->nodes, "number of nodes");
   cmd->add_option("--calibration", args->calibration, "calibration .json");
-  cmd->add_option("--algo", args->algo, "force NCCL_ALGO (as the measurement did)");
-  cmd->add_option("--proto", args->proto, "force NCCL_PROTO");
+  cmd->add_option("--algo", args->algo, "NCCL_ALGO of the measured run, when the log does not say it");
+  cmd->add_option("--proto", args->proto, "NCCL_PROTO of the measured run, when the log does not say it");
   cmd->callback([&action, args] {
     action = [args] {
       CollectiveOptions options;
-      if (!args->algo.empty()) {
-        const auto a = parse_nccl_algo(args->algo);
-        if (!a)
-          throw InputError("command line", "", fmt::format("--algo expects ring, tree, nvls, nvlstree, got '{}'", args->algo));
-        options.filter.algos.push_back(*a);
-      }
-      if (!args->proto.empty()) {
-        const auto p = parse_nccl_proto(args->proto);
-        if (!p)
-          throw InputError("command line", "", fmt::format("--proto expects ll, ll128, simple, got '{}'", args->proto));
-        options.filter.protos.push_back(*p);
-      }
+      const NcclEnv overrides = nccl_env_of(args->algo, args->proto);
+      nccl_filter_from_env(overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
       const Topology topology = load_calibrated_topology(
           args->topology, args->nodes ? std::optional<int>(args->nodes) : std::nullopt, args->calibration, options);
       std::ifstream in(args->log);
@@ -64,7 +55,8 @@ void add_validate_command(CLI::App& app, Action& action)
           fmt::print("{}", calibration::validate_bandwidth_log(topology, run, args->log));
         return 0;
       }
-      const NcclTestsLog log = load_nccl_tests_log(args->log);
+      NcclTestsLog log = load_nccl_tests_log(args->log);
+      log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
       const auto result = validate_log(topology, log, options);
       fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                  args->calibration.empty() ? "none" : args->calibration);
