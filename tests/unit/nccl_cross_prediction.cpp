@@ -19,12 +19,16 @@ using namespace dtsim;
 namespace {
 
 struct LogCase {
-  const char* file;
+  std::string file;  ///< path
   std::string topology;
   int nodes;
 };
 
-const std::string kDir = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/";
+std::string shared_log(const char* name) { return std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + name; }
+/// A100 tables of other machines (tests/data/nccl/a100/README.md).
+std::string a100_log(const char* name) { return std::string(DTSIM_TESTS_DIR) + "/data/nccl/a100/" + name; }
+
+std::string name_of(const LogCase& c) { return c.file.substr(c.file.find_last_of('/') + 1); }
 
 Topology topology_of(const LogCase& c) { return load_topology(c.topology, c.nodes); }
 
@@ -47,26 +51,32 @@ struct Outcome {
 Outcome predict(const LogCase& fit_on, std::uint64_t max_bytes, const LogCase& target, std::uint64_t above)
 {
   const Topology t = topology_of(fit_on);
-  const auto fit = fit_nccl_params(t, {load_nccl_tests_log(kDir + fit_on.file)},
+  const auto fit = fit_nccl_params(t, {load_nccl_tests_log(fit_on.file)},
                                    NcclParams::defaults(t.gpu.compute_capability > 0 ? t.gpu.compute_capability : 70),
                                    max_bytes);
   CollectiveOptions o;
   o.params = fit.params;
-  const auto r = validate_log(topology_of(target), load_nccl_tests_log(kDir + target.file), o);
+  const auto r = validate_log(topology_of(target), load_nccl_tests_log(target.file), o);
   Outcome out;
   out.large = median_between(r, kMiB, 1e300, above);
   out.small = median_between(r, 1024, kMiB, above);
   return out;
 }
 
-const LogCase kV100{"8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt", "dgx1-v100", 1};
-const LogCase kA100{"8xA100_SXM4_80GB_nccl2.19_allreduce.txt", "dgx-a100", 1};
-const LogCase kA100x2{"2node_16xA100_SXM4_80GB_gcm_fixture_allreduce.txt", "dgx-a100", 2};
-const LogCase kH100{"8xH100_SXM_NVSwitch_NVLS_allreduce_issue290.txt", "hgx-h100", 1};
-const LogCase kH100x2a{"2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt", "hgx-h100", 2};
-const LogCase kH100x2b{"multinode_H100_IB400_scaling_issue309_2node_default.txt", "hgx-h100", 2};
-const LogCase k2080{"pcie_2xRTX2080Ti_noP2P_allreduce.txt", std::string(DTSIM_TESTS_DIR) + "/data/nccl/pcie_2xRTX2080Ti_noP2P.json", 1};
-const LogCase k4090{"pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt", "pcie-box", 1};
+const LogCase kV100{shared_log("8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt"), "dgx1-v100", 1};
+const LogCase kA100{shared_log("8xA100_SXM4_80GB_nccl2.19_allreduce.txt"), "dgx-a100", 1};
+const LogCase kA100x2{shared_log("2node_16xA100_SXM4_80GB_gcm_fixture_allreduce.txt"), "dgx-a100", 2};
+const LogCase kH100{shared_log("8xH100_SXM_NVSwitch_NVLS_allreduce_issue290.txt"), "hgx-h100", 1};
+const LogCase kH100x2a{shared_log("2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt"), "hgx-h100", 2};
+const LogCase kH100x2b{shared_log("multinode_H100_IB400_scaling_issue309_2node_default.txt"), "hgx-h100", 2};
+const LogCase k2080{shared_log("pcie_2xRTX2080Ti_noP2P_allreduce.txt"), std::string(DTSIM_TESTS_DIR) + "/data/nccl/pcie_2xRTX2080Ti_noP2P.json", 1};
+const LogCase k4090{shared_log("pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt"), "pcie-box", 1};
+
+const LogCase kA100oci{a100_log("a100_1n_oci_bmgpu48.txt"), "dgx-a100", 1};
+const LogCase kA100thanos{a100_log("a100_1n_thanos_g8.txt"), "dgx-a100", 1};
+const LogCase kA100thanosMpi{a100_log("a100_1n_thanos_mpi8.txt"), "dgx-a100", 1};
+const LogCase kA100galvatron{a100_log("a100_1n_galvatron_fixture.txt"), "dgx-a100", 1};
+const LogCase kA100gcm{a100_log("a100_1n_meta_gcm_fixture.txt"), "dgx-a100", 1};
 
 constexpr std::uint64_t k8MiB = 8u << 20;
 
@@ -75,26 +85,30 @@ constexpr std::uint64_t k8MiB = 8u << 20;
 TEST_CASE("fit on sizes <= 8 MiB of a log, predict its larger sizes")
 {
   std::string table = "fit <= 8 MiB -> same log > 8 MiB            | >= 1 MiB (pred) | 1K-1M (fitted)\n";
-  // Where the target does not hold today (false): A100 (NCCL 2.19) 15%: its rows <= 8 MiB are
-  // LL/LL128, the larger ones Simple, whose rate and start-up those rows do not identify.
+  // Where the target does not hold today (false): A100 (NCCL 2.19) 16.6%: its rows <= 8 MiB are
+  // LL/LL128, the larger ones Simple, whose rate those rows do not identify, and its 32-128 MiB
+  // Simple rows are 10-14% slower than dtsim's A100 defaults. The A100 tables of other machines
+  // (tests/data/nccl/a100), fitted the same way, predict their larger rows within 1.5-9.6%.
   struct Case {
     LogCase log;
     bool holds_large, holds_small;
   };
   for (const auto& [c, holds_large, holds_small] :
        {Case{kV100, true, true}, Case{kA100, false, true}, Case{kA100x2, true, true}, Case{kH100, true, true},
-        Case{kH100x2a, true, true}, Case{kH100x2b, true, true}, Case{k2080, true, true}, Case{k4090, true, true}}) {
+        Case{kH100x2a, true, true}, Case{kH100x2b, true, true}, Case{k2080, true, true}, Case{k4090, true, true},
+        Case{kA100oci, true, true}, Case{kA100thanos, true, true}, Case{kA100thanosMpi, true, true},
+        Case{kA100galvatron, true, true}}) {
     CAPTURE(c.file);
     std::size_t fit_rows = 0;
-    for (const auto& r : load_nccl_tests_log(kDir + c.file).rows)
+    for (const auto& r : load_nccl_tests_log(c.file).rows)
       fit_rows += r.size <= k8MiB ? 1 : 0;
     if (fit_rows < 3) {
-      table += fmt::format("{:<48}| n/a: {} rows <= 8 MiB, too few to fit\n", c.file, fit_rows);
+      table += fmt::format("{:<48}| n/a: {} rows <= 8 MiB, too few to fit\n", name_of(c), fit_rows);
       continue;
     }
     const Outcome o = predict(c, k8MiB, c, k8MiB);
     const Outcome in = predict(c, k8MiB, c, 0);
-    table += fmt::format("{:<48}| {}          | {}\n", c.file, pct(o.large), pct(in.small));
+    table += fmt::format("{:<48}| {}          | {}\n", name_of(c), pct(o.large), pct(in.small));
     if (holds_large)
       CHECK(o.large <= 0.10);
     if (holds_small && !std::isnan(in.small))
@@ -109,15 +123,23 @@ TEST_CASE("fit on one log, predict another log of the same hardware")
     LogCase fit, target;
     bool holds_large, holds_small;  ///< whether each target is met today (asserted when true)
   };
-  // Not met: 2-node A100 -> 1-node A100, 13%: the 2-node log identifies the network, not NVLink.
+  // Not met: any A100 fit -> the shared 1-node A100 log (NCCL 2.19), 12.8%: the 2-node log
+  // identifies the network, not NVLink, and every other A100 machine (tests/data/nccl/a100) runs
+  // its 32-128 MiB Simple rows faster than that log; fits on those machines predict each other
+  // within 1.8-9.5% (>= 1 MiB).
   std::string table = "fit on -> predict                                                  | >= 1 MiB | 1K-1M\n";
   for (const Pair& p : {Pair{kH100x2a, kH100x2b, true, true}, Pair{kH100x2b, kH100x2a, true, true},
                         Pair{kA100, kA100x2, true, true}, Pair{kA100x2, kA100, false, true},
-                        Pair{kH100, kH100x2a, true, true}, Pair{kH100, kH100x2b, true, true}}) {
+                        Pair{kH100, kH100x2a, true, true}, Pair{kH100, kH100x2b, true, true},
+                        Pair{kA100thanos, kA100thanosMpi, true, true}, Pair{kA100thanosMpi, kA100thanos, true, true},
+                        Pair{kA100oci, kA100gcm, true, true}, Pair{kA100oci, kA100galvatron, true, true},
+                        Pair{kA100, kA100oci, true, true}, Pair{kA100, kA100thanos, true, true},
+                        Pair{kA100oci, kA100, false, true}, Pair{kA100thanos, kA100oci, true, true},
+                        Pair{kA100x2, kA100oci, true, true}}) {
     CAPTURE(p.fit.file);
     CAPTURE(p.target.file);
     const Outcome o = predict(p.fit, 0, p.target, 0);
-    table += fmt::format("{} -> {} | {}   | {}\n", p.fit.file, p.target.file, pct(o.large), pct(o.small));
+    table += fmt::format("{} -> {} | {}   | {}\n", name_of(p.fit), name_of(p.target), pct(o.large), pct(o.small));
     if (p.holds_large)
       CHECK(o.large <= 0.10);
     if (p.holds_small && !std::isnan(o.small))
