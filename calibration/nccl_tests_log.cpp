@@ -69,7 +69,8 @@ bool is_data_row(const std::vector<std::string>& t)
 
 /// True when `line` states how the run was set up rather than describing something: NCCL_DEBUG's
 /// "NAME set by environment to value", a command line (an nccl-tests binary, mpirun, srun,
-/// dtsim-bench-nccl's header) or an environment listing ("ENV: ...", "export ...", "env ...").
+/// dtsim-bench-nccl's header), an environment listing ("ENV: ...", "export ...", "env ...") or a
+/// line of settings only (dtsim nccl-tests' "# NCCL_ALGO=ring NCCL_PROTO=ll").
 bool states_settings(const std::string& line)
 {
   if (line.find(" set by environment to ") != std::string::npos)
@@ -81,7 +82,11 @@ bool states_settings(const std::string& line)
   if (start == std::string::npos)
     return false;
   const std::string head = lower(line.substr(start, 7));
-  return head.rfind("env", 0) == 0 || head.rfind("export ", 0) == 0;
+  if (head.rfind("env", 0) == 0 || head.rfind("export ", 0) == 0)
+    return true;
+  const auto tokens = split_ws(line.substr(start));  // "# NCCL_ALGO=ring NCCL_PROTO=ll" (dtsim nccl-tests)
+  return std::all_of(tokens.begin(), tokens.end(),
+                     [](const std::string& t) { return t.rfind("NCCL_", 0) == 0 && t.find('=') != std::string::npos; });
 }
 
 /// Appends the NCCL_* settings `line` names to `env`.
