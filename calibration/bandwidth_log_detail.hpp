@@ -2,6 +2,7 @@
 #pragma once
 
 #include "calibration/bandwidth_logs.hpp"
+#include "sim/util/text.hpp"
 
 #include <string>
 #include <vector>
@@ -31,7 +32,6 @@ private:
   void claim(const std::string& format);
 };
 
-std::vector<std::string> split_ws(const std::string& line);
 bool parse_number(const std::string& token, double& out);   ///< false for N/A, nothing, text
 bool is_index(const std::string& token, int& out);
 bool is_comment_or_blank(const std::string& line);

@@ -19,15 +19,7 @@ using B = BandwidthMeasurements;
 
 std::vector<std::string> split_csv(const std::string& line)
 {
-  std::vector<std::string> out;
-  std::stringstream in(line);
-  for (std::string cell; std::getline(in, cell, ',');) {
-    const auto a = cell.find_first_not_of(" \t"), b = cell.find_last_not_of(" \t");
-    out.push_back(a == std::string::npos ? "" : cell.substr(a, b - a + 1));
-  }
-  if (!line.empty() && line.back() == ',')
-    out.emplace_back();
-  return out;
+  return line.empty() ? std::vector<std::string>{} : split_trimmed(line, ',');
 }
 
 /// The per-GPU slot a CSV column fills; `memory` is the row's "memory" cell (pinned/pageable).

@@ -106,15 +106,6 @@ std::vector<BandwidthMeasurements> RunCollector::finish()
   return out;
 }
 
-std::vector<std::string> split_ws(const std::string& line)
-{
-  std::istringstream in(line);
-  std::vector<std::string> tokens;
-  for (std::string t; in >> t;)
-    tokens.push_back(t);
-  return tokens;
-}
-
 bool parse_number(const std::string& token, double& out)
 {
   if (token.empty())

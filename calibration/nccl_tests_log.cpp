@@ -18,15 +18,6 @@ namespace dtsim {
 
 namespace {
 
-std::vector<std::string> split_ws(const std::string& line)
-{
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string t; in >> t;)
-    out.push_back(t);
-  return out;
-}
-
 bool is_integer(const std::string& t)
 {
   if (t.empty())

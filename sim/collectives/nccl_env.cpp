@@ -11,22 +11,13 @@ namespace dtsim {
 
 namespace {
 
+/// `s` without surrounding spaces, tabs and quotes.
 std::string trim(const std::string& s)
 {
   const auto b = s.find_first_not_of(" \t\"'");
   if (b == std::string::npos)
     return "";
   return s.substr(b, s.find_last_not_of(" \t\"'") - b + 1);
-}
-
-std::vector<std::string> split(const std::string& s, char sep)
-{
-  std::vector<std::string> out;
-  std::size_t from = 0;
-  for (std::size_t at; (at = s.find(sep, from)) != std::string::npos; from = at + 1)
-    out.push_back(trim(s.substr(from, at - from)));
-  out.push_back(trim(s.substr(from)));
-  return out;
 }
 
 /// "all_reduce" and "AllReduce" alike: lower case without underscores.
@@ -46,7 +37,7 @@ bool unset(const std::string& value) { return value.empty() || lower(value) == "
 std::string list_for(const std::string& name, const std::string& value, CollectiveOp op, const std::string& source)
 {
   std::string general, specific;
-  for (const std::string& entry : split(value, ';')) {
+  for (const std::string& entry : split_trimmed(trim(value), ';')) {
     const auto colon = entry.find(':');
     if (colon == std::string::npos) {
       general = entry;
@@ -72,7 +63,7 @@ std::vector<T> allowed(const std::string& name, const std::string& list, const s
 {
   const bool exclude = !list.empty() && list[0] == '^';
   std::vector<T> named;
-  for (const std::string& item : split(exclude ? list.substr(1) : list, ',')) {
+  for (const std::string& item : split_trimmed(exclude ? list.substr(1) : list, ',')) {
     if (item.empty())
       continue;
     const auto v = parse(item);
