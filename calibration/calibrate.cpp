@@ -90,6 +90,9 @@ void fit_nccl(const std::vector<std::string>& paths, const Topology& topology, c
   out.report.push_back(fmt::format("nccl: launch_overhead_us {:.2f}, hop_latency_scale {:.3f}; efficiency: {}{}",
                                    fit.params.launch_overhead_us, fit.params.hop_latency_scale, fit.efficiency_fitted,
                                    max_bytes ? fmt::format(" (rows <= {} B)", max_bytes) : ""));
+  if (!fit.efficiency_kept.empty())
+    out.report.push_back(fmt::format("nccl: kept at preset (the logs constrain them too little to fit): {}",
+                                     fit.efficiency_kept));
   for (std::size_t i = 0; i < logs.size(); ++i)
     out.report.push_back(fmt::format("nccl {}: median |busbw error| >= 1 MiB {} -> {}, < 1 MiB {} -> {}", logs[i].path,
                                      pct(fit.before[i].median_abs_error_large), pct(fit.after[i].median_abs_error_large),

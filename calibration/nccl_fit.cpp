@@ -1,9 +1,13 @@
 #include "calibration/nccl_fit.hpp"
 
+#include "calibration/nccl_sensitivity.hpp"
+
 #include "sim/collectives/comm_layout.hpp"
 #include "sim/collectives/nccl_tests_sweep.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/units.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -15,50 +19,13 @@ namespace dtsim {
 
 namespace {
 
-/// Which parameter scales the transfer time of a row: the LL and LL128 rates for those protocols
-/// (their own physics), else the efficiency of the communicator's bottleneck link class.
-std::string bottleneck_efficiency(const Topology& topology, NcclAlgo algo, NcclProto proto, const NcclParams& p)
-{
-  if (proto == NcclProto::LL)
-    return "ll_rate_scale";
-  if (proto == NcclProto::LL128)
-    return "ll128_rate_scale";
-  const CommLayout layout = make_comm_layout(topology, topology.gpus());
-  if (algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree)
-    return "nvls_efficiency";
-  if (layout.system.nodes > 1)
-    return "network_efficiency";
-  if (layout.nvlink)
-    return "nvlink_efficiency";
-  const auto& g = topology.gpus();
-  if (g.size() > 1 && route_efficiency(topology, g[0], g[1], p) == p.pcie_shm_efficiency &&
-      p.pcie_shm_efficiency != p.pcie_efficiency)
-    return "pcie_shm_efficiency";
-  return "pcie_efficiency";
-}
-
-double& efficiency_field(NcclParams& p, const std::string& name)
-{
-  if (name == "ll_rate_scale")
-    return p.ll_rate_scale;
-  if (name == "ll128_rate_scale")
-    return p.ll128_rate_scale;
-  if (name == "nvls_efficiency")
-    return p.nvls_efficiency;
-  if (name == "network_efficiency")
-    return p.network_efficiency;
-  if (name == "nvlink_efficiency")
-    return p.nvlink_efficiency;
-  if (name == "pcie_shm_efficiency")
-    return p.pcie_shm_efficiency;
-  return p.pcie_efficiency;
-}
-
-/// One fitted row: its (algorithm, protocol) class, the efficiency its transfer time scales with,
-/// and the split of the simulated time into start-up hops and transfer.
+/// One fitted row: its (algorithm, protocol) class, the split of the simulated time into start-up
+/// hops and transfer, and which rate parameters the transfer scales with (1 / parameter), how much
+/// of it each: the protocol's own rate for LL and LL128, else the link efficiencies the simulation
+/// shows it depends on (nccl_sensitivity).
 struct FitRow {
   int cls = 0;  ///< algo * 3 + proto
-  std::string efficiency;
+  std::vector<std::pair<std::string, double>> shares;  ///< (parameter, us of the transfer)
   double launches = 1;  ///< kernel launches one thread makes (nccl-tests -g)
   double measured = 0, predicted = 0, base = 0, hops = 0, net_hops = 0, transfer = 0;  ///< hops: intra-node; net_hops: inter-node
 };
@@ -89,6 +56,9 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
     options.filter = log_filter(log);  // a forced table's rows are all of the class it forced
     const auto points = simulate_nccl_tests_sweep(topology, op, log_sizes(log), options);
     fit.before.push_back(compare_with_log(log, points, n));
+    std::vector<FitRow> log_rows;
+    std::vector<std::uint64_t> link_bound_sizes;  // Simple and NVLS rows: bound by links
+    std::vector<double> link_bound_us;
     for (std::size_t i = 0; i < log.rows.size(); ++i) {
       const auto& row = log.rows[i];
       if (max_bytes > 0 && row.size > max_bytes)
@@ -100,7 +70,6 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
       const NcclCost cost = choose_collective_algorithm(topology, call, options.filter);
       FitRow f;
       f.cls = static_cast<int>(cost.algo) * kNcclProtos + static_cast<int>(cost.proto);
-      f.efficiency = bottleneck_efficiency(topology, cost.algo, cost.proto, start);
       const NcclLatencyParts parts = collective_latency_parts(system, op, cost);
       f.base = parts.base;
       f.hops = parts.intra;
@@ -110,9 +79,34 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
       f.predicted = points[i].time_us;
       f.transfer = std::max(0.0, points[i].time_us - startup);
       f.measured = 0.5 * (row.out_of_place.time_us + row.in_place.time_us);
-      if (f.measured > 0)
-        rows.push_back(f);
+      if (f.measured <= 0)
+        continue;
+      if (cost.proto == NcclProto::LL || cost.proto == NcclProto::LL128) {
+        f.shares.emplace_back(cost.proto == NcclProto::LL ? "ll_rate_scale" : "ll128_rate_scale", f.transfer);
+      } else {
+        link_bound_sizes.push_back(points[i].size.bytes);
+        link_bound_us.push_back(f.predicted);
+      }
+      log_rows.push_back(std::move(f));
     }
+    if (!link_bound_sizes.empty()) {
+      const auto shares = efficiency_shares(topology, op, link_bound_sizes, options, link_bound_us);
+      std::size_t k = 0;
+      for (auto& f : log_rows) {
+        if (!f.shares.empty())
+          continue;
+        // An NVLS transfer's rate is the NVLink rate times nvls_efficiency: both shares are equal
+        // there, and the NVLS rows fit the NVLS factor (as LL128 rows fit theirs), leaving NVLink
+        // to the rows that use it alone.
+        const auto algo = static_cast<NcclAlgo>(f.cls / kNcclProtos);
+        const bool nvls = algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree;
+        for (const auto& s : shares)
+          if (s.us[k] > 0 && !(nvls && s.name == "nvlink_efficiency"))
+            f.shares.emplace_back(s.name, std::min(s.us[k], f.transfer));
+        ++k;
+      }
+    }
+    rows.insert(rows.end(), log_rows.begin(), log_rows.end());
   }
   if (rows.size() < 3)
     throw InputError(logs.empty() ? "calibrate" : logs[0].path, "",
@@ -125,11 +119,14 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
   //   slow cluster, would take any start-up excess as a launch cost and carry it to every size;
   // - a class's hop scale: at least 3 rows of that class, 2 of them spending a tenth of their time
   //   or more in start-up (a Simple class picked from 256 KiB on a slow link is such a class,
-  //   though none of its rows is latency-bound). Multi-node ring rows do not fit class scales: their
-  //   intra-node steps are paced by the network proxy (max(intraLat, netOverhead) in tuning.cc), and
-  //   a scale fitted there would mislead one node;
+  //   though none of its rows is latency-bound);
   // - a protocol's network hop scale: at least 3 of its rows that cross nodes, 2 of them a tenth in
   //   start-up (NCCL tabulates each protocol's NET latency apart: LL128 rows say nothing of LL's).
+  // Multi-node ring rows fit neither: their intra-node steps are paced by the network proxy
+  // (max(intraLat, netOverhead) in tuning.cc), so a class scale fitted there would mislead one
+  // node, and only 2 (nodes - 1) of their 2 (ranks - 1) steps cross the network, so a network
+  // scale fitted there would carry the other steps' error to trees (a 2 x 8 H100 Ring table drove
+  // the Simple network scale to its bound, 0.1, and NVLSTree's start-up with it).
   std::vector<int> classes;
   int floor_rows = 0;
   std::array<int, kNcclProtos> net_rows{}, net_latency_rows{};
@@ -138,16 +135,18 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
   std::map<int, int> class_rows, class_latency_rows;
   for (const auto& f : rows) {
     const bool startup_shows = f.predicted - f.transfer >= 0.1 * f.predicted;
-    if (f.net_hops > 0) {
+    const bool multi_node_ring = f.net_hops > 0 && f.cls / kNcclProtos == static_cast<int>(NcclAlgo::Ring);
+    if (f.net_hops > 0 && !multi_node_ring) {
       ++net_rows[static_cast<std::size_t>(f.cls % kNcclProtos)];
       net_latency_rows[static_cast<std::size_t>(f.cls % kNcclProtos)] += startup_shows ? 1 : 0;
     }
-    if (f.hops > 0 && !(f.net_hops > 0 && f.cls / kNcclProtos == static_cast<int>(NcclAlgo::Ring))) {
+    if (f.hops > 0 && !multi_node_ring) {
       ++class_rows[f.cls];
       class_latency_rows[f.cls] += startup_shows ? 1 : 0;
     }
-    if (f.transfer > 0.5 * f.predicted)
-      ++bandwidth_rows[f.efficiency];
+    for (const auto& [name, us] : f.shares)
+      if (us > 0.5 * f.predicted)
+        ++bandwidth_rows[name];
     if (f.transfer < 0.1 * f.predicted)
       ++floor_rows;
   }
@@ -180,11 +179,16 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
       r[1 + classes.size() + static_cast<std::size_t>(np - net_protos.begin())] = f.net_hops / f.measured;
     else
       yi -= start.net_hop_scale(f.cls % kNcclProtos) * f.net_hops / f.measured;
-    const auto e = std::find(effs.begin(), effs.end(), f.efficiency);
-    if (e != effs.end())
-      r[1 + classes.size() + net + static_cast<std::size_t>(e - effs.begin())] = f.transfer / f.measured;
-    else
-      yi -= f.transfer / f.measured;
+    // The transfer's shares that scale with a fitted rate are columns; the rest stays as simulated.
+    double fixed = f.transfer;
+    for (const auto& [name, us] : f.shares) {
+      const auto e = std::find(effs.begin(), effs.end(), name);
+      if (e == effs.end())
+        continue;
+      r[1 + classes.size() + net + static_cast<std::size_t>(e - effs.begin())] += us / f.measured;
+      fixed -= us;
+    }
+    yi -= fixed / f.measured;
     x.push_back(std::move(r));
     y.push_back(yi);
   }
@@ -229,12 +233,33 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
     const std::size_t col = latency_cols + k;
     if (!moved(col))
       continue;
-    double& eff = efficiency_field(fit.params, effs[k]);
-    eff = std::min(1.5, eff / best[col]);
+    // A link carries at most its line rate (efficiency 1); LL and LL128 rate scales multiply
+    // NCCL's own estimates of those protocols and may exceed them.
+    const bool link = effs[k].ends_with("_efficiency");
+    double& eff = nccl_rate_parameter(fit.params, effs[k]);
+    eff = std::min(link ? 1.0 : 1.5, eff / best[col]);
     fit.efficiency_fitted += (fit.efficiency_fitted.empty() ? "" : ", ") + effs[k];
   }
   if (fit.efficiency_fitted.empty())
     fit.efficiency_fitted = "none (too few bandwidth-bound rows; efficiencies kept)";
+  // What the logs leave unconstrained, and so carry to another configuration as preset: a link
+  // class that bounds no fitted row (a 2-node NVLSTree run never loads its NICs to the limit).
+  nlohmann::json kept = nlohmann::json::object();
+  fit.efficiency_kept.clear();
+  for (const std::string& name : candidate_link_efficiencies(topology)) {
+    const auto e = std::find(effs.begin(), effs.end(), name);
+    if (e != effs.end() && moved(latency_cols + static_cast<std::size_t>(e - effs.begin())))
+      continue;
+    double largest = 0;
+    for (const auto& f : rows)
+      for (const auto& [share_name, us] : f.shares)
+        if (share_name == name && f.predicted > 0)
+          largest = std::max(largest, us / f.predicted);
+    const double value = nccl_rate_parameter(fit.params, name);
+    kept[name] = {{"value", value}, {"largest_share_of_a_row_time", largest}};
+    fit.efficiency_kept += fmt::format("{}{} {:.3g} (at most {:.0f}% of a fitted row's time)",
+                                       fit.efficiency_kept.empty() ? "" : ", ", name, value, 100 * largest);
+  }
   options.params = fit.params;
   options.filter = {};  // validate_log applies each log's own
   std::vector<double> large, small;
@@ -257,6 +282,7 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
                     {"rows_dropped_as_outliers", fit.rows_dropped},
                     {"max_bytes", max_bytes},
                     {"efficiency_fitted", fit.efficiency_fitted},
+                    {"efficiency_kept", kept},
                     {"classes_fitted", class_scales},
                     {"net_protocols_fitted", net_scales},
                     {"rms_relative_time_error", std::sqrt(solved.cost / static_cast<double>(solved.rows_used))},

@@ -73,11 +73,9 @@ double gbps(double bytes_per_s) { return bytes_per_s / 1e9; }
 
 }  // namespace
 
-double route_efficiency(const Topology& t, int src, int dst, const NcclParams& p)
+RouteClass route_class(const Topology& t, int src, int dst)
 {
   const Route& route = t.route(src, dst);
-  if (route.empty())
-    return 1.0;
   const Link* slowest = nullptr;
   bool through_cpu = false;
   for (std::size_t i = 0; i < route.size(); ++i) {
@@ -88,11 +86,29 @@ double route_efficiency(const Topology& t, int src, int dst, const NcclParams& p
     if (i + 1 < route.size() && t.device(to).kind == DeviceKind::Cpu)
       through_cpu = true;
   }
-  switch (slowest->kind) {
-    case LinkKind::NvLink: return p.nvlink_efficiency;
-    case LinkKind::Network: return p.network_efficiency;
-    default: return through_cpu ? p.pcie_shm_efficiency : p.pcie_efficiency;
+  if (slowest && slowest->kind == LinkKind::NvLink)
+    return RouteClass::NvLink;
+  if (slowest && slowest->kind == LinkKind::Network)
+    return RouteClass::Network;
+  return through_cpu ? RouteClass::PcieShm : RouteClass::Pcie;
+}
+
+double class_efficiency(RouteClass c, const NcclParams& p)
+{
+  switch (c) {
+    case RouteClass::NvLink: return p.nvlink_efficiency;
+    case RouteClass::Network: return p.network_efficiency;
+    case RouteClass::PcieShm: return p.pcie_shm_efficiency;
+    case RouteClass::Pcie: break;
   }
+  return p.pcie_efficiency;
+}
+
+double route_efficiency(const Topology& t, int src, int dst, const NcclParams& p)
+{
+  if (t.route(src, dst).empty())
+    return 1.0;
+  return class_efficiency(route_class(t, src, dst), p);
 }
 
 CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)

@@ -33,8 +33,15 @@ struct CommLayout {
 
 CommLayout make_comm_layout(const Topology& topology, const std::vector<int>& ranks);
 
+/// The efficiency class of the route src -> dst: its slowest link's kind, PCIe through host
+/// memory apart from PCIe peer-to-peer.
+enum class RouteClass { NvLink, Pcie, PcieShm, Network };
+RouteClass route_class(const Topology& topology, int src, int dst);
+/// The NcclParams efficiency of a route class.
+double class_efficiency(RouteClass c, const NcclParams& params);
+
 /// Payload bytes/s over wire bytes/s on the route src -> dst: the efficiency of the bottleneck
-/// link's class (NVLink, PCIe P2P, PCIe through host memory, network).
+/// link's class (NVLink, PCIe P2P, PCIe through host memory, network); 1 for an empty route.
 double route_efficiency(const Topology& topology, int src, int dst, const NcclParams& params);
 
 }  // namespace dtsim

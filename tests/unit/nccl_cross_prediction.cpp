@@ -27,6 +27,8 @@ struct LogCase {
 std::string shared_log(const char* name) { return std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + name; }
 /// A100 tables of other machines (tests/data/nccl/a100/README.md).
 std::string a100_log(const char* name) { return std::string(DTSIM_TESTS_DIR) + "/data/nccl/a100/" + name; }
+/// Scale-out H100 tables of nccl-tests issue 309 (tests/data/nccl/issue309/README.md).
+std::string issue309_log(const char* name) { return std::string(DTSIM_TESTS_DIR) + "/data/nccl/issue309/" + name; }
 
 std::string name_of(const LogCase& c) { return c.file.substr(c.file.find_last_of('/') + 1); }
 
@@ -77,6 +79,11 @@ const LogCase kA100thanos{a100_log("a100_1n_thanos_g8.txt"), "dgx-a100", 1};
 const LogCase kA100thanosMpi{a100_log("a100_1n_thanos_mpi8.txt"), "dgx-a100", 1};
 const LogCase kA100galvatron{a100_log("a100_1n_galvatron_fixture.txt"), "dgx-a100", 1};
 const LogCase kA100gcm{a100_log("a100_1n_meta_gcm_fixture.txt"), "dgx-a100", 1};
+
+const LogCase kGj4n{issue309_log("h100_ib400_4n_default_gjaion.txt"), "hgx-h100", 4};
+const LogCase kGj8n{issue309_log("h100_ib400_8n_default_gjaion.txt"), "hgx-h100", 8};
+const LogCase kQoofyk4n{issue309_log("h100_vm_4n_default_qoofyk.txt"), "hgx-h100", 4};
+const LogCase kGjRing2n{issue309_log("h100_ib400_2n_ring_minctas24_qps2_gjaion.txt"), "hgx-h100", 2};
 
 constexpr std::uint64_t k8MiB = 8u << 20;
 
@@ -136,7 +143,18 @@ TEST_CASE("fit on one log, predict another log of the same hardware")
                         Pair{kA100oci, kA100gcm, true, true}, Pair{kA100oci, kA100galvatron, true, true},
                         Pair{kA100, kA100oci, true, true}, Pair{kA100, kA100thanos, true, true},
                         Pair{kA100oci, kA100, false, true}, Pair{kA100thanos, kA100oci, true, true},
-                        Pair{kA100x2, kA100oci, true, true}}) {
+                        Pair{kA100x2, kA100oci, true, true},
+                        // Scale-out: a fit on 4 or 8 nodes puts the NICs' rate in the network efficiency
+                        // (there NVLSTree is bound by the NICs), so 2, 4 and 8 nodes predict each other.
+                        Pair{kGj4n, kGj8n, true, true}, Pair{kGj8n, kGj4n, true, true}, Pair{kGj4n, kH100x2b, true, true},
+                        Pair{kGj8n, kH100x2b, true, true}, Pair{kQoofyk4n, kH100x2a, true, true},
+                        Pair{kH100x2b, kQoofyk4n, true, true}, Pair{kGjRing2n, kH100x2b, true, true},
+                        // Not met: a 2-node NVLSTree run loads each NIC with half of what an inner node of
+                        // a 4-node tree carries, so it never reaches the NICs' limit and leaves the network
+                        // efficiency at its preset (calibrate says so); gj-aion's 4- and 8-node runs reach
+                        // 322 GB/s where issue 309's other 4-node cluster reaches 366 (NVIDIA: "a good
+                        // number"; of gj-aion's: "possible, depending on your network").
+                        Pair{kH100x2b, kGj4n, false, true}, Pair{kH100x2b, kGj8n, false, true}}) {
     CAPTURE(p.fit.file);
     CAPTURE(p.target.file);
     const Outcome o = predict(p.fit, 0, p.target, 0);
