@@ -95,13 +95,10 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
       for (auto& f : log_rows) {
         if (!f.shares.empty())
           continue;
-        // An NVLS transfer's rate is the NVLink rate times nvls_efficiency: both shares are equal
-        // there, and the NVLS rows fit the NVLS factor (as LL128 rows fit theirs), leaving NVLink
-        // to the rows that use it alone.
         const auto algo = static_cast<NcclAlgo>(f.cls / kNcclProtos);
-        const bool nvls = algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree;
+        const auto proto = static_cast<NcclProto>(f.cls % kNcclProtos);
         for (const auto& s : shares)
-          if (s.us[k] > 0 && !(nvls && s.name == "nvlink_efficiency"))
+          if (s.us[k] > 0 && link_share_applies(s.name, algo, proto))
             f.shares.emplace_back(s.name, std::min(s.us[k], f.transfer));
         ++k;
       }

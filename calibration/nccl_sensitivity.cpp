@@ -56,6 +56,14 @@ std::vector<std::string> candidate_link_efficiencies(const Topology& topology)
   return out;
 }
 
+bool link_share_applies(const std::string& efficiency, NcclAlgo algo, NcclProto proto)
+{
+  if (proto != NcclProto::Simple)
+    return false;
+  const bool nvls = algo == NcclAlgo::Nvls || algo == NcclAlgo::NvlsTree;
+  return !(nvls && efficiency == "nvlink_efficiency");
+}
+
 std::vector<EfficiencyShares> efficiency_shares(const Topology& topology, CollectiveOp op,
                                                 const std::vector<std::uint64_t>& sizes,
                                                 const CollectiveOptions& options, const std::vector<double>& base_us)

@@ -26,6 +26,12 @@ double& nccl_rate_parameter(NcclParams& params, const std::string& name);
 /// routes and NICs use, and NVLink SHARP where the GPUs have it.
 std::vector<std::string> candidate_link_efficiencies(const Topology& topology);
 
+/// Whether the transfer of a row NCCL runs as (algo, proto) is attributed to `efficiency`'s share:
+/// LL and LL128 rows go to their protocol's rate scale instead (their pace is the protocol's, not
+/// the links'), and NVLS rows to nvls_efficiency, not NVLink's (an NVLS transfer's rate is the
+/// NVLink rate times it: the two shares are equal, and NVLink is left to the rows that use it alone).
+bool link_share_applies(const std::string& efficiency, NcclAlgo algo, NcclProto proto);
+
 /// Per candidate efficiency, per size: the simulated time (us) that scales as 1 / efficiency.
 struct EfficiencyShares {
   std::string name;

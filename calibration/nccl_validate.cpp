@@ -69,9 +69,8 @@ int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log)
   return log.gpus_per_thread > 0 ? log.gpus_per_thread : usual_gpus_per_thread(topology);
 }
 
-ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options)
+CollectiveOptions log_run_options(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options)
 {
-  check_log_ranks(topology, log);
   CollectiveOptions run = options;
   run.gpus_per_thread = log_gpus_per_thread(topology, log);
   const NcclFilter from_log = log_filter(log);
@@ -79,6 +78,13 @@ ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log,
     run.filter.algos = from_log.algos;
   if (run.filter.protos.empty())
     run.filter.protos = from_log.protos;
+  return run;
+}
+
+ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options)
+{
+  check_log_ranks(topology, log);
+  const CollectiveOptions run = log_run_options(topology, log, options);
   const auto points = simulate_nccl_tests_sweep(topology, log_collective(log), log_sizes(log), run);
   ValidationResult result = compare_with_log(log, points, static_cast<int>(topology.gpus().size()));
   result.gpus_per_thread = run.gpus_per_thread;

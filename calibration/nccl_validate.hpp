@@ -48,6 +48,11 @@ std::vector<std::uint64_t> log_sizes(const NcclTestsLog& log);
 /// The measured rows beside `points` (simulated at log_sizes) on `ranks` ranks.
 ValidationResult compare_with_log(const NcclTestsLog& log, const std::vector<NcclTestsPoint>& points, int ranks);
 
+/// The options a log's rows are simulated under: `options` with the log's kernel launches per
+/// thread and its NCCL_ALGO / NCCL_PROTO restriction (where `options.filter` names algorithms or
+/// protocols, those win).
+CollectiveOptions log_run_options(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options);
+
 /// Simulates every row of `log` on `topology` under the log's restriction (log_filter; where
 /// `options.filter` names algorithms or protocols, those win) and compares. Throws InputError when
 /// the log's rank count differs from the topology's GPU count.

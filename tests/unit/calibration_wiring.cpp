@@ -1,6 +1,7 @@
 // Calibration wired end to end: calibrate() reads every input format into one file, and that file
 // reaches a scenario's links, its collectives' NCCL parameters, and its compute (issue 5).
 #include "calibration/calibrate.hpp"
+#include "calibration/calibration_coverage.hpp"
 #include "calibration/calibration_inputs.hpp"
 #include "calibration/nccl_fit.hpp"
 #include "sim/model/model.hpp"
@@ -115,6 +116,32 @@ TEST_CASE("calibrate fits a table run under NCCL_ALGO=Ring as Ring, and --algo o
     tree = tree || line.find("NCCL_ALGO=tree (applied)") != std::string::npos;
   CHECK(tree);
   CHECK_THROWS_AS(calibrate({{log}, "hgx-h100", 2, 0, nccl_env_of("", "LL256")}), InputError);
+}
+
+TEST_CASE("a calibration from 2 nodes says which rows of a 4-node prediction rest on its network preset")
+{
+  // 2-node NVLSTree never loads the NICs to their limit: the fit keeps the network efficiency and
+  // records it; on 4 nodes NVLSTree is bound by the NICs, and validate names the rows that are.
+  const std::string issue309 = std::string(DTSIM_TESTS_DIR) + "/data/nccl/issue309/";
+  const std::string two = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/multinode_H100_IB400_scaling_issue309_2node_default.txt";
+  const auto out = calibrate({{two}, "hgx-h100", 2, 0, {}});
+  REQUIRE(out.file.json["fit"]["efficiency_kept"].contains("network_efficiency"));
+  bool reported = false;
+  for (const auto& line : out.report)
+    reported = reported || (line.find("kept at preset") != std::string::npos &&
+                            line.find("network_efficiency") != std::string::npos);
+  CHECK(reported);
+  CollectiveOptions options;
+  options.params = out.file.nccl_params(90);
+  const Topology four = load_topology("hgx-h100", 4);
+  const NcclTestsLog log = load_nccl_tests_log(issue309 + "h100_ib400_4n_default_gjaion.txt");
+  const auto lines = rows_bound_by_presets(four, log, validate_log(four, log, options), options, out.file);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("network_efficiency") != std::string::npos);
+  // The 2-node log itself is bound by what it measured: nothing to say.
+  const Topology pair = load_topology("hgx-h100", 2);
+  const NcclTestsLog own = load_nccl_tests_log(two);
+  CHECK(rows_bound_by_presets(pair, own, validate_log(pair, own, options), options, out.file).empty());
 }
 
 TEST_CASE("calibrate: DGX-1 nccl-tests + bandwidth log -> one file; NVLink per lane, NCCL fitted on the measured links")

@@ -5,6 +5,7 @@
 #include "tools/cli/command.hpp"
 
 #include "calibration/bandwidth_validate.hpp"
+#include "calibration/calibration_coverage.hpp"
 #include "calibration/calibration_file.hpp"
 #include "calibration/calibration_inputs.hpp"
 #include "calibration/nccl_fit.hpp"
@@ -61,6 +62,10 @@ void add_validate_command(CLI::App& app, Action& action)
       fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                  args->calibration.empty() ? "none" : args->calibration);
       fmt::print("{}", format_validation(log, result));
+      if (!args->calibration.empty())
+        for (const auto& line :
+             rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration)))
+          fmt::print("# calibration: {}\n", line);
       return 0;
     };
   });
