@@ -39,9 +39,10 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
                        std::uint64_t max_bytes)
 {
   // The physics per class: every row belongs to the (algorithm, protocol) NCCL picks for it; its
-  // time = launch + base + scale[class] x hops + transfer x factor[efficiency of its bottleneck].
-  // Only what the rows identify is fitted: a class's hop scale when it has rows, a link class's
-  // efficiency when at least 3 of its rows are mostly transfer; the rest keeps `start`.
+  // time = launch + base + scale[class] x hops + sum over its shares of share x factor[rate], the
+  // rest of its transfer as simulated. Only what the rows identify is fitted: a class's hop scale
+  // when it has rows, a rate when at least 3 rows spend more than half their time in its share;
+  // the rest keeps `start`.
   NcclFitResult fit;
   fit.params = start;
   CollectiveOptions options;

@@ -213,11 +213,13 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
   }
   s.bw_intra = intra_total / s.channels;
   s.bw_inter = s.bw_intra;
+  s.tree_bw_intra = s.bw_intra;
   if (nodes > 1 && c.nics_per_node > 0) {
     const double nic = gbps(c.nic_bandwidth);
     s.channels = std::max(1, std::min(c.nics_per_node, c.ppn));
     s.bw_inter = std::min(nic, intra_total / s.channels);
     s.bw_intra = s.bw_inter;
+    s.tree_bw_intra = std::min(2 * s.bw_inter, intra_total / s.channels);
   }
   s.nvls = c.nvswitch && s.compute_capability >= 90 && c.ppn > 1;
   s.nvls_channels = 16;

@@ -154,7 +154,7 @@ double nccl_bus_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s
   const int ni = nodes_index(s.nodes);
   const int nc = s.channels;
   const double ll_max = kLLMaxBw[s.nodes > 1 ? (s.amd_cpu ? 1 : 0) : arch][ni];
-  const double bw = s.nodes <= 2 ? s.bw_intra : s.bw_inter;
+  const double bw = s.nodes > 2 ? s.bw_inter : a == NcclAlgo::Tree && s.tree_bw_intra > 0 ? s.tree_bw_intra : s.bw_intra;
   double bus = nc * bw;
   if (a == NcclAlgo::Ring) {
     if (p == NcclProto::LL)

@@ -37,6 +37,10 @@ struct NcclSystem {
   int channels = 1;                  ///< ring/tree graph channels (the search result)
   double bw_intra = 0;               ///< GB/s per channel inside a node
   double bw_inter = 0;               ///< GB/s per channel across nodes
+  /// GB/s per channel inside a node of the tree graph: search.cc's second pass raises a tree's
+  /// bwIntra up to twice its bwInter ("increase bwIntra for trees (2 nodes or collnet)"), where a
+  /// ring's stays equal to bwInter; tuning.cc reads bwIntra on 2 nodes or fewer.
+  double tree_bw_intra = 0;
   bool nvls = false;                 ///< NVLink SHARP available (NVSwitch gen 3, Hopper+)
   int nvls_channels = 16;
   double nvls_bw_intra = 0;          ///< GB/s per NVLS channel inside a node

@@ -130,3 +130,32 @@ TEST_CASE("latency split into intra-node and inter-node hops (2 nodes x 8 A100);
   CHECK(collective_startup_us(collective_latency_parts(s, op, cost), cost, fitted, 1) ==
         doctest::Approx(2.5 + 6.8 + 8.4 + 10.0));
 }
+
+TEST_CASE("2 nodes with few NICs: a tree's graph keeps up to twice the network bandwidth inside the node, so Tree wins")
+{
+  // search.cc pass 2 raises a tree graph's bwIntra up to 2 x bwInter ("2 nodes or collnet");
+  // tuning.cc reads bwIntra on <= 2 nodes. A ring's bwIntra stays bwInter. 8 A100 and 4 x 100 Gb/s
+  // per node (AWS p4d): ring bus 4 x 12.5 = 50 GB/s, algorithm 50 x 16/30 = 26.7; tree bus
+  // min(0.92 x 4 x 25, 4 x 23.6) = 92, algorithm 46: NCCL runs Tree (p4d's measured 2-node busbw,
+  // 76 GB/s, is beyond what a ring could reach on 50 GB/s of NICs).
+  auto s = a100x8();
+  s.ranks = 16;
+  s.nodes = 2;
+  s.channels = 4;
+  s.bw_intra = s.bw_inter = 12.5;
+  s.tree_bw_intra = 25;
+  const auto op = CollectiveOp::AllReduce;
+  CHECK(nccl_bus_bw(op, NcclAlgo::Ring, NcclProto::Simple, s) == doctest::Approx(50));
+  CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(92));
+  CHECK(nccl_choose(op, s, 1024 * MiB).algo == NcclAlgo::Tree);
+  // Eight 200 Gb/s NICs (DGX A100): ring 8 x 25 = 200 against tree min(0.92 x 8 x 30, 8 x 23.6):
+  // Ring, as the 2-node DGX A100 table measures (182 GB/s, under the NICs' 200).
+  s.channels = 8;
+  s.bw_intra = s.bw_inter = 25;
+  s.tree_bw_intra = 30;
+  CHECK(nccl_choose(op, s, 1024 * MiB).algo == NcclAlgo::Ring);
+  // Beyond 2 nodes tuning.cc reads bwInter for every algorithm.
+  s.nodes = 4;
+  s.ranks = 32;
+  CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(std::min(0.92 * 8 * 25, 8 * 17.8)));
+}
