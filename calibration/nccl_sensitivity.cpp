@@ -76,8 +76,8 @@ std::vector<EfficiencyShares> efficiency_shares(const Topology& topology, Collec
   std::vector<EfficiencyShares> out;
   for (const std::string& name : candidate_link_efficiencies(topology)) {
     CollectiveOptions perturbed = options;
-    if (!perturbed.params)
-      perturbed.params = NcclParams::defaults(topology.gpu.compute_capability);
+    if (!perturbed.params)  // what add_collective would take
+      perturbed.params = NcclParams::defaults(make_comm_layout(topology, topology.gpus()).system.compute_capability);
     nccl_rate_parameter(*perturbed.params, name) *= 1.0 - kStep;
     const auto points = simulate_nccl_tests_sweep(topology, op, sizes, perturbed);
     EfficiencyShares shares{name, std::vector<double>(sizes.size(), 0.0)};
