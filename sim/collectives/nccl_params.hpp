@@ -27,7 +27,8 @@ struct NcclParams {
   double nvls_efficiency = 0.85;
   /// Multiply the LL and LL128 protocols' payload rate (their payload fraction and NCCL's caps):
   /// those rates are set by the SMs' flag polling and line packing, not by the links, so a
-  /// calibration fits them apart from the link efficiencies, which Simple rows measure.
+  /// calibration fits them apart from the link efficiencies, which Simple rows measure. A100's
+  /// default LL128 rate is 0.62 of NCCL's (`defaults`).
   double ll_rate_scale = 1.0;
   double ll128_rate_scale = 1.0;
   /// Multiplies NCCL's intra-node per-hop latencies (NVLink/PCI hwLat) of LL128 and Simple: their
@@ -35,6 +36,7 @@ struct NcclParams {
   /// values (class scales Ring/LL and Tree/LL of 1.0 in `defaults`): with the launches counted per
   /// GPU, they match single-node rings and multi-node trees alike. So do Tree/LL128's (1.0): 2- and
   /// 4-node H100 trees at 256 KiB-1 MiB (XE9680 47-74 us, issue 309's 4-node VMs 67-82 us).
+  /// A100's Ring/LL128 hops default to 0.59 (its measured LL128 start-up).
   double hop_latency_scale = 2.0;
   /// Multiplies NCCL's inter-node (NET hwLat) hop latencies, which tuning.cc already sets from
   /// network measurements: 1.0 by default (2-node H100 Tree/LL: 25-30 us measured).

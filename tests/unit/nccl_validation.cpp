@@ -87,7 +87,7 @@ TEST_CASE("a table run under NCCL_ALGO=Ring is simulated with Ring (the log's ow
 TEST_CASE("A100 tables of other machines (not used to build the model) stay within 15%")
 {
   // tests/data/nccl/a100: five single-node tables (-g 8 and MPI, NCCL 2.16 to pip 2.2x) and a
-  // 2-node one. Measured on this version: 1.5-9.6% at >= 1 MiB; the shared A100 log is 12.8%.
+  // 2-node one. Measured on this version: 1.5-9.6% at >= 1 MiB; the shared A100 log is 5.7%.
   struct Case { const char* log; int nodes; };
   for (const Case& c : {Case{"a100_1n_oci_bmgpu48.txt", 1}, Case{"a100_1n_thanos_g8.txt", 1},
                         Case{"a100_1n_thanos_mpi8.txt", 1}, Case{"a100_1n_galvatron_fixture.txt", 1},
