@@ -19,6 +19,7 @@ std::vector<std::string> rows_bound_by_presets(const Topology& topology, const N
   for (const auto& r : result.rows)
     base.push_back(r.predicted_us);
   const CollectiveOptions run = log_run_options(topology, log, options);
+  NcclParams used = run.params ? *run.params : NcclParams::defaults(topology.gpu.compute_capability);
   std::vector<std::string> lines;
   for (const auto& shares : efficiency_shares(topology, log_collective(log), log_sizes(log), run, base)) {
     if (!kept.contains(shares.name))
@@ -34,11 +35,17 @@ std::vector<std::string> rows_bound_by_presets(const Topology& topology, const N
     }
     if (bound == 0)
       continue;
-    const auto& k = kept[shares.name];
+    // "fit" is informational (a hand-edited file may hold anything there): the value printed is the
+    // one this prediction used, the share what the file says of it (0 when unreadable).
+    const nlohmann::json& k = kept[shares.name];
+    const double share = k.is_object() && k.contains("largest_share_of_a_row_time") &&
+                                 k["largest_share_of_a_row_time"].is_number()
+                             ? k["largest_share_of_a_row_time"].get<double>()
+                             : 0.0;
     lines.push_back(fmt::format(
         "{} of {} rows are bound by {} {:.3g}, a preset: the calibration's logs did not constrain it (at most {:.0f}% "
         "of a fitted row's time); calibrate on a run that loads that link class to predict these rows",
-        bound, base.size(), shares.name, k.value("value", 0.0), 100 * k.value("largest_share_of_a_row_time", 0.0)));
+        bound, base.size(), shares.name, nccl_rate_parameter(used, shares.name), 100 * share));
   }
   return lines;
 }
