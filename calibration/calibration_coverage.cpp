@@ -26,11 +26,8 @@ std::vector<std::string> rows_bound_by_presets(const Topology& topology, const N
       continue;
     int bound = 0;
     for (std::size_t i = 0; i < shares.us.size() && i < base.size(); ++i) {
-      const auto& algorithm = result.rows[i].algorithm;  // "Ring/LL128"
-      const auto slash = algorithm.find('/');
-      const auto algo = parse_nccl_algo(algorithm.substr(0, slash));
-      const auto proto = parse_nccl_proto(slash == std::string::npos ? "" : algorithm.substr(slash + 1));
-      if (algo && proto && link_share_applies(shares.name, *algo, *proto) && shares.us[i] > 0.5 * base[i])
+      const auto c = parse_nccl_class(result.rows[i].algorithm);  // "Ring/LL128"
+      if (c && link_share_applies(shares.name, c->first, c->second) && shares.us[i] > 0.5 * base[i])
         ++bound;
     }
     if (bound == 0)

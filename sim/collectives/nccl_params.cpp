@@ -48,15 +48,10 @@ void NcclParams::override_from(const nlohmann::json& j)
   take("net_hop_latency_scale", net_hop_latency_scale);
   take("launch_overhead_us", launch_overhead_us);
   if (j.contains("hop_latency_scale_by_class") && j.at("hop_latency_scale_by_class").is_object())
-    for (const auto& [name, value] : j.at("hop_latency_scale_by_class").items()) {
-      const auto slash = name.find('/');
-      if (slash == std::string::npos || !value.is_number())
-        continue;
-      const auto a = parse_nccl_algo(name.substr(0, slash));
-      const auto p = parse_nccl_proto(name.substr(slash + 1));
-      if (a && p)
-        class_hop_latency_scale[static_cast<std::size_t>(*a)][static_cast<std::size_t>(*p)] = value.get<double>();
-    }
+    for (const auto& [name, value] : j.at("hop_latency_scale_by_class").items())
+      if (const auto c = parse_nccl_class(name); c && value.is_number())
+        class_hop_latency_scale[static_cast<std::size_t>(c->first)][static_cast<std::size_t>(c->second)] =
+            value.get<double>();
   if (j.contains("net_hop_latency_scale_by_protocol") && j.at("net_hop_latency_scale_by_protocol").is_object())
     for (const auto& [name, value] : j.at("net_hop_latency_scale_by_protocol").items())
       if (const auto p = parse_nccl_proto(name); p && value.is_number())

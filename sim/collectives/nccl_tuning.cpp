@@ -127,6 +127,18 @@ std::optional<NcclProto> parse_nccl_proto(const std::string& name)
   return std::nullopt;
 }
 
+std::optional<std::pair<NcclAlgo, NcclProto>> parse_nccl_class(const std::string& name)
+{
+  const auto slash = name.find('/');
+  if (slash == std::string::npos)
+    return std::nullopt;
+  const auto a = parse_nccl_algo(name.substr(0, slash));
+  const auto p = parse_nccl_proto(name.substr(slash + 1));
+  if (!a || !p)
+    return std::nullopt;
+  return std::pair{*a, *p};
+}
+
 bool NcclFilter::allows(NcclAlgo a) const { return algos.empty() || std::find(algos.begin(), algos.end(), a) != algos.end(); }
 bool NcclFilter::allows(NcclProto p) const
 {

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -27,6 +28,9 @@ const char* to_string(NcclProto proto);
 /// "pat", "ll", "ll128", "simple"); nullopt when unknown.
 std::optional<NcclAlgo> parse_nccl_algo(const std::string& name);
 std::optional<NcclProto> parse_nccl_proto(const std::string& name);
+/// Parses an (algorithm, protocol) class as dtsim prints it, "Ring/LL128"; nullopt when either
+/// part is unknown or the slash is missing.
+std::optional<std::pair<NcclAlgo, NcclProto>> parse_nccl_class(const std::string& name);
 
 /// What NCCL's topology search reports about a communicator (the inputs of tuning.cc).
 struct NcclSystem {
