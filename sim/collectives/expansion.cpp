@@ -19,6 +19,8 @@ Expansion::Expansion(TaskGraph& g, const Topology& t, const CollectiveCall& c, c
                      NcclAlgo a, NcclProto pr)
     : graph(g), topology(t), call(c), layout(l), params(p), algo(a), proto(pr), protocol_factor(protocol_efficiency(pr))
 {
+  for (std::size_t r = 0; r < c.ranks.size(); ++r)
+    rank_of_device_.emplace(c.ranks[r], static_cast<int>(r));
 }
 
 int Expansion::nic_of(int gpu) const
@@ -35,6 +37,7 @@ int Expansion::nic_of(int gpu) const
 int Expansion::transfer(int src, int dst, double payload, const std::string& what, std::vector<int> after,
                         double extra_efficiency)
 {
+  const int joined = sender_join(src);
   const Device& from = topology.device(src);
   const Device& to = topology.device(dst);
   if (from.kind == DeviceKind::Gpu && to.kind == DeviceKind::Gpu && from.node != to.node) {
@@ -43,18 +46,26 @@ int Expansion::transfer(int src, int dst, double payload, const std::string& wha
     // legs are concurrent flows; the hop is done when all three are.
     const int out = nic_of(src), in = nic_of(dst);
     if (out >= 0 && in >= 0) {
-      std::vector<int> legs{one_flow(src, out, payload, what, after, extra_efficiency),
-                            one_flow(out, in, payload, what, after, extra_efficiency),
-                            one_flow(in, dst, payload, what, after, extra_efficiency)};
+      std::vector<int> legs{one_flow(src, out, payload, what, after, extra_efficiency, joined),
+                            one_flow(out, in, payload, what, after, extra_efficiency, joined),
+                            one_flow(in, dst, payload, what, after, extra_efficiency, joined)};
       return graph.add_delay(dst, 0.0, call.label.empty() ? what : call.label + " " + what, call.category,
                              std::move(legs));
     }
   }
-  return one_flow(src, dst, payload, what, std::move(after), extra_efficiency);
+  return one_flow(src, dst, payload, what, std::move(after), extra_efficiency, joined);
+}
+
+int Expansion::sender_join(int device) const
+{
+  const auto it = rank_of_device_.find(device);
+  if (it == rank_of_device_.end() || static_cast<std::size_t>(it->second) >= start.size())
+    return -1;
+  return start[static_cast<std::size_t>(it->second)];  // not a rank (an NVSwitch multicasting): it sends what every rank has joined
 }
 
 int Expansion::one_flow(int src, int dst, double payload, const std::string& what, std::vector<int> after,
-                        double extra_efficiency)
+                        double extra_efficiency, int sender_joined)
 {
   auto it = efficiency_.find({src, dst});
   if (it == efficiency_.end())
@@ -64,6 +75,7 @@ int Expansion::one_flow(int src, int dst, double payload, const std::string& wha
                                     call.category, std::move(after));
   // NCCL's per-hop latency (the start-up) already includes the wire's.
   graph[id].link_latency = !charges_hop_latency;
+  graph[id].sender_joined = sender_joined;
   return id;
 }
 

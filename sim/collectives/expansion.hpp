@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,10 +70,13 @@ public:
 
 private:
   int one_flow(int src_device, int dst_device, double payload, const std::string& what, std::vector<int> after,
-               double extra_efficiency);
+               double extra_efficiency, int sender_joined);
+  /// The start-up task of the rank on `device` (its join), -1 when the device is not a rank.
+  int sender_join(int device) const;
   /// The NIC a GPU's channel uses: the one beside it (local index scaled to the NIC count).
   int nic_of(int gpu) const;
   std::map<std::pair<int, int>, double> efficiency_;
+  std::unordered_map<int, int> rank_of_device_;  ///< a rank's device -> the rank
 };
 
 /// Stretches the transfers added since task `first` by one factor so that, alone on the machine,

@@ -1,9 +1,13 @@
 // Ring algorithms on every channel ring of the layout (each ring its own neighbour order, so the
 // rings load different NVLinks and NICs). AllReduce is a reduce-scatter then an all-gather:
 // 2(n-1) steps in which every rank sends one chunk (ring bytes / n) to its successor; AllGather
-// and ReduceScatter are n-1 such steps. A rank's step k waits only for the chunk it received in
-// step k-1 on the same ring, so rings pipeline without global barriers. Broadcast and Reduce are
-// a chain from (to) the root along each ring, every hop a stream of NCCL's chunks.
+// and ReduceScatter are n-1 such steps. Causality, as NCCL's kernels run (one CTA per channel
+// working through its steps in order): a rank's step k on a ring waits for the chunk it received
+// in step k-1, for its own step k-1 on that ring, and (step 0) for its own and its successor's
+// join. Real step k carries data of the k ranks before it, so when steps are merged into
+// super-steps a super-step also waits for the join of every rank whose data it carries (see
+// JoinWindows). Broadcast and Reduce are a chain from (to) the root along each ring, every hop a
+// stream of NCCL's chunks.
 #include "sim/collectives/expansion.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +15,67 @@
 #include <algorithm>
 
 namespace dtsim {
+
+namespace {
+
+/// Per ring position p and window length L: a task after which the ranks at positions
+/// p-L+1 .. p (cyclically) have all joined the collective, built by doubling (windows of 1, 2, 4
+/// ... ranks, each the join of two halves), so that a merged ring step can wait for exactly the
+/// ranks whose data it carries with two extra dependencies and O(n log n) zero-time joins.
+class JoinWindows {
+public:
+  JoinWindows(Expansion& x, const std::vector<int>& ring, std::size_t k) : x_(x), ring_(ring), k_(k)
+  {
+    std::vector<int> level;
+    for (int r : ring)
+      level.push_back(x.start[static_cast<std::size_t>(r)]);
+    levels_.push_back(std::move(level));
+  }
+
+  /// The task closing the window of `length` positions ending at `pos` (1 <= length <= n).
+  int window(int pos, int length)
+  {
+    const int n = static_cast<int>(ring_.size());
+    length = std::clamp(length, 1, n);
+    std::size_t j = 0;
+    while ((2 << j) <= length)
+      ++j;
+    build(j);
+    const int size = 1 << j;
+    const int a = at(j, pos), b = at(j, pos - (length - size));
+    if (a == b)
+      return a;
+    return x_.join(ring_[static_cast<std::size_t>(wrap(pos))], {a, b},
+                   fmt::format("ring {} ranks {} back joined", k_, length - 1));
+  }
+
+private:
+  int wrap(int pos) const
+  {
+    const int n = static_cast<int>(ring_.size());
+    return ((pos % n) + n) % n;
+  }
+  int at(std::size_t j, int pos) const { return levels_[j][static_cast<std::size_t>(wrap(pos))]; }
+  void build(std::size_t j)
+  {
+    while (levels_.size() <= j) {
+      const std::size_t lower = levels_.size() - 1;
+      const int half = 1 << lower;
+      std::vector<int> level;
+      for (int pos = 0; pos < static_cast<int>(ring_.size()); ++pos)
+        level.push_back(x_.join(ring_[static_cast<std::size_t>(pos)], {at(lower, pos), at(lower, pos - half)},
+                                fmt::format("ring {} {} ranks joined", k_, 2 * half)));
+      levels_.push_back(std::move(level));
+    }
+  }
+
+  Expansion& x_;
+  const std::vector<int>& ring_;
+  std::size_t k_;
+  std::vector<std::vector<int>> levels_;
+};
+
+}  // namespace
 
 std::vector<int> expand_ring(Expansion& x)
 {
@@ -25,34 +90,54 @@ std::vector<int> expand_ring(Expansion& x)
   constexpr int kMaxRingSteps = 16;
   const int super_steps = x.merge_ring_steps ? std::min(steps, kMaxRingSteps) : steps;
   std::vector<double> step_chunks(static_cast<std::size_t>(super_steps), 0.0);
-  for (int s = 0; s < steps; ++s)
-    step_chunks[static_cast<std::size_t>(s * super_steps / steps)] += ring_bytes / n;
+  std::vector<int> last_real_step(static_cast<std::size_t>(super_steps), 0);  // 0-based, within the super-step
+  for (int s = 0; s < steps; ++s) {
+    const auto super = static_cast<std::size_t>(s * super_steps / steps);
+    step_chunks[super] += ring_bytes / n;
+    last_real_step[super] = s;
+  }
   steps = super_steps;
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   for (std::size_t k = 0; k < rings.size(); ++k) {
     const auto& ring = rings[k];
+    JoinWindows joined(x, ring, k);
     std::vector<int> received(static_cast<std::size_t>(n), -1);  // by ring position
+    std::vector<int> sent(static_cast<std::size_t>(n), -1);      // by ring position: its previous step
     for (int step = 0; step < steps; ++step) {
-      std::vector<int> sent(static_cast<std::size_t>(n));
+      std::vector<int> now(static_cast<std::size_t>(n));
       for (int pos = 0; pos < n; ++pos) {
-        const int r = ring[static_cast<std::size_t>(pos)];
+        const auto p = static_cast<std::size_t>(pos);
+        const int r = ring[p];
         const int next = ring[static_cast<std::size_t>((pos + 1) % n)];
-        std::vector<int> deps{step == 0 ? x.start[static_cast<std::size_t>(r)] : received[static_cast<std::size_t>(pos)]};
-        sent[static_cast<std::size_t>(pos)] =
-            x.transfer(x.device(r), x.device(next), step_chunks[static_cast<std::size_t>(step)],
-                       fmt::format("ring {} step {}", k, step + 1), std::move(deps));
+        std::vector<int> deps;
+        if (step == 0) {
+          deps = {x.start[static_cast<std::size_t>(r)], x.start[static_cast<std::size_t>(next)]};
+        } else {
+          deps = {received[p], sent[p]};
+          // Real step s carries the data of the s ranks before this one; the chain of received
+          // chunks only reaches `step` ranks back.
+          const int back = last_real_step[static_cast<std::size_t>(step)];
+          if (back > step)
+            deps.push_back(joined.window(pos, back + 1));
+        }
+        now[p] = x.transfer(x.device(r), x.device(next), step_chunks[static_cast<std::size_t>(step)],
+                            fmt::format("ring {} step {}", k, step + 1), std::move(deps));
       }
-      for (int pos = 0; pos < n; ++pos)
-        received[static_cast<std::size_t>((pos + 1) % n)] = sent[static_cast<std::size_t>(pos)];
+      for (int pos = 0; pos < n; ++pos) {
+        received[static_cast<std::size_t>((pos + 1) % n)] = now[static_cast<std::size_t>(pos)];
+        sent[static_cast<std::size_t>(pos)] = now[static_cast<std::size_t>(pos)];
+      }
     }
-    for (int pos = 0; pos < n; ++pos)
-      finals[static_cast<std::size_t>(ring[static_cast<std::size_t>(pos)])].push_back(received[static_cast<std::size_t>(pos)]);
+    // A rank is done when its own last send is out and its last chunk has arrived.
+    for (int pos = 0; pos < n; ++pos) {
+      auto& f = finals[static_cast<std::size_t>(ring[static_cast<std::size_t>(pos)])];
+      f.push_back(received[static_cast<std::size_t>(pos)]);
+      f.push_back(sent[static_cast<std::size_t>(pos)]);
+    }
   }
   std::vector<int> done(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
-    done[static_cast<std::size_t>(r)] = finals[static_cast<std::size_t>(r)].size() == 1
-                                            ? finals[static_cast<std::size_t>(r)][0]
-                                            : x.join(r, finals[static_cast<std::size_t>(r)], "done");
+    done[static_cast<std::size_t>(r)] = x.join(r, finals[static_cast<std::size_t>(r)], "done");
   return done;
 }
 

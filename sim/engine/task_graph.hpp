@@ -26,6 +26,9 @@ struct Task {
   double rate_cap = 0;
   bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
                              ///< per-hop latency already includes them, as NCCL's does)
+  /// Transfer of a collective: the task after which its sending rank had joined the collective
+  /// (its start-up); the causality check verifies that no such transfer starts earlier (-1: none).
+  int sender_joined = -1;
   int iteration = 0;       ///< training iteration it belongs to
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
   std::vector<int> after;  ///< tasks that must finish before this one starts

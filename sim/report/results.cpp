@@ -62,7 +62,13 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
     mean_total += sum / static_cast<double>(plan.ranks.size());
   }
   r.straggler_wait_s = std::max(0.0, (slowest_total - mean_total) / measured);
-  r.exposed_comm_time_s = std::max(0.0, r.iteration_time_s - r.compute_time_s - r.straggler_wait_s);
+  // The DataLoader supplies a batch every input_seconds_per_iteration: the GPUs wait for it at least
+  // its excess over their own work; what is left of the idle time is communication nothing hid.
+  const double idle = std::max(0.0, r.iteration_time_s - r.compute_time_s - r.straggler_wait_s);
+  r.input_time_s = plan.input_seconds_per_iteration;
+  r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
+  r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
+  r.exposed_comm_time_s = idle - r.input_wait_s;
 
   r.samples_per_iteration = plan.samples_per_iteration;
   r.single_gpu_iteration_s = plan.single_gpu_iteration_s;

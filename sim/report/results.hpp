@@ -36,7 +36,10 @@ struct RunResult {
   double compute_time_s = 0;
   double comm_time_s = 0;        ///< time with at least one transfer in flight
   double straggler_wait_s = 0;   ///< slowest GPU's compute minus the mean (jitter, imbalance)
-  double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait
+  double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait - input wait
+  double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
+  double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
+  bool input_bound = false;      ///< the DataLoader sets the pace
   double setup_time_s = 0;       ///< one-off (parameter broadcast)
 
   // Scaling and totals.

@@ -70,6 +70,11 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
+  if (r.input_time_s > 0)
+    line(fmt::format("  waiting for input        {:>12.6f} s   (the DataLoader needs {:.6f} s per batch{})", r.input_wait_s,
+                     r.input_time_s,
+                     r.input_bound ? fmt::format("; INPUT-BOUND: {:.0f}% of the iteration", 100 * r.input_wait_s / r.iteration_time_s)
+                                   : ""));
   line("");
   line("Throughput and scaling");
   line(fmt::format("  throughput               {:>12.1f} samples/s   (one GPU: {:.1f} samples/s)", r.throughput_samples_per_s,

@@ -112,7 +112,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times =
       layer_times(model, scenario, topology.gpu, batch, scenario.strategy_options().number_or("half_efficiency_samples", 0));
-  const LoaderSpec loader = parse_loader(scenario, model);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
   std::vector<LoaderLane> lanes;
   for (std::size_t r = 0; r < n; ++r) {
     const int cpu = host_cpu_of(topology, plan.ranks[r]);
@@ -161,13 +161,14 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
           ready[r] = {bc.done[r]};
       }
       for (std::size_t r = 0; r < n; ++r) {  // each process loads and copies its own batch
-        const int loaded = lanes[r].load(g, batch);
+        const int loaded = lanes[r].load(g, batch, ready[r]);
         if (loaded < 0)
           continue;
         std::vector<int> after = ready[r];
         after.push_back(loaded);
-        ready[r] = {add_input_copy(g, topology, loader, plan.ranks[r], batch, after,
-                                   fmt::format("input batch host -> rank {}", r))};
+        const int copy = add_input_copy(g, topology, loader, plan.ranks[r], batch, after,
+                                        fmt::format("input batch host -> rank {}", r));
+        ready[r] = copy >= 0 ? std::vector<int>{copy} : after;
       }
       std::vector<Backward> bwd(n);
       for (std::size_t r = 0; r < n; ++r) {
@@ -225,9 +226,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     plan.memory.push_back(m);
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-  if (loader.enabled)
-    plan.notes.push_back(fmt::format("input: one DataLoader per process, {} workers x {} ms per sample, copied host -> GPU",
-                                     loader.workers, loader.per_sample_s * 1e3));
+  plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
+  plan.input_seconds_per_iteration = loader.batch_seconds(batch) * opt.gradient_accumulation;
   if (copies.total_s() > 0)
     plan.notes.push_back(fmt::format("DDP bucket copies: gradients -> buckets (with the 1/{} scaling) during backward and "
                                      "back after the AllReduce, {:.2f} ms per iteration at {:.0f}% of {:.0f} GB/s",

@@ -18,11 +18,15 @@ namespace dtsim {
 
 DpOptions parse_dp_options(const JsonReader& strategy)
 {
-  strategy.reject_unknown({"kind", "launch_overhead_us_per_layer", "coalesce_mb", "half_efficiency_samples"});
+  strategy.reject_unknown({"kind", "launch_overhead_us_per_layer", "replicate_us_per_module", "coalesce_mb",
+                           "half_efficiency_samples"});
   DpOptions o;
   o.launch_overhead_us_per_layer = strategy.number_or("launch_overhead_us_per_layer", o.launch_overhead_us_per_layer);
   if (o.launch_overhead_us_per_layer < 0)
     strategy.at("launch_overhead_us_per_layer").fail("expected a non-negative number of microseconds");
+  o.replicate_us_per_module = strategy.number_or("replicate_us_per_module", o.replicate_us_per_module);
+  if (o.replicate_us_per_module < 0)
+    strategy.at("replicate_us_per_module").fail("expected a non-negative number of microseconds");
   o.coalesce_mb = strategy.positive_or("coalesce_mb", o.coalesce_mb);
   return o;
 }
@@ -76,7 +80,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   const int gpu0 = plan.ranks[0];
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times = layer_times(model, scenario, topology.gpu, batch, half_eff);
-  const LoaderSpec loader = parse_loader(scenario, model);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, 1);  // one process
   const MemoryRules mem = memory_rules(scenario);
   const double param_elem = mem.weight_bytes >= 6 ? 2.0 : 4.0;  // the weights the replicas use
   const double param_bytes = static_cast<double>(model.params()) * param_elem + static_cast<double>(model.buffer_elems()) * 4.0;
@@ -85,6 +89,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   const double in_bytes = loader.input_bytes_per_sample * batch;
   const double chunk = opt.coalesce_mb * kMiB;
   const double launch_s = opt.launch_overhead_us_per_layer * 1e-6 * static_cast<double>(model.layers.size());
+  const double replicate_s = opt.replicate_us_per_module * 1e-6 * static_cast<double>(model.layers.size());
 
   plan.compute_per_iteration_s = times.step();
   plan.single_gpu_iteration_s = times.step();
@@ -105,7 +110,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   int prev_opt = plan.setup_end;
   for (int it = 0; it < iterations; ++it) {
     g.set_iteration(it);
-    const int loaded = lane.load(g, batch * static_cast<double>(n));
+    const int loaded = lane.load(g, batch * static_cast<double>(n), {prev_opt});
     std::vector<int> after_prev{prev_opt};
     if (loaded >= 0)
       after_prev.push_back(loaded);
@@ -125,7 +130,13 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       replica_ready = add_coalesced(g, topology, CollectiveOp::Broadcast, plan.ranks, param_bytes, chunk, start,
                                     "replicate", "replicate", collectives);
     }
-    int python = -1;  // the Python lane: forward launches of every replica, one thread at a time (GIL)
+    // The Python lane (GIL): replicate() copies every module for every replica, then the forward
+    // launches of every replica run one thread at a time.
+    int python = -1;
+    if (n > 1 && replicate_s > 0)
+      python = g.add_delay(gpu0, replicate_s * static_cast<double>(n - 1),
+                           fmt::format("replicate modules for {} replicas (Python, GIL)", n - 1), "launch",
+                           deps(replica_ready));
     std::vector<int> fwd_end(n);
     for (std::size_t r = 0; r < n; ++r) {
       const int dev = plan.ranks[r];
@@ -183,12 +194,11 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
                                    describe_compute_source(scenario)));
   plan.notes.push_back(fmt::format(
       "DataParallel: GPU0 scatters inputs, replicates {:.1f} MiB of parameters+buffers and reduces {:.1f} MiB of "
-      "gradients every iteration ({} MiB chunks); forward launches {:.0f} us per layer per replica through one Python "
-      "thread (GIL)",
-      param_bytes / kMiB, grad_bytes / kMiB, opt.coalesce_mb, opt.launch_overhead_us_per_layer));
-  if (loader.enabled)
-    plan.notes.push_back(fmt::format("input: one DataLoader, {} workers x {} ms per sample, feeding all {} GPUs via GPU0",
-                                     loader.workers, loader.per_sample_s * 1e3, n));
+      "gradients every iteration ({} MiB chunks); Python (one thread at a time, GIL): replicate {:.0f} us per module per "
+      "replica, forward launches {:.0f} us per layer per replica",
+      param_bytes / kMiB, grad_bytes / kMiB, opt.coalesce_mb, opt.replicate_us_per_module, opt.launch_overhead_us_per_layer));
+  plan.notes.push_back(loader.describe() + fmt::format(" (one DataLoader for all {} GPUs, through GPU0)", n));
+  plan.input_seconds_per_iteration = loader.batch_seconds(batch * static_cast<double>(n));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
   plan.notes.push_back("loss and optimizer step take no time of their own (folded into the measured step)");
   return plan;

@@ -21,6 +21,11 @@ struct DpOptions {
   /// Python + dispatcher cost of launching one layer's forward kernels, per replica (PyTorch eager
   /// overhead is of the order of 10 us per operator; a layer is 1-3 operators). Assumption.
   double launch_overhead_us_per_layer = 20;
+  /// Python cost of replicate() per module per replica: module._replicate_for_data_parallel()
+  /// (object __new__ and copies of its __dict__, _parameters, _buffers, _modules) and the setattr
+  /// of each broadcast parameter (torch/nn/parallel/replicate.py); a few CPython attribute and
+  /// dict operations of about 1-2 us each. Assumption, on the same Python lane (GIL).
+  double replicate_us_per_module = 10;
   double coalesce_mb = 10;  ///< broadcast_coalesced / reduce_add_coalesced buffer_size (10 MiB)
 };
 

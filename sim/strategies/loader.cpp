@@ -1,22 +1,107 @@
 #include "sim/strategies/loader.hpp"
 
+#include "sim/util/data_paths.hpp"
+#include "sim/util/json_reader.hpp"
+
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
 
 namespace dtsim {
 
-LoaderSpec parse_loader(const Scenario& scenario, const Model& model)
+namespace {
+
+/// The dataset kind a model is trained on by default: the kind whose file lists the model.
+std::string default_dataset(const Model& model)
+{
+  for (const auto& kind : data_names("models/datasets")) {
+    const std::string path = data_file("models/datasets", kind);
+    const nlohmann::json doc = load_json_file(path);
+    const JsonReader r(doc, path);
+    if (auto models = r.find("models"))
+      for (const auto& m : models->items())
+        if (m.as_string() == model.name)
+          return kind;
+  }
+  return "synthetic";
+}
+
+}  // namespace
+
+LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node)
 {
   LoaderSpec s;
-  s.input_bytes_per_sample = model.input_elems * 4.0;
-  const auto r = scenario.reader().at("training").find("loader");
-  if (!r)
-    return s;
-  r->reject_unknown({"workers", "per_sample_ms", "input_bytes_per_sample"});
   s.enabled = true;
-  s.workers = static_cast<int>(r->at("workers").as_positive_int());
-  s.per_sample_s = r->at("per_sample_ms").as_non_negative() * 1e-3;
-  s.input_bytes_per_sample = r->positive_or("input_bytes_per_sample", s.input_bytes_per_sample);
+  s.processes_per_node = std::max(1, processes_per_node);
+  const auto given = scenario.reader().at("training").find("loader");
+  if (given)
+    given->reject_unknown({"dataset", "workers", "per_sample_ms", "input_bytes_per_sample"});
+  s.dataset = default_dataset(model);
+  if (given && given->has("dataset")) {
+    const auto r = given->at("dataset");
+    s.dataset = r.as_choice(data_names("models/datasets"));
+  }
+  const std::string path = data_file("models/datasets", s.dataset);
+  const nlohmann::json doc = load_json_file(path);
+  const JsonReader kind(doc, path);
+  s.per_sample_s = kind.at("per_sample_ms").as_non_negative() * 1e-3;
+  if (auto per_elem = kind.find("input_bytes_per_sample_per_input_elem"))
+    s.input_bytes_per_sample = per_elem->as_non_negative() * model.input_elems;
+  else
+    s.input_bytes_per_sample = kind.at("input_bytes_per_sample").as_non_negative();
+
+  // The node's cores, shared by every process's main thread and workers.
+  const Topology::Host& host = topology.host;
+  const double capacity = host.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
+  const double for_workers = host.cores > 0 ? std::max(0.0, capacity - s.processes_per_node) : 0.0;
+  if (given && given->has("workers")) {
+    const auto w = given->at("workers");
+    const auto v = w.as_int();
+    if (v < 0 || v > 4096)
+      w.fail(fmt::format("expected a number of DataLoader worker processes from 0 to 4096, got {}", v));
+    s.workers = static_cast<int>(v);
+  } else {
+    // Not given: a process gets one worker per host core left to it (8 when the host is unknown,
+    // a common choice in PyTorch's reference scripts).
+    s.workers_assumed = true;
+    s.workers = host.cores > 0 ? std::max(1, host.cores / s.processes_per_node - 1) : 8;
+  }
+  if (given && given->has("per_sample_ms")) {
+    s.per_sample_s = given->at("per_sample_ms").as_non_negative() * 1e-3;
+    s.per_sample_given = true;
+  }
+  if (given && given->has("input_bytes_per_sample"))
+    s.input_bytes_per_sample = given->at("input_bytes_per_sample").as_non_negative();
+  const double demand = static_cast<double>(s.workers) * s.processes_per_node;
+  if (host.cores > 0 && demand > 0)
+    s.cpu_share = std::min(1.0, for_workers / demand);
+  s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
   return s;
+}
+
+std::string LoaderSpec::describe() const
+{
+  if (!enabled)
+    return fmt::format("input: {} (no loading, no host-to-device copy)", dataset);
+  std::string who = workers == 0 ? "loaded by the main process between steps (workers 0)"
+                                 : fmt::format("{} DataLoader workers per process{}", workers,
+                                               workers_assumed ? " (assumed: one per host core left; set training.loader.workers)" : "");
+  std::string share = cpu_share < 1 ? fmt::format(", each worker gets {:.0f}% of a core ({} processes per node share the host)",
+                                                  100 * cpu_share, processes_per_node)
+                                    : "";
+  return fmt::format("input: {}, {} ms of CPU per sample{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
+                     per_sample_s * 1e3, per_sample_given ? " (given)" : " (dataset default)", who, share,
+                     input_bytes_per_sample / 1e3);
+}
+
+int processes_per_node(const Topology& topology, const std::vector<int>& ranks)
+{
+  std::map<int, int> per_node;
+  int most = 1;
+  for (int r : ranks)
+    most = std::max(most, ++per_node[topology.device(r).node]);
+  return most;
 }
 
 int host_cpu_of(const Topology& topology, int gpu)
@@ -36,23 +121,26 @@ int host_cpu_of(const Topology& topology, int gpu)
   return best;
 }
 
-int LoaderLane::load(TaskGraph& graph, double samples)
+int LoaderLane::load(TaskGraph& graph, double samples, const std::vector<int>& main_process_free)
 {
-  if (!spec_.enabled)
+  if (!spec_.enabled || !(spec_.per_sample_s > 0))
     return -1;
   std::vector<int> after;
   if (last_ >= 0)
     after.push_back(last_);
+  if (spec_.workers == 0)
+    after.insert(after.end(), main_process_free.begin(), main_process_free.end());
   last_ = graph.add_delay(device_, spec_.batch_seconds(samples),
-                          fmt::format("load {:.0f} samples ({} workers, {})", samples, spec_.workers, who_), "load",
-                          std::move(after));
+                          fmt::format("load {:.0f} samples ({}, {})", samples,
+                                      spec_.workers == 0 ? "main process" : fmt::format("{} workers", spec_.workers), who_),
+                          "load", std::move(after));
   return last_;
 }
 
 int add_input_copy(TaskGraph& graph, const Topology& topology, const LoaderSpec& spec, int gpu, double samples,
                    std::vector<int> after, const std::string& name)
 {
-  if (!spec.enabled)
+  if (!spec.enabled || !(spec.input_bytes_per_sample > 0))
     return -1;
   const int cpu = host_cpu_of(topology, gpu);
   if (cpu < 0)

@@ -112,7 +112,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                          sc[static_cast<std::size_t>(s)].params / T * grad_elem});
 
   TaskGraph& g = plan.graph;
-  const LoaderSpec loader = parse_loader(scenario, model);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
   std::vector<LoaderLane> lanes;
   for (int d = 0; d < D; ++d) {
     const int cpu = host_cpu_of(topology, dev(d, 0, 0));
@@ -131,10 +131,15 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       // arrived[s][i][t]: the transfer that brought micro-batch i's input (forward) / gradient (backward).
       std::vector<std::vector<std::vector<int>>> fwd_in(P, std::vector<std::vector<int>>(M, std::vector<int>(T, -1)));
       auto bwd_in = fwd_in;
-      const int loaded = lanes[static_cast<std::size_t>(d)].load(g, batch);
-      for (int t = 0; t < T && loaded >= 0; ++t) {
-        const int copy = add_input_copy(g, topology, loader, dev(d, 0, t), batch, {loaded, last[idx(d, 0, t)]},
-                                        fmt::format("input batch host -> replica {}", d));
+      const int loaded = lanes[static_cast<std::size_t>(d)].load(g, batch, {last[idx(d, 0, 0)]});
+      for (int t = 0; t < T; ++t) {
+        std::vector<int> after{last[idx(d, 0, t)]};
+        if (loaded >= 0)
+          after.push_back(loaded);
+        int copy = add_input_copy(g, topology, loader, dev(d, 0, t), batch, after,
+                                  fmt::format("input batch host -> replica {}", d));
+        if (copy < 0)
+          copy = loaded;
         for (int i = 0; i < M; ++i)
           fwd_in[0][static_cast<std::size_t>(i)][static_cast<std::size_t>(t)] = copy;
       }

@@ -94,6 +94,12 @@ public:
   /// PCIe peer-to-peer between GPUs. When false, a transfer from a GPU to another GPU or to a NIC
   /// that does not use NVLink is staged through host memory: GPU -> its CPU socket -> destination.
   bool pcie_p2p = true;
+  /// The CPUs of one node, which run the training processes and their DataLoader workers.
+  struct Host {
+    std::string cpu;           ///< e.g. "2 x Xeon E5-2698 v4"
+    int cores = 0;             ///< physical cores per node (0: not given)
+    int threads_per_core = 1;  ///< SMT threads per core
+  } host;
 
 private:
   std::vector<Device> devices_;

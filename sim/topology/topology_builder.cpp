@@ -107,6 +107,7 @@ Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
   t.gpus_per_node = spec.gpus_per_node;
   t.gpu_forwarding = spec.gpu_forwarding;
   t.pcie_p2p = spec.p2p;
+  t.host = {spec.host_cpu, spec.host_cores, spec.host_threads_per_core};
   for (int n = 0; n < spec.nodes; ++n)
     add_node(t, spec, n);
   add_fabric(t, spec);

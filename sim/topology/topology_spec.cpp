@@ -13,7 +13,7 @@ namespace dtsim {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"base", "name", "description", "notes", "nodes", "gpus_per_node",
-                                           "gpu", "gpu_forwarding", "intra_node", "nic", "fabric",
+                                           "gpu", "gpu_forwarding", "intra_node", "nic", "fabric", "host",
                                            "calibration"};  // read by calibration/calibration_apply.cpp
 const std::vector<std::string> kIntraKeys = {
     "kind", "nvlink_lane_gbytes", "nvlink_lanes_per_gpu", "nvlink_latency_us", "max_gpus", "nvlink_pairs",
@@ -21,6 +21,7 @@ const std::vector<std::string> kIntraKeys = {
     "cpu_interconnect"};
 const std::vector<std::string> kCpuLinkKeys = {"gbytes", "latency_us"};
 const std::vector<std::string> kNicKeys = {"count_per_node", "gbps", "latency_us", "pcie_gen"};
+const std::vector<std::string> kHostKeys = {"cpu", "cores", "threads_per_core"};
 const std::vector<std::string> kFabricKeys = {"kind", "latency_us", "nics_per_leaf", "oversubscription"};
 
 void check_member_names(const LayeredJson& layers)
@@ -35,6 +36,8 @@ void check_member_names(const LayeredJson& layers)
     obj.reject_unknown(kNicKeys);
   for (const auto& obj : layers.objects_at({"fabric"}))
     obj.reject_unknown(kFabricKeys);
+  for (const auto& obj : layers.objects_at({"host"}))
+    obj.reject_unknown(kHostKeys);
 }
 
 int positive_int(const JsonReader& r)
@@ -178,6 +181,18 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   if (s.cpu_sockets > 1) {
     s.cpu_link_bandwidth = gbytes(layers.at({"intra_node", "cpu_interconnect", "gbytes"}));
     s.cpu_link_latency = us(layers.at({"intra_node", "cpu_interconnect", "latency_us"}));
+  }
+
+  // The host's CPU cores, shared by the DataLoader workers and the training processes.
+  if (auto cores = layers.find({"host", "cores"})) {
+    s.host_cores = positive_int(*cores);
+    if (auto cpu = layers.find({"host", "cpu"}))
+      s.host_cpu = cpu->as_string();
+    if (auto tpc = layers.find({"host", "threads_per_core"})) {
+      s.host_threads_per_core = positive_int(*tpc);
+      if (s.host_threads_per_core > 8)
+        tpc->fail(fmt::format("expected 1 to 8 hardware threads per core, got {}", s.host_threads_per_core));
+    }
   }
 
   // NICs and the network between nodes.

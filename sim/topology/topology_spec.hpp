@@ -52,6 +52,10 @@ struct TopologySpec {
   double cpu_link_bandwidth = 0;     ///< socket interconnect, bytes/s per direction
   double cpu_link_latency = 0;
 
+  int host_cores = 0;                ///< physical CPU cores per node (0: not given)
+  int host_threads_per_core = 1;     ///< SMT (Hyper-Threading) threads per core
+  std::string host_cpu;              ///< e.g. "2 x Xeon E5-2698 v4"
+
   int nics_per_node = 0;
   double nic_bandwidth = 0;          ///< bytes/s per direction
   double nic_latency = 0;

@@ -16,7 +16,7 @@ nlohmann::json scenario(const std::string& kind, int gpus, const std::string& mo
           {"model", model},
           {"training",
            {{"dataset_samples", 1281167}, {"batch_per_gpu", 64}, {"epochs", 1}, {"precision", "fp32"},
-            {"compute", {{"single_gpu_throughput", 360}}}}},
+            {"compute", {{"single_gpu_throughput", 360}}}, {"loader", {{"dataset", "synthetic"}}}}},
           {"strategy", {{"kind", kind}}},
           {"gpus", gpus},
           {"simulation", {{"iterations", 3}, {"warmup", 1}}}};

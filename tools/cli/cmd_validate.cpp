@@ -1,7 +1,9 @@
 // dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P]
+// dtsim validate RUNS.csv: measured training runs against predictions (sim/predict/training_runs.hpp)
 // nccl-tests logs (under the NCCL_ALGO / NCCL_PROTO their header records, or --algo / --proto): row by row, measured and predicted time and busbw with the error, then the
 // median |error| for sizes >= 1 MiB and below. Bandwidth logs (p2p matrices): each measured GPU
 // pair beside the bandwidth of its route in the topology, and the median |error|.
+#include "sim/predict/training_runs.hpp"
 #include "tools/cli/command.hpp"
 
 #include "calibration/bandwidth_validate.hpp"
@@ -31,14 +33,21 @@ void add_validate_command(CLI::App& app, Action& action)
 {
   auto args = std::make_shared<ValidateArgs>();
   auto* cmd = app.add_subcommand("validate", "Compare a measured nccl-tests log or GPU-to-GPU bandwidth matrix with dtsim's prediction");
-  cmd->add_option("log", args->log, "nccl-tests output (all_reduce_perf, ...)")->required();
-  cmd->add_option("--topology", args->topology, "preset name or topology .json file")->required();
+  cmd->add_option("log", args->log, "nccl-tests output (all_reduce_perf, ...), bandwidth log, or a .csv of measured training runs")->required();
+  cmd->add_option("--topology", args->topology, "preset name or topology .json file (for nccl-tests and bandwidth logs)");
   cmd->add_option("--nodes", args->nodes, "number of nodes");
   cmd->add_option("--calibration", args->calibration, "calibration .json");
   cmd->add_option("--algo", args->algo, "NCCL_ALGO of the measured run, when the log does not say it");
   cmd->add_option("--proto", args->proto, "NCCL_PROTO of the measured run, when the log does not say it");
   cmd->callback([&action, args] {
     action = [args] {
+      if (args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0 && args->topology.empty()) {
+        fmt::print("# measured training runs: {}\n", args->log);
+        fmt::print("{}", format_training_runs(validate_training_runs(args->log)));
+        return 0;
+      }
+      if (args->topology.empty())
+        throw InputError("command line", "", "--topology is required to validate an nccl-tests or bandwidth log");
       CollectiveOptions options;
       const NcclEnv overrides = nccl_env_of(args->algo, args->proto);
       nccl_filter_from_env(overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's

@@ -1,0 +1,42 @@
+// Validation of training predictions against measured runs: the training counterpart of
+// validating nccl-tests logs. A CSV names, per row, the machine, model, batch, strategy, loader and
+// compute calibration of a measured run, and its measured throughput (samples/s) or time (s, for
+// the same work as its baseline). Each row is predicted with `predict`; a row with a baseline is
+// judged on its ratio to that baseline (a speedup over 1 GPU, a DataParallel / DDP time ratio),
+// so that the compute calibration cancels and what is judged is the parallel model.
+//
+// Columns (header line required, in any order; blank cells take the default):
+//   id, baseline       row name; the id of the row it is compared to (blank: a baseline)
+//   cluster            topology preset, or a topology .json path relative to the CSV
+//   gpu, host_cores    overrides of the cluster's GPU kind and CPU cores per node
+//   nodes, gpus, model, precision, batch_per_gpu, strategy (single|ddp|dp)
+//   loader_workers     as the run's script states it (blank: not stated, dtsim's assumption)
+//   dataset            models/datasets kind (blank: the model's default)
+//   compute            throughput=SAMPLES_PER_S (one GPU, measured) | efficiency=F | step_time=S
+//   measured, unit     the measured figure and "samples/s" or "s"
+//   source             where the measurement was published
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct TrainingRun {
+  std::string id, baseline, source;
+  double measured_rate = 0;   ///< samples/s, or 1/s for a time
+  double predicted_rate = 0;  ///< samples/s
+  double measured_ratio = 0;  ///< rate / baseline's rate (0: a baseline)
+  double predicted_ratio = 0;
+  double error = 0;           ///< predicted_ratio / measured_ratio - 1
+  bool input_bound = false;
+  std::string summary;        ///< strategy, GPUs, model, precision
+};
+
+/// Reads and predicts every row. Throws InputError naming the file, row and column for bad input.
+std::vector<TrainingRun> validate_training_runs(const std::string& csv_path);
+
+/// The table: per row measured and predicted ratio and error; median and worst |error|.
+std::string format_training_runs(const std::vector<TrainingRun>& runs);
+
+}  // namespace dtsim
