@@ -144,8 +144,8 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
   for (const auto& [node, idx] : node_index) {
     (void)idx;
     int sw = -1;
-    for (int d : t.devices_of_kind(DeviceKind::NvSwitch))
-      if (t.device(d).node == node) {
+    for (int d : t.devices_of_node(node))
+      if (t.device(d).kind == DeviceKind::NvSwitch) {
         sw = d;
         break;
       }

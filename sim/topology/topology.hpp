@@ -7,6 +7,7 @@
 #include "sim/topology/gpu_spec.hpp"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,8 @@ public:
   std::vector<int> links_between(int a, int b) const;
   /// Link indices attached to a device.
   std::vector<int> links_of(int device) const;
+  /// Device indices of the devices of `node` (any kind), in insertion order.
+  std::vector<int> devices_of_node(int node) const;
 
   std::string name;          ///< preset or file it came from
   GpuSpec gpu;               ///< every GPU of the cluster is of this kind
@@ -106,6 +109,14 @@ private:
   std::vector<Link> links_;
   std::vector<int> gpus_;
   std::map<std::string, int> by_name_;
+  /// Adjacency and per-node / per-kind device lists, built on first use after a change, so that
+  /// the accessors above cost what they return, not a scan of every device or link.
+  struct Index;
+  mutable std::shared_ptr<const Index> index_;
+  const Index& index() const;
+  /// The routing graph (Boost.Graph), built once per change of the machine, shared by all sources.
+  struct RoutingGraph;
+  mutable std::shared_ptr<const RoutingGraph> routing_graph_;
   mutable std::map<std::pair<int, int>, Route> route_cache_;
   /// Per route source: the hop by which Dijkstra reached each device (link -1: not reached).
   mutable std::map<int, std::vector<Hop>> arrivals_;

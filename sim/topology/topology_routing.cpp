@@ -40,12 +40,12 @@ struct Arc {
   int link = -1;
   bool forward = true;
 };
-using RoutingGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, Arc>;
-using ArcDesc = boost::graph_traits<RoutingGraph>::edge_descriptor;
+using ArcGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, Arc>;
+using ArcDesc = boost::graph_traits<ArcGraph>::edge_descriptor;
 
 /// Keeps an arc unless it leaves a GPU other than the route's source (GPUs do not relay).
 struct NoGpuTransit {
-  const RoutingGraph* graph = nullptr;
+  const ArcGraph* graph = nullptr;
   const std::vector<Device>* devices = nullptr;
   std::size_t source = 0;
   bool forwarding = false;
@@ -69,8 +69,14 @@ struct ArrivalRecorder : boost::default_dijkstra_visitor {
 
 }  // namespace
 
+struct Topology::RoutingGraph {
+  ArcGraph arcs;
+};
+
 void Topology::reset_routes() const
 {
+  index_.reset();
+  routing_graph_.reset();
   route_cache_.clear();
   arrivals_.clear();
   cached_forwarding_ = gpu_forwarding;
@@ -82,16 +88,21 @@ const std::vector<Hop>& Topology::arrivals_from(int from) const
   if (auto it = arrivals_.find(from); it != arrivals_.end())
     return it->second;
   const std::size_t n = devices_.size();
-  RoutingGraph graph(n);
-  for (std::size_t i = 0; i < links_.size(); ++i) {
-    const Link& l = links_[i];
-    const double cost = 1.0 + (l.bandwidth > 0 ? 1e7 / l.bandwidth : 1e9);
-    const auto a = static_cast<std::size_t>(l.a), b = static_cast<std::size_t>(l.b);
-    boost::add_edge(a, b, Arc{cost, static_cast<int>(i), true}, graph);
-    boost::add_edge(b, a, Arc{cost, static_cast<int>(i), false}, graph);
+  if (!routing_graph_) {  // the same arcs for every source: built once per change of the machine
+    auto built = std::make_shared<RoutingGraph>();
+    built->arcs = ArcGraph(n);
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      const Link& l = links_[i];
+      const double cost = 1.0 + (l.bandwidth > 0 ? 1e7 / l.bandwidth : 1e9);
+      const auto a = static_cast<std::size_t>(l.a), b = static_cast<std::size_t>(l.b);
+      boost::add_edge(a, b, Arc{cost, static_cast<int>(i), true}, built->arcs);
+      boost::add_edge(b, a, Arc{cost, static_cast<int>(i), false}, built->arcs);
+    }
+    routing_graph_ = std::move(built);
   }
+  const ArcGraph& graph = routing_graph_->arcs;
   NoGpuTransit keep{&graph, &devices_, static_cast<std::size_t>(from), gpu_forwarding};
-  boost::filtered_graph<RoutingGraph, NoGpuTransit> view(graph, keep);
+  boost::filtered_graph<ArcGraph, NoGpuTransit> view(graph, keep);
 
   std::vector<Hop> arrivals(n, Hop{-1, true});
   std::vector<double> distance(n, std::numeric_limits<double>::infinity());
