@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 2 bad input (file, JSON pointer, what was expected), 1 internal error.
 
 #include "tools/cli/command.hpp"
+#include "tools/cli/html_options.hpp"
 
 #include "sim/util/input_error.hpp"
 
@@ -24,6 +25,8 @@ int main(int argc, char** argv)
   dtsim::cli::add_calibrate_command(app, action);
   dtsim::cli::add_validate_command(app, action);
   dtsim::cli::add_explain_command(app, action);
+  dtsim::cli::add_report_command(app, action);
+  dtsim::cli::set_command_line(argc, argv);
 
   try {
     app.parse(argc, argv);
