@@ -41,7 +41,7 @@ public:
       return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double eta = finished ? elapsed / static_cast<double>(finished) * static_cast<double>(total_ - finished) : 0;
-    fmt::print(stderr, "\rdtsim sweep: {}/{} points done, {:.0f} s elapsed, ETA {:.0f} s   ", finished, total_, elapsed, eta);
+    fmt::print(stderr, "\rdtsim: {}/{} points done, {:.0f} s elapsed, ETA {:.0f} s   ", finished, total_, elapsed, eta);
     if (finished == total_)
       fmt::print(stderr, "\n");
   }
@@ -65,11 +65,19 @@ std::string read_all(const std::filesystem::path& p)
 std::vector<PointOutcome> run_points(const std::string& scenario, const std::vector<std::vector<Override>>& points,
                                      int jobs)
 {
+  std::vector<PointJob> all;
+  for (const auto& o : points)
+    all.push_back({scenario, o});
+  return run_points(all, jobs);
+}
+
+std::vector<PointOutcome> run_points(const std::vector<PointJob>& points, int jobs)
+{
   std::vector<PointOutcome> out(points.size());
   Progress progress(points.size());
   if (jobs <= 1 || points.size() <= 1) {
     for (std::size_t i = 0; i < points.size(); ++i) {
-      out[i] = run_point(scenario, points[i]);
+      out[i] = run_point(points[i].scenario, points[i].overrides);
       progress.done(i + 1);
     }
     return out;
@@ -89,7 +97,7 @@ std::vector<PointOutcome> run_points(const std::string& scenario, const std::vec
       if (pid < 0)
         throw std::runtime_error("fork failed");
       if (pid == 0) {
-        const PointOutcome o = run_point(scenario, points[next]);
+        const PointOutcome o = run_point(points[next].scenario, points[next].overrides);
         std::ofstream(dir / fmt::format("{}.json", next)) << (o.exit_code == 0 ? o.result.dump() : o.error);
         ::_exit(o.exit_code);
       }

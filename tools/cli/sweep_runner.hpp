@@ -20,6 +20,14 @@ struct PointOutcome {
 std::vector<PointOutcome> run_points(const std::string& scenario, const std::vector<std::vector<Override>>& points,
                                      int jobs);
 
+/// One scenario file and its overrides.
+struct PointJob {
+  std::string scenario;
+  std::vector<Override> overrides;
+};
+
+std::vector<PointOutcome> run_points(const std::vector<PointJob>& points, int jobs);
+
 /// GPU counts 1, 2, 4, ... below `gpus`, then `gpus` itself.
 std::vector<int> powers_of_two_up_to(int gpus);
 
