@@ -338,12 +338,14 @@ std::string sweep_section(const std::vector<std::string>& varied, const std::vec
   }
   out += "</div><table><tr>";
   for (const auto& f : varied)
-    out += "<th>" + escape(f) + "</th>";
+    if (f != "gpus")  // has its own column
+      out += "<th>" + escape(f) + "</th>";
   out += "<th>GPUs</th><th>iteration</th><th>exposed comm</th><th>samples/s</th><th>efficiency</th><th>total days</th></tr>";
   for (const auto& p : points) {
     out += "<tr>";
     for (const auto& f : varied)
-      out += "<td>" + escape(p.values.contains(f) ? value_text(p.values.at(f)) : "") + "</td>";
+      if (f != "gpus")
+        out += "<td>" + escape(p.values.contains(f) ? value_text(p.values.at(f)) : "") + "</td>";
     const auto& r = p.result;
     out += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.3f}</td></tr>",
                        r.value("gpus", 0), ms(r.value("iteration_time_s", 0.0)), ms(r.value("exposed_comm_time_s", 0.0)),

@@ -113,7 +113,9 @@ std::string line_chart(const LineChart& c)
   }
   if (!(ymax > c.y_min))
     ymax = c.y_min + 1;
-  const auto yt = ticks(c.y_min, ymax * 1.05);
+  auto yt = ticks(c.y_min, ymax * 1.05);
+  while (yt.size() >= 2 && yt.back() < ymax)  // the top tick covers the highest point
+    yt.push_back(yt.back() + (yt[1] - yt[0]));
   const double ytop = yt.back();
   const auto px = [&](double x) { return left + (fx(x) - xmin) / (xmax - xmin) * pw; };
   const auto py = [&](double y) { return top + ph - (y - c.y_min) / (ytop - c.y_min) * ph; };
