@@ -6,13 +6,17 @@ DTSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DTSIM_BUILD="${DTSIM_BUILD_DIR:-$DTSIM_ROOT/build}"
 DTSIM_PACKAGES=(cmake g++ make pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
                 libfmt-dev doctest-dev libcli11-dev)
+# Only tools/test needs these: a real browser renders the HTML report, GNU parallel runs an emitted sweep.
+DTSIM_TEST_PACKAGES=(chromium parallel)
 
+# dtsim_install_packages [PACKAGE...]: the missing ones of the given list (default DTSIM_PACKAGES).
 dtsim_install_packages() {
-  local installed pkg missing=()
+  local installed pkg missing=() wanted=("$@")
+  [ ${#wanted[@]} -eq 0 ] && wanted=("${DTSIM_PACKAGES[@]}")
   # One dpkg-query for all; packages dpkg has never heard of are simply not listed.
-  installed=$'\n'$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${DTSIM_PACKAGES[@]}" 2>/dev/null |
+  installed=$'\n'$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${wanted[@]}" 2>/dev/null |
                    awk '$2 == "installed" { print $1 }')$'\n'
-  for pkg in "${DTSIM_PACKAGES[@]}"; do
+  for pkg in "${wanted[@]}"; do
     [[ "$installed" == *$'\n'"$pkg"$'\n'* ]] || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -25,7 +25,18 @@ struct ExplainArgs {
   std::string precision = "fp32";
   int microbatches = 1;
   double throughput = 0;
+  bool json = false;
 };
+
+nlohmann::json rows_json(const std::vector<StepRow>& rows)
+{
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows)
+    out.push_back({{"category", r.category}, {"group", r.group}, {"who", r.who}, {"bytes", r.bytes},
+                   {"transfers", r.transfers}, {"links", r.links}, {"inter_gpu", r.inter_gpu}, {"start_s", r.start},
+                   {"duration_s", r.duration}});
+  return out;
+}
 
 nlohmann::json explain_scenario(const ExplainArgs& a)
 {
@@ -62,11 +73,26 @@ void add_explain_command(CLI::App& app, Action& action)
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--throughput", a->throughput,
                   "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)");
+  cmd->add_flag("--json", a->json, "Print the step table as JSON");
   cmd->callback([&action, a] {
     action = [a] {
       const Scenario s = parse_scenario(explain_scenario(*a), "explain");
       const Prediction p = predict(s);
       const StepTable table = build_step_table(p.topology, p.plan, p.spans, 1);
+      if (a->json) {
+        nlohmann::json per_gpu = nlohmann::json::array();
+        for (const auto& u : table.per_gpu)
+          per_gpu.push_back({{"device", u.device}, {"bytes_sent", u.bytes_sent}, {"bytes_received", u.bytes_received},
+                             {"busy_s", u.busy_s}, {"idle_s", u.idle_s}});
+        fmt::print("{}\n", nlohmann::json{{"strategy", a->strategy}, {"model", p.result.model}, {"topology", p.topology.name},
+                                          {"gpu", p.topology.gpu.name}, {"gpus", a->gpus}, {"batch_per_gpu", a->batch},
+                                          {"precision", a->precision}, {"iteration_s", table.iteration_s},
+                                          {"once", rows_json(table.once)}, {"steps", rows_json(table.steps)},
+                                          {"inter_gpu_steps", table.inter_gpu_steps},
+                                          {"inter_gpu_transfers", table.inter_gpu_transfers}, {"per_gpu", per_gpu}}
+                                .dump(2));
+        return 0;
+      }
       ExplainHeader h{a->strategy, p.result.model, p.topology.name, p.topology.gpu.name, a->gpus,
                       static_cast<double>(a->batch), a->precision};
       fmt::print("{}", format_step_table(h, table, p.plan));

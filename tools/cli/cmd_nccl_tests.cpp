@@ -5,6 +5,7 @@
 #include "tools/cli/command.hpp"
 
 #include "calibration/calibration_file.hpp"
+#include "calibration/nccl_tests_log.hpp"
 #include "sim/collectives/nccl_env.hpp"
 #include "sim/collectives/nccl_tests_sweep.hpp"
 #include "sim/util/input_error.hpp"
@@ -28,6 +29,7 @@ struct NcclTestsArgs {
   std::string algo, proto;
   int root = 0;
   int gpus_per_thread = 0;  ///< -g; 0: the usual run (usual_gpus_per_thread)
+  bool json = false;
 };
 
 std::uint64_t size_arg(const std::string& text, const char* flag)
@@ -75,6 +77,21 @@ int run(const NcclTestsArgs& a)
     throw InputError("command line", "", fmt::format("--root expects a rank in [0, {}]", n - 1));
   const auto points = simulate_nccl_tests_sweep(topology, *op, nccl_tests_sweep_sizes(lo, hi, a.factor), options, a.root);
 
+  if (a.json) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& p : points) {
+      const double algbw = p.time_us > 0 ? p.size.algbw_bytes / 1e9 / (p.time_us * 1e-6) : 0.0;
+      rows.push_back({{"bytes", p.size.bytes}, {"count", p.size.count}, {"time_us", p.time_us}, {"algbw_GBps", algbw},
+                      {"busbw_GBps", algbw * nccl_tests_busbw_factor(a.op, n)}, {"algorithm", p.algorithm},
+                      {"nccl_model_time_us", p.model_us}});
+    }
+    fmt::print("{}\n", nlohmann::json{{"simulated", true}, {"topology", topology.name}, {"nodes", topology.nodes},
+                                      {"gpu", topology.gpu.name}, {"op", a.op}, {"ranks", n},
+                                      {"gpus_per_thread", options.gpus_per_thread},
+                                      {"calibration", a.calibration}, {"nccl_algo", a.algo}, {"nccl_proto", a.proto},
+                                      {"rows", rows}}.dump(2));
+    return 0;
+  }
   NcclTestsTable table;
   table.op = a.op;
   table.ranks = n;
@@ -129,6 +146,7 @@ void add_nccl_tests_command(CLI::App& app, Action& action)
   cmd->add_option("-g,--ngpus", args->gpus_per_thread,
                   "GPUs per thread, as nccl-tests -g: each costs one kernel launch (default: all GPUs of one node, "
                   "1 across nodes as under mpirun)");
+  cmd->add_flag("--json", args->json, "Print the predicted rows as JSON instead of nccl-tests' table");
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 }
 

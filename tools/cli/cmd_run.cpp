@@ -1,8 +1,10 @@
-// dtsim run SCENARIO.json [--json] [--trace FILE] [--set key.path=value ...]
+// dtsim run SCENARIO.json [--json] [--trace FILE] [--html FILE [--gpus-shown 0-7]] [--set key.path=value ...]
 #include "tools/cli/command.hpp"
+#include "tools/cli/html_options.hpp"
 
 #include "sim/predict/predict.hpp"
 #include "sim/report/chrome_trace.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/report/json_report.hpp"
 #include "sim/report/text_report.hpp"
 #include "sim/util/atomic_file.hpp"
@@ -18,6 +20,8 @@ struct RunArgs {
   std::string scenario;
   bool json = false;
   std::string trace;
+  std::string html;
+  TimelineArgs timeline;
   std::vector<std::string> sets;
 };
 }  // namespace
@@ -33,6 +37,9 @@ void add_run_command(CLI::App& app, Action& action)
                   "Override a scenario field: key.path=value (JSON value or bare string; null removes the key; "
                   "setting one training.compute source removes the others)")
       ->take_all();
+  cmd->add_option("--html", args->html, "Also write the HTML report of this run (timeline, breakdown, links; "
+                                        "`dtsim report` adds the scaling curve)");
+  add_timeline_options(cmd, args->timeline);
   cmd->callback([&action, args] {
     action = [args] {
       std::vector<Override> overrides;
@@ -42,6 +49,14 @@ void add_run_command(CLI::App& app, Action& action)
       const Prediction p = predict(scenario);
       if (!args->trace.empty())
         write_file_atomically(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans));
+      if (!args->html.empty()) {
+        HtmlReportInput in;
+        in.title = fmt::format("dtsim: {}", p.result.scenario);
+        in.run = {&p.topology, &p.plan, &p.spans, &p.result};
+        in.timeline = timeline_options(args->timeline, p.result.gpus);
+        in.command = command_line();
+        write_file_atomically(args->html, html_report(in));
+      }
       if (args->json)
         fmt::print("{}\n", json_report(p.result).dump(2));
       else

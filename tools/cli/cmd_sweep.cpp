@@ -1,8 +1,14 @@
-// dtsim sweep SCENARIO.json --gpus 1,2,4,8,16,32 [--csv FILE] [--set key.path=value ...]
-// The same scenario at several GPU counts: how many GPUs until communication eats the gain.
+// dtsim sweep SCENARIO.json [--gpus 1,2,4,8] [--vary key.path=V1,V2,... ...] [--set key.path=value ...]
+//             [--csv FILE] [--json] [--html FILE] [-j N] [--emit DIR]
+// dtsim sweep --collect DIR [--csv FILE] [--json] [--html FILE]
+// The same scenario over a grid of values (every combination of the --vary lists; --gpus is
+// --vary gpus=...): how many GPUs until communication eats the gain, what a faster network buys.
 #include "tools/cli/command.hpp"
+#include "tools/cli/html_options.hpp"
+#include "tools/cli/sweep_grid.hpp"
+#include "tools/cli/sweep_runner.hpp"
 
-#include "sim/predict/predict.hpp"
+#include "sim/report/html_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 
@@ -17,41 +23,154 @@ namespace {
 struct SweepArgs {
   std::string scenario;
   std::vector<int> gpus;
+  std::vector<std::string> vary;
   std::string csv;
+  bool json = false;
+  std::string html;
+  int jobs = 1;
+  std::string emit, collect;
   std::vector<std::string> sets;
 };
 
+std::string cell(const nlohmann::json& v)
+{
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// CSV field: quoted when it holds a comma, a quote or a newline (RFC 4180).
+std::string csv_field(const std::string& s)
+{
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (const char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied, const std::vector<nlohmann::json>& values,
+                   const std::vector<nlohmann::json>& rows)
+{
+  std::vector<std::string> columns;  // varied fields shown before the fixed columns (gpus has its own)
+  for (const auto& f : varied)
+    if (f != "gpus")
+      columns.push_back(f);
+  if (args.json) {
+    nlohmann::json points = nlohmann::json::array();
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      points.push_back({{"values", values[i]}, {"result", rows[i]}});
+    fmt::print("{}\n", nlohmann::json{{"scenario", rows.front().value("scenario", "")}, {"varied", varied}, {"points", points}}.dump(2));
+  } else {
+    const auto& r0 = rows.front();
+    fmt::print("dtsim sweep: {} ({} on {})\n", r0.value("scenario", ""), r0.value("strategy", ""), r0.value("topology", ""));
+    for (const auto& c : columns)
+      fmt::print("{:>{}} ", c, std::max<std::size_t>(c.size(), 8));
+    fmt::print("{:>6} {:>6} {:>14} {:>14} {:>14} {:>10} {:>10} {:>12}\n", "gpus", "nodes", "iteration_s", "exposed_comm_s",
+               "samples/s", "speedup", "efficiency", "total_days");
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (const auto& c : columns)
+        fmt::print("{:>{}} ", cell(values[i].value(c, nlohmann::json())), std::max<std::size_t>(c.size(), 8));
+      const auto& r = rows[i];
+      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f}\n", r.value("gpus", 0),
+                 r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
+                 r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
+                 r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0));
+    }
+  }
+  if (!args.csv.empty()) {
+    std::string csv;
+    for (const auto& c : columns)
+      csv += csv_field(c) + ",";
+    csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
+           "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
+           "ideal_linear_total_days\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (const auto& c : columns)
+        csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
+      const auto& r = rows[i];
+      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
+                         r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
+                         r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
+                         r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
+                         r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
+                         r.value("ideal_linear_total_days", 0.0));
+    }
+    write_file_atomically(args.csv, csv);
+  }
+  if (!args.html.empty()) {
+    HtmlReportInput in;
+    in.title = fmt::format("dtsim sweep: {}", rows.front().value("scenario", ""));
+    in.command = command_line();
+    in.varied = varied;
+    const bool gpus_only = varied.size() == 1 && varied.front() == "gpus";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (gpus_only)
+        in.scaling.push_back(rows[i]);
+      else
+        in.sweep.push_back({values[i], rows[i]});
+    }
+    write_file_atomically(args.html, html_report(in));
+  }
+}
+
 int run_sweep(const SweepArgs& args)
 {
+  if (!args.collect.empty()) {
+    if (!args.scenario.empty() || !args.vary.empty() || !args.gpus.empty() || !args.emit.empty())
+      throw InputError("command line", "", "--collect DIR takes no scenario, --vary, --gpus or --emit");
+    const auto c = collect_sweep(args.collect);
+    if (c.results.empty())
+      throw InputError(args.collect, "", "the sweep has no points");
+    print_outputs(args, c.varied, c.values, c.results);
+    return 0;
+  }
+  if (args.scenario.empty())
+    throw InputError("command line", "", "sweep expects a scenario file (or --collect DIR)");
   std::vector<Override> base;
   for (const auto& s : args.sets)
     base.push_back(parse_override(s));
-  std::vector<RunResult> rows;
-  for (int n : args.gpus) {
-    if (n <= 0)
-      throw InputError("--gpus", "", fmt::format("expected positive GPU counts, got {}", n));
-    auto overrides = base;
-    overrides.push_back({"gpus", std::to_string(n)});
-    rows.push_back(predict(load_scenario(args.scenario, overrides)).result);
+  std::vector<VariedField> fields;
+  std::vector<std::string> varied;
+  if (!args.gpus.empty()) {
+    VariedField f{"gpus", {}};
+    for (const int n : args.gpus) {
+      if (n <= 0)
+        throw InputError("--gpus", "", fmt::format("expected positive GPU counts, got {}", n));
+      f.values.push_back(std::to_string(n));
+    }
+    fields.push_back(f);
   }
-
-  fmt::print("dtsim sweep: {} ({} on {})\n", rows.front().scenario, rows.front().strategy, rows.front().topology);
-  fmt::print("{:>6} {:>6} {:>14} {:>14} {:>14} {:>10} {:>10} {:>12}\n", "gpus", "nodes", "iteration_s", "exposed_comm_s",
-             "samples/s", "speedup", "efficiency", "total_days");
-  std::string csv = "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
-                    "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
-                    "ideal_linear_total_days\n";
-  for (const auto& r : rows) {
-    fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f}\n", r.gpus, r.nodes_used,
-               r.iteration_time_s, r.exposed_comm_time_s, r.throughput_samples_per_s, r.speedup_vs_1gpu,
-               r.scaling_efficiency * 100, r.total_time_days);
-    csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.gpus,
-                       r.nodes_used, r.iteration_time_s, r.compute_time_s, r.comm_time_s, r.exposed_comm_time_s,
-                       r.throughput_samples_per_s, r.speedup_vs_1gpu, r.scaling_efficiency, r.epoch_time_s,
-                       r.total_time_days, r.ideal_linear_total_days);
+  for (const auto& v : args.vary) {
+    fields.push_back(parse_vary(v));
+    if (fields.back().path == "gpus" && !args.gpus.empty())
+      throw InputError("--vary", "", "gpus is varied by --gpus already");
   }
-  if (!args.csv.empty())
-    write_file_atomically(args.csv, csv);
+  if (fields.empty())
+    throw InputError("command line", "", "sweep expects --gpus LIST or at least one --vary key.path=V1,V2,...");
+  for (const auto& f : fields)
+    varied.push_back(f.path);
+  const auto grid = make_grid(args.scenario, base, fields);
+  if (!args.emit.empty()) {
+    emit_sweep(args.emit, args.scenario, varied, grid);
+    fmt::print("dtsim sweep: wrote {} points to {}: run `parallel < {}/jobs.txt` (GNU parallel) or `sbatch {}/slurm.sh`, "
+               "then `dtsim sweep --collect {}`\n",
+               grid.size(), args.emit, args.emit, args.emit, args.emit);
+    return 0;
+  }
+  std::vector<std::vector<Override>> points;
+  for (const auto& p : grid)
+    points.push_back(p.overrides);
+  const auto outcomes = run_points(args.scenario, points, args.jobs);
+  std::vector<nlohmann::json> values, rows;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].exit_code == 2)
+      throw InputError("sweep point " + grid[i].values.dump(), "", outcomes[i].error);
+    if (outcomes[i].exit_code != 0)
+      throw std::runtime_error(outcomes[i].error);
+    values.push_back(grid[i].values);
+    rows.push_back(outcomes[i].result);
+  }
+  print_outputs(args, varied, values, rows);
   return 0;
 }
 
@@ -60,11 +179,21 @@ int run_sweep(const SweepArgs& args)
 void add_sweep_command(CLI::App& app, Action& action)
 {
   auto args = std::make_shared<SweepArgs>();
-  auto* cmd = app.add_subcommand("sweep", "Predict one scenario at several GPU counts (scaling curve)");
-  cmd->add_option("scenario", args->scenario, "Scenario file (JSON)")->required();
-  cmd->add_option("--gpus", args->gpus, "GPU counts, comma-separated")->delimiter(',')->required();
-  cmd->add_option("--csv", args->csv, "Also write the table as CSV");
+  auto* cmd = app.add_subcommand("sweep", "Predict one scenario over a grid of values (GPU counts, any field)");
+  cmd->add_option("scenario", args->scenario, "Scenario file (JSON)");
+  cmd->add_option("--gpus", args->gpus, "GPU counts, comma-separated (as --vary gpus=...)")->delimiter(',');
+  cmd->add_option("--vary", args->vary,
+                  "key.path=V1,V2,...: a field and its values; several --vary make a grid; cluster.nodes follows "
+                  "gpus unless set")
+      ->take_all();
   cmd->add_option("--set", args->sets, "Override a scenario field (as in dtsim run)")->take_all();
+  cmd->add_option("--csv", args->csv, "Also write the table as CSV");
+  cmd->add_flag("--json", args->json, "Print the points and their figures as JSON");
+  cmd->add_option("--html", args->html, "Also write an HTML page: the scaling curve, or one plot per varied field");
+  cmd->add_option("-j,--jobs", args->jobs, "processes running points at once (default 1)")->check(CLI::Range(1, 256));
+  cmd->add_option("--emit", args->emit,
+                  "write the points to DIR (scenario files, GNU parallel jobs.txt, Slurm slurm.sh) instead of running them");
+  cmd->add_option("--collect", args->collect, "gather the results of an --emit DIR whose jobs have run");
   cmd->callback([&action, args] { action = [args] { return run_sweep(*args); }; });
 }
 

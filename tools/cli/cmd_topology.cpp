@@ -5,6 +5,7 @@
 #include "sim/topology/topology_report.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <optional>
@@ -17,7 +18,23 @@ namespace {
 struct TopologyArgs {
   std::string target;
   std::optional<int> nodes;
+  bool json = false;
 };
+
+nlohmann::json topology_json(const Topology& t)
+{
+  nlohmann::json devices = nlohmann::json::array(), links = nlohmann::json::array();
+  for (const auto& d : t.devices())
+    devices.push_back({{"name", d.name}, {"kind", to_string(d.kind)}, {"node", d.node}});
+  for (const auto& l : t.links())
+    links.push_back({{"name", l.name}, {"kind", to_string(l.kind)}, {"a", t.device(l.a).name}, {"b", t.device(l.b).name},
+                     {"bandwidth_GBps", l.bandwidth / 1e9}, {"latency_us", l.latency * 1e6}, {"lanes", l.lanes}});
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const int g : t.gpus())
+    gpus.push_back(t.device(g).name);
+  return {{"name", t.name}, {"nodes", t.nodes}, {"gpus_per_node", t.gpus_per_node}, {"gpu", t.gpu.name},
+          {"gpus", gpus}, {"devices", devices}, {"links", links}};
+}
 
 std::optional<int> nodes_of(const TopologyArgs& args)
 {
@@ -41,11 +58,15 @@ void add_topology_command(CLI::App& app, Action& action)
   cmd->require_subcommand(1);
   auto args = std::make_shared<TopologyArgs>();
 
-  add_verb(cmd, "show", "Devices, links, injection bandwidth, path matrix, routes, bisection bandwidth", *args)
-      ->callback([&action, args] {
+  auto* show = add_verb(cmd, "show", "Devices, links, injection bandwidth, path matrix, routes, bisection bandwidth", *args);
+  show->add_flag("--json", args->json, "Print the devices and links as JSON");
+  show->callback([&action, args] {
         action = [args] {
           const Topology t = load_topology(args->target, nodes_of(*args));
-          fmt::print("{}", topology_show(t));
+          if (args->json)
+            fmt::print("{}\n", topology_json(t).dump(2));
+          else
+            fmt::print("{}", topology_show(t));
           return 0;
         };
       });

@@ -18,5 +18,7 @@ void add_nccl_tests_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);
 void add_explain_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
+void add_compare_command(CLI::App& app, Action& action);
 
 }  // namespace dtsim::cli

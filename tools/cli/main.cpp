@@ -2,11 +2,15 @@
 // Exit codes: 0 success, 2 bad input (file, JSON pointer, what was expected), 1 internal error.
 
 #include "tools/cli/command.hpp"
+#include "tools/cli/did_you_mean.hpp"
+#include "tools/cli/html_options.hpp"
 
 #include "sim/util/input_error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 
@@ -15,6 +19,7 @@ int main(int argc, char** argv)
   CLI::App app{"dtsim: predicts how long distributed deep-learning training takes, and why"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for all subcommands");
+  app.set_version_flag("--version", std::string("dtsim ") + DTSIM_VERSION);
 
   dtsim::cli::Action action;
   dtsim::cli::add_run_command(app, action);
@@ -24,12 +29,28 @@ int main(int argc, char** argv)
   dtsim::cli::add_calibrate_command(app, action);
   dtsim::cli::add_validate_command(app, action);
   dtsim::cli::add_explain_command(app, action);
+  dtsim::cli::add_report_command(app, action);
+  dtsim::cli::add_compare_command(app, action);
+  dtsim::cli::set_command_line(argc, argv);
 
+  // An unknown command: name the closest one.
+  std::vector<std::string> names;
+  const CLI::App& const_app = app;
+  for (const auto* sub : const_app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    const auto near = dtsim::cli::closest_name(argv[1], names);
+    fmt::print(stderr, "dtsim: command line: unknown command '{}'{} (commands: {})\n", argv[1],
+               near ? fmt::format(", did you mean '{}'?", *near) : "", fmt::join(names, ", "));
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "dtsim: command line: {}\n", e.what());

@@ -1,0 +1,97 @@
+// dtsim compare A.json B.json ... [--strategies dp,ddp,pipeline] [--set key.path=value ...] [--json]
+//               [--html FILE] [-j N]
+// One table of several runs side by side: other scenarios, or one scenario (the same model on the
+// same machine) under each strategy of --strategies.
+#include "tools/cli/command.hpp"
+#include "tools/cli/html_options.hpp"
+#include "tools/cli/sweep_runner.hpp"
+
+#include "sim/report/html_report.hpp"
+#include "sim/util/atomic_file.hpp"
+#include "sim/util/input_error.hpp"
+#include "sim/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace dtsim::cli {
+
+namespace {
+
+struct CompareArgs {
+  std::vector<std::string> scenarios;
+  std::string strategies;
+  std::vector<std::string> sets;
+  bool json = false;
+  std::string html;
+  int jobs = 1;
+};
+
+int run_compare(const CompareArgs& a)
+{
+  std::vector<Override> base;
+  for (const auto& s : a.sets)
+    base.push_back(parse_override(s));
+  std::vector<PointJob> jobs;
+  for (const auto& file : a.scenarios) {
+    if (a.strategies.empty()) {
+      jobs.push_back({file, base});
+      continue;
+    }
+    for (const auto& kind : split_trimmed(a.strategies, ',')) {
+      auto o = base;
+      o.push_back({"strategy", nlohmann::json{{"kind", kind}}.dump()});
+      jobs.push_back({file, o});
+    }
+  }
+  const auto outcomes = run_points(jobs, a.jobs);
+  std::vector<nlohmann::json> rows;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].exit_code == 2)  // the message names the scenario file and pointer; say which run
+      throw InputError(a.strategies.empty() ? "compare"
+                                            : "--strategies " + nlohmann::json::parse(jobs[i].overrides.back().value)
+                                                                    .value("kind", ""),
+                       "", outcomes[i].error);
+    if (outcomes[i].exit_code != 0)
+      throw std::runtime_error(outcomes[i].error);
+    rows.push_back(outcomes[i].result);
+  }
+  if (a.json) {
+    fmt::print("{}\n", nlohmann::json{{"runs", rows}}.dump(2));
+  } else {
+    fmt::print("{:<28} {:<9} {:>5} {:>13} {:>13} {:>13} {:>13} {:>11} {:>8} {:>10} {:>12}\n", "scenario", "strategy", "gpus",
+               "iteration_s", "compute_s", "exposed_s", "waiting_s", "samples/s", "speedup", "efficiency", "total_days");
+    for (const auto& r : rows)
+      fmt::print("{:<28} {:<9} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f}\n",
+                 r.value("scenario", ""), r.value("strategy", ""), r.value("gpus", 0), r.value("iteration_time_s", 0.0),
+                 r.value("compute_time_s", 0.0), r.value("exposed_comm_time_s", 0.0), r.value("straggler_wait_s", 0.0),
+                 r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
+                 r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0));
+  }
+  if (!a.html.empty()) {
+    HtmlReportInput in;
+    in.title = "dtsim compare";
+    in.compared = rows;
+    in.command = command_line();
+    write_file_atomically(a.html, html_report(in));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Action& action)
+{
+  auto a = std::make_shared<CompareArgs>();
+  auto* cmd = app.add_subcommand("compare", "Several scenarios, or one under several strategies, side by side");
+  cmd->add_option("scenarios", a->scenarios, "Scenario files (JSON)")->required();
+  cmd->add_option("--strategies", a->strategies, "run each scenario under these strategies (e.g. dp,ddp,pipeline)");
+  cmd->add_option("--set", a->sets, "Override a scenario field of every run (as in dtsim run)")->take_all();
+  cmd->add_flag("--json", a->json, "Print the runs' figures as JSON");
+  cmd->add_option("--html", a->html, "Also write the comparison as an HTML page");
+  cmd->add_option("-j,--jobs", a->jobs, "processes running at once (default 1)")->check(CLI::Range(1, 256));
+  cmd->callback([&action, a] { action = [a] { return run_compare(*a); }; });
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,100 @@
+#include "tools/cli/html_options.hpp"
+
+#include "sim/topology/topology_builder.hpp"
+#include "sim/util/input_error.hpp"
+#include "sim/util/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dtsim::cli {
+
+namespace {
+std::vector<std::string>& stored_command_line()
+{
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+void add_timeline_options(CLI::App* cmd, TimelineArgs& args)
+{
+  cmd->add_option("--gpus-shown", args.gpus_shown,
+                  "GPU ranks drawn on the timeline: 0-7 (the default), 0,8,16,24, or all");
+  cmd->add_option("--links-shown", args.links_shown, "busiest link directions drawn on the timeline (default 16)")
+      ->check(CLI::Range(0, 4096));
+}
+
+TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
+{
+  TimelineOptions o;
+  o.max_links = args.links_shown;
+  if (args.gpus_shown.empty())
+    return o;
+  const auto fail = [&](const std::string& why) {
+    throw InputError("--gpus-shown", "", fmt::format("expected ranks such as 0-7 or 0,8,16 below {}, or all; {}", gpus, why));
+  };
+  if (args.gpus_shown == "all") {
+    for (int r = 0; r < gpus; ++r)
+      o.gpu_ranks.push_back(r);
+    return o;
+  }
+  for (const auto& part : split_trimmed(args.gpus_shown, ',')) {
+    const auto dash = part.find('-');
+    try {
+      std::size_t used = 0;
+      const int lo = std::stoi(part.substr(0, dash), &used);
+      if (used != part.substr(0, dash).size())
+        fail(fmt::format("got '{}'", part));
+      int hi = lo;
+      if (dash != std::string::npos) {
+        const std::string rest = part.substr(dash + 1);
+        hi = std::stoi(rest, &used);
+        if (used != rest.size())
+          fail(fmt::format("got '{}'", part));
+      }
+      if (lo < 0 || hi < lo || hi >= gpus)
+        fail(fmt::format("got '{}'", part));
+      for (int r = lo; r <= hi; ++r)
+        o.gpu_ranks.push_back(r);
+    } catch (const std::logic_error&) {
+      fail(fmt::format("got '{}'", part));
+    }
+  }
+  return o;
+}
+
+std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus)
+{
+  const bool nodes_set = std::any_of(overrides.begin(), overrides.end(), [](const Override& o) {
+    return o.path == "cluster" || o.path == "cluster.nodes";
+  });
+  if (nodes_set) {
+    overrides.push_back({"gpus", std::to_string(gpus)});
+    return overrides;
+  }
+  const Scenario s = load_scenario(scenario, overrides);  // before the GPU count changes: it may not fit yet
+  const int per_node = build_topology(s.cluster()).gpus_per_node;
+  overrides.push_back({"gpus", std::to_string(gpus)});
+  if (per_node <= 0)
+    return overrides;
+  if (s.doc.at("cluster").is_string())
+    overrides.push_back({"cluster", nlohmann::json{{"base", s.doc.at("cluster")}}.dump()});
+  overrides.push_back({"cluster.nodes", std::to_string((gpus + per_node - 1) / per_node)});
+  return overrides;
+}
+
+void set_command_line(int argc, char** argv)
+{
+  stored_command_line().assign(argv, argv + argc);
+  if (!stored_command_line().empty())
+    stored_command_line().front() = "dtsim";
+}
+
+const std::vector<std::string>& command_line()
+{
+  return stored_command_line();
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,33 @@
+// What `report`, `run --html` and `sweep --html` share: which GPUs the timeline draws, the
+// command line shown on the page, and `cluster.nodes` following a GPU count.
+#pragma once
+
+#include "sim/report/timeline.hpp"
+#include "sim/scenario/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace dtsim::cli {
+
+struct TimelineArgs {
+  std::string gpus_shown;  ///< "0-7", "0,8,16,24", "all"
+  int links_shown = 16;
+};
+
+void add_timeline_options(CLI::App* cmd, TimelineArgs& args);
+
+/// Throws InputError naming --gpus-shown when the list is malformed.
+TimelineOptions timeline_options(const TimelineArgs& args, int gpus);
+
+/// The overrides that run `scenario` on `gpus` GPUs, with cluster.nodes following (enough nodes for
+/// them) unless `overrides` set cluster.nodes themselves.
+std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus);
+
+/// argv as main() received it (shown at the foot of the HTML page).
+void set_command_line(int argc, char** argv);
+const std::vector<std::string>& command_line();
+
+}  // namespace dtsim::cli

@@ -1,0 +1,205 @@
+#include "tools/cli/sweep_grid.hpp"
+
+#include "tools/cli/html_options.hpp"
+
+#include "sim/util/atomic_file.hpp"
+#include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace dtsim::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json value_of(const std::string& text)
+{
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error&) {
+    return text;  // a bare word, as --set takes it
+  }
+}
+
+// Shell quoting for the generated command lines.
+std::string quoted(const std::string& s)
+{
+  std::string out = "'";
+  for (const char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string self_path()
+{
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("dtsim") : p.string();
+}
+
+}  // namespace
+
+VariedField parse_vary(const std::string& text)
+{
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError("--vary", "", fmt::format("expected key.path=value1,value2,..., got \"{}\"", text));
+  VariedField f{text.substr(0, eq), {}};
+  parse_override(f.path + "=0");  // the path's own checks
+  int depth = 0;
+  bool in_string = false;
+  std::string current;
+  for (std::size_t i = eq + 1; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' && (i == 0 || text[i - 1] != '\\'))
+      in_string = !in_string;
+    if (!in_string && (c == '[' || c == '{'))
+      ++depth;
+    if (!in_string && (c == ']' || c == '}'))
+      --depth;
+    if (c == ',' && depth == 0 && !in_string) {
+      f.values.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  f.values.push_back(current);
+  for (const auto& v : f.values)
+    if (v.empty())
+      throw InputError("--vary", "", fmt::format("empty value in \"{}\"", text));
+  return f;
+}
+
+std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<Override>& base,
+                                 const std::vector<VariedField>& fields)
+{
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (fields[i].path == fields[j].path)
+        throw InputError("--vary", "", fmt::format("{} is varied twice", fields[i].path));
+  const bool nodes_varied = std::any_of(fields.begin(), fields.end(), [](const auto& f) {
+    return f.path == "cluster.nodes" || f.path == "cluster";
+  });
+  std::vector<GridPoint> out;
+  std::vector<std::size_t> index(fields.size(), 0);
+  while (true) {
+    GridPoint p{nlohmann::json::object(), base};
+    std::string gpus;
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const auto& text = fields[k].values[index[k]];
+      p.values[fields[k].path] = value_of(text);
+      if (fields[k].path == "gpus")
+        gpus = text;
+      else
+        p.overrides.push_back({fields[k].path, text});
+    }
+    if (!gpus.empty()) {
+      const auto n = value_of(gpus);
+      if (!n.is_number_integer() || n.get<long long>() <= 0 || n.get<long long>() > 1 << 20)
+        throw InputError("--vary", "", fmt::format("gpus expects positive integers, got {}", gpus));
+      if (nodes_varied) {
+        p.overrides.push_back({"gpus", gpus});
+      } else {
+        p.overrides = with_gpus(scenario, p.overrides, n.get<int>());
+      }
+    }
+    out.push_back(std::move(p));
+    std::size_t k = fields.size();
+    while (k > 0) {
+      --k;
+      if (++index[k] < fields[k].values.size())
+        break;
+      index[k] = 0;
+      if (k == 0)
+        return out;
+    }
+    if (fields.empty())
+      return out;
+  }
+}
+
+void emit_sweep(const std::string& dir, const std::string& scenario, const std::vector<std::string>& varied,
+                const std::vector<GridPoint>& points)
+{
+  std::error_code ec;
+  fs::create_directories(fs::path(dir) / "points", ec);
+  fs::create_directories(fs::path(dir) / "results", ec);
+  if (ec)
+    throw InputError(dir, "", fmt::format("cannot create the sweep folder: {}", ec.message()));
+  const fs::path root = fs::absolute(dir);
+  const std::string cwd = fs::current_path().string();
+  const std::string dtsim = self_path();
+  nlohmann::json manifest = {{"scenario", fs::absolute(scenario).string()}, {"varied", varied}, {"points", nlohmann::json::array()}};
+  std::string jobs;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string id = fmt::format("{:04d}", i);
+    Scenario s = load_scenario(scenario, points[i].overrides);  // a bad point fails here, before the cluster
+    // Relative files named by the scenario (models, profiles, calibrations) resolve from the working
+    // directory first: the jobs run from the one the sweep was emitted in.
+    const fs::path point_file = root / "points" / (id + ".json");
+    write_file_atomically(point_file.string(), s.doc.dump(2) + "\n");
+    manifest["points"].push_back({{"id", id}, {"values", points[i].values}});
+    const fs::path result = root / "results" / (id + ".json");
+    jobs += fmt::format("cd {} && \"${{DTSIM:-{}}}\" run {} --json > {} && mv {} {}\n", quoted(cwd), dtsim,
+                        quoted(point_file.string()), quoted(result.string() + ".tmp"), quoted(result.string() + ".tmp"),
+                        quoted(result.string()));
+  }
+  write_file_atomically((root / "manifest.json").string(), manifest.dump(2) + "\n");
+  write_file_atomically((root / "jobs.txt").string(), jobs);
+  const std::string slurm = fmt::format(
+      "#!/bin/bash\n"
+      "# dtsim sweep: {} points, one Slurm array task each. Submit with: sbatch {}\n"
+      "# then gather with: dtsim sweep --collect {}\n"
+      "#SBATCH --job-name=dtsim-sweep\n"
+      "#SBATCH --array=0-{}\n"
+      "#SBATCH --cpus-per-task=1\n"
+      "#SBATCH --output={}/results/slurm-%a.log\n"
+      "set -euo pipefail\n"
+      "sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {} | bash\n",
+      points.size(), quoted((root / "slurm.sh").string()), quoted(root.string()), points.size() - 1, root.string(),
+      quoted((root / "jobs.txt").string()));
+  write_file_atomically((root / "slurm.sh").string(), slurm);
+  fs::permissions(root / "slurm.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+}
+
+CollectedSweep collect_sweep(const std::string& dir)
+{
+  const fs::path root = dir;
+  const std::string manifest_file = (root / "manifest.json").string();
+  const nlohmann::json manifest = load_json_file(manifest_file);
+  const JsonReader m(manifest, manifest_file);
+  m.reject_unknown({"scenario", "varied", "points"});
+  CollectedSweep out;
+  out.scenario = m.at("scenario").as_string();
+  for (const auto& v : m.at("varied").items())
+    out.varied.push_back(v.as_string());
+  std::vector<std::string> missing;
+  for (const auto& p : m.at("points").items()) {
+    const std::string id = p.at("id").as_string();
+    const fs::path result = root / "results" / (id + ".json");
+    if (!fs::exists(result)) {
+      missing.push_back(id);
+      continue;
+    }
+    out.values.push_back(p.at("values").json());
+    out.results.push_back(load_json_file(result.string()));
+  }
+  if (!missing.empty())
+    throw InputError(dir, "", fmt::format("{} of {} points have no result yet (results/{}.json{}): run the jobs of "
+                                          "jobs.txt or slurm.sh first",
+                                          missing.size(), missing.size() + out.results.size(), missing.front(),
+                                          missing.size() > 1 ? ", ..." : ""));
+  return out;
+}
+
+}  // namespace dtsim::cli
