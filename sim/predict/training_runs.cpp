@@ -167,12 +167,8 @@ std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
     if (unit != "samples/s" && unit != "s")
       row.fail("unit", fmt::format("expected 'samples/s' or 's', got '{}'", unit));
     run.measured_rate = unit == "s" ? 1.0 / measured : measured;
-    Prediction p;
-    try {
-      p = predict(parse_scenario(scenario_of(row, dir), fmt::format("{} line {}", csv_path, row.line)));
-    } catch (const InputError& e) {
-      throw InputError(e.file(), e.pointer(), e.problem());
-    }
+    const Prediction p =
+        predict(parse_scenario(scenario_of(row, dir), fmt::format("{} line {}", csv_path, row.line)));
     run.predicted_rate = p.result.throughput_samples_per_s;
     run.input_bound = p.result.input_bound;
     run.summary = fmt::format("{} {} GPUs {} {} b{}", row.get("strategy"), row.get("gpus"), row.get("model"),

@@ -129,39 +129,6 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   return tl;
 }
 
-double exposed_input_s(const Topology& /*topology*/, const Plan& plan, const std::vector<Span>& spans)
-{
-  const int iterations = static_cast<int>(plan.iteration_end.size());
-  const int measured = iterations - plan.warmup_iterations;
-  if (measured <= 0 || plan.ranks.empty())
-    return 0;
-  const int gpu = plan.ranks.front();
-  const double t0 = end_of(plan, spans, plan.warmup_iterations - 1), t1 = end_of(plan, spans, iterations - 1);
-  const auto& tasks = plan.graph.tasks();
-  std::set<int> hosts;  // devices whose "load" tasks feed this GPU
-  for (const Task& t : tasks)
-    if (t.kind == TaskKind::Transfer && t.category == "h2d" && t.dst == gpu)
-      hosts.insert(t.src);
-  std::vector<Span> input, other;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
-    const Span s{std::max(spans[i].start, t0), std::min(spans[i].end, t1)};
-    if (s.end <= s.start)
-      continue;
-    const bool feeds = (t.kind == TaskKind::Transfer && t.category == "h2d" && t.dst == gpu) ||
-                       (t.category == "load" && hosts.count(t.device));
-    if (feeds)
-      input.push_back(s);
-    else if ((t.kind == TaskKind::Compute && t.device == gpu) ||
-             (t.kind == TaskKind::Transfer && t.src != t.dst && (t.src == gpu || t.dst == gpu)))
-      other.push_back(s);
-  }
-  // |input \ other| = |input u other| - |other|
-  std::vector<Span> both = input;
-  both.insert(both.end(), other.begin(), other.end());
-  return std::max(0.0, union_length(both) - union_length(other)) / measured;
-}
-
 std::vector<LinkUse> link_utilisation(const Topology& topo, const Plan& plan, const std::vector<Span>& spans,
                                       double iteration_time_s)
 {

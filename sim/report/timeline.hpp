@@ -42,11 +42,6 @@ struct TimelineOptions {
 Timeline build_timeline(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
                         const TimelineOptions& options = {});
 
-/// Time per iteration the first GPU spends waiting for its input and nothing else: input loading
-/// (its host's "load" tasks) and host-to-device copies ("h2d") in flight while it neither computes
-/// nor communicates, mean over the measured iterations.
-double exposed_input_s(const Topology& topology, const Plan& plan, const std::vector<Span>& spans);
-
 struct LinkUse {
   std::string name;           ///< "NVLink n0.gpu0 -> n0.gpu1"
   std::string kind;

@@ -32,7 +32,6 @@ std::string default_dataset(const Model& model)
 LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node)
 {
   LoaderSpec s;
-  s.enabled = true;
   s.processes_per_node = std::max(1, processes_per_node);
   const auto given = scenario.reader().at("training").find("loader");
   if (given)
