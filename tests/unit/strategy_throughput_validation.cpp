@@ -70,7 +70,7 @@ std::string precision_of(const std::string& p)
 
 std::vector<Row> pytorch_rows()
 {
-  std::ifstream in(std::string(DTSIM_SHARED_DIR) + "/validation/throughput/resnet50_v1.5_DeepLearningExamples.csv");
+  std::ifstream in(std::string(DTSIM_VALIDATION_DIR) + "/throughput/resnet50_v1.5_DeepLearningExamples.csv");
   REQUIRE(in.good());
   std::string line;
   std::getline(in, line);
