@@ -13,7 +13,7 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model)
     return s;
   r->reject_unknown({"workers", "per_sample_ms", "input_bytes_per_sample"});
   s.enabled = true;
-  s.workers = static_cast<int>(r->at("workers").as_positive_int());
+  s.workers = r->at("workers").as_count(1024);  // DataLoader worker processes: one per host core at most
   s.per_sample_s = r->at("per_sample_ms").as_non_negative() * 1e-3;
   s.input_bytes_per_sample = r->positive_or("input_bytes_per_sample", s.input_bytes_per_sample);
   return s;
