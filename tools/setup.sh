@@ -5,7 +5,7 @@
 DTSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DTSIM_BUILD="${DTSIM_BUILD_DIR:-$DTSIM_ROOT/build}"
 DTSIM_PACKAGES=(cmake g++ make pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
-                libfmt-dev doctest-dev libcli11-dev)
+                libfmt-dev doctest-dev libcli11-dev libeigen3-dev)
 
 dtsim_install_packages() {
   local installed pkg missing=()
