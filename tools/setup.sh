@@ -22,7 +22,6 @@ dtsim_install_packages() {
     [[ "$installed" == *$'\n'"$pkg"$'\n'* ]] || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  echo "dtsim: installing ${missing[*]}" >&2
   local sudo=()
   if [ "$(id -u)" -ne 0 ]; then
     if ! command -v sudo >/dev/null 2>&1; then
@@ -32,6 +31,7 @@ dtsim_install_packages() {
     fi
     sudo=(sudo)
   fi
+  echo "dtsim: installing ${missing[*]}" >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || return 1
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 || return 1
 }

@@ -78,6 +78,11 @@ case("set_pipeline_plan_too_large", "seed-2gpu-pipelined.json", "/simulation/ite
 case("set_ddp_accumulation_plan_too_large", "seed-4gpu-ddp.json", "/simulation/iterations",
      f"run {DDP} --set strategy.gradient_accumulation=1024 --set simulation.iterations=5")
 
+# Control characters quoted back from the input stay on the one line (\n, \x1b written out)
+case("set_model_newline", "seed-4gpu-ddp.json", "/model", f'run {DDP} --set model="res\\nnet"')
+case("set_precision_newline", "seed-4gpu-ddp.json", "/training/precision", f'run {DDP} --set training.precision="x\\ny"')
+case("set_base_escape", "seed-4gpu-ddp.json", "/cluster/base", f'run {DDP} --set cluster.base="a\\u001bb"')
+
 # --set itself
 case("set_no_equals", "--set", "-", f"run {DDP} --set gpus")
 case("set_empty_key", "--set", "-", f"run {DDP} --set =3")
@@ -158,5 +163,8 @@ with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")
     out.write("# Written by make_cases.py; each must exit 2 with one line on stderr and leave no @OUT@ file.\n")
     for c in cases:
-        out.write(" | ".join(c) + "\n")
+        line = " | ".join(c)
+        # CMake's file(STRINGS) list keeps an unbalanced '[' open across the following lines.
+        assert line.count("[") == line.count("]"), line
+        out.write(line + "\n")
 print(len(cases), "cases")

@@ -4,6 +4,7 @@
 #include "tools/cli/command.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/one_line.hpp"
 
 #include <fmt/format.h>
 
@@ -32,7 +33,7 @@ int main(int argc, char** argv)
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "dtsim: command line: {}\n", e.what());
+    fmt::print(stderr, "dtsim: command line: {}\n", dtsim::one_line(e.what()));
     return 2;
   }
 
@@ -42,7 +43,7 @@ int main(int argc, char** argv)
     fmt::print(stderr, "dtsim: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dtsim: internal error: {}\n", e.what());
+    fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
     return 1;
   }
 }
