@@ -9,6 +9,10 @@
 
 namespace dtsim::calibration::detail {
 
+/// The largest GPU index a log may name. The largest NVLink domain (GB200 NVL72) has 72 GPUs and
+/// a node of PCIe cards at most 16; 1023 leaves room and bounds what a bad index can allocate.
+constexpr int kMaxGpuIndex = 1023;
+
 /// Collects runs; starts a new run when a quantity that is already set appears again.
 class RunCollector {
 public:

@@ -86,8 +86,8 @@ bool read_csv_table(const std::vector<std::string>& lines, RunCollector& runs)
       double v = 0;
       if (!slot || cells[c].empty())
         continue;
-      if (!parse_number(cells[c], v))
-        throw InputError(runs.file(), "", fmt::format("line {}: column '{}': expected a number, found '{}'", k + 1,
+      if (!parse_number(cells[c], v) || v < 0)
+        throw InputError(runs.file(), "", fmt::format("line {}: column '{}': expected a number >= 0, found '{}'", k + 1,
                                                       cols[c], cells[c]));
       auto it = std::find_if(values.begin(), values.end(), [&](const auto& e) { return e.first == slot; });
       if (it == values.end())
@@ -129,12 +129,7 @@ Matrix read_json_matrix(const JsonReader& r)
 
 void read_bench_link_json(const std::string& text, RunCollector& runs)
 {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(runs.file(), "", fmt::format("malformed JSON (byte {}): expected dtsim-bench-link JSON", e.byte));
-  }
+  const nlohmann::json doc = parse_json_text(text, runs.file());
   const JsonReader root(doc, runs.file());
   if (root.string_or("tool", "") != "dtsim-bench-link")
     root.fail("expected \"tool\": \"dtsim-bench-link\" (the JSON written by dtsim-bench-link --json)");
@@ -153,7 +148,7 @@ void read_bench_link_json(const std::string& text, RunCollector& runs)
   }
   if (auto host = root.find("host_device")) {
     for (const auto& row : host->items()) {
-      const auto gpu = static_cast<std::size_t>(row.at("gpu").as_int());
+      const auto gpu = static_cast<std::size_t>(row.at("gpu").as_int_in(0, kMaxGpuIndex));
       for (const auto& [name, slot] : std::vector<std::pair<const char*, std::vector<double> B::*>>{
                {"h2d_pinned_GBps", &B::h2d_pinned_GBps},
                {"d2h_pinned_GBps", &B::d2h_pinned_GBps},

@@ -2,6 +2,7 @@
 // bandwidthTest, GPUInspector.jl, nvidia-smi topo -m.
 #include "calibration/bandwidth_log_detail.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
 
 #include <fmt/format.h>
 
@@ -173,7 +174,10 @@ bool TextReader::bandwidth_test_line(const std::string& line)
   static const std::regex device(R"(^\s*Device (\d+): (.+?)\s*$)");
   std::smatch m;
   if (std::regex_search(line, m, device)) {
-    bt_device_ = std::stoi(m[1]);
+    const auto d = parse_int(m[1].str(), 0, kMaxGpuIndex);
+    if (!d)
+      fail(pos_, fmt::format("expected a device index 0..{}, found '{}'", kMaxGpuIndex, m[1].str()));
+    bt_device_ = static_cast<int>(*d);
     auto& names = runs_.current().gpu_names;
     if (names.size() <= static_cast<std::size_t>(bt_device_))
       names.resize(bt_device_ + 1);
@@ -243,8 +247,10 @@ bool TextReader::gpuinspector_line(const std::string& line)
     std::smatch v;
     if (k < lines_.size() && std::regex_search(lines_[k], v, max_line)) {
       const bool pinned = contains(line, "(pinned)");
-      runs_.set_per_gpu(pinned ? &B::h2d_pinned_GBps : &B::h2d_pageable_GBps, 0, std::stod(v[1]) * kGiB,
-                        "GPUInspector.jl");
+      const auto gibps = parse_double(v[1].str());
+      if (!gibps || *gibps < 0)
+        fail(k, fmt::format("expected a bandwidth >= 0 after 'max:', found '{}'", v[1].str()));
+      runs_.set_per_gpu(pinned ? &B::h2d_pinned_GBps : &B::h2d_pageable_GBps, 0, *gibps * kGiB, "GPUInspector.jl");
       runs_.note("GPUInspector.jl: host<->device is the max over both directions, stored as host-to-device; GiB/s converted to GB/s");
       pos_ = k;
     }
@@ -252,7 +258,11 @@ bool TextReader::gpuinspector_line(const std::string& line)
   }
   if (!std::regex_search(line, m, shape))
     return false;
-  const std::size_t n = std::stoul(m[1]);
+  const auto size = parse_int(m[1].str(), 1, kMaxGpuIndex + 1);
+  if (!size || m[1].str() != m[2].str())
+    fail(pos_, fmt::format("expected a square matrix of at most {} GPUs, found {} x {}", kMaxGpuIndex + 1, m[1].str(),
+                           m[2].str()));
+  const auto n = static_cast<std::size_t>(*size);
   Matrix matrix;
   std::size_t k = pos_ + 1;
   for (; k < lines_.size() && matrix.size() < n; ++k) {
@@ -353,7 +363,10 @@ void TextReader::run()
       runs_.new_run();
     } else if (std::regex_search(line, m, p2p_device)) {
       auto& names = runs_.current().gpu_names;
-      const auto d = std::stoul(m[1]);
+      const auto index = parse_int(m[1].str(), 0, kMaxGpuIndex);
+      if (!index)
+        fail(pos_, fmt::format("expected a device index 0..{}, found '{}'", kMaxGpuIndex, m[1].str()));
+      const auto d = static_cast<std::size_t>(*index);
       if (names.size() <= d)
         names.resize(d + 1);
       names[d] = m[2];

@@ -1,7 +1,10 @@
 #include "calibration/bandwidth_logs.hpp"
+#include "sim/util/text_file.hpp"
 
 #include "calibration/bandwidth_log_detail.hpp"
 #include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -73,6 +76,8 @@ Matrix& RunCollector::matrix_slot(Matrix BandwidthMeasurements::*member, const s
 void RunCollector::set_per_gpu(std::vector<double> BandwidthMeasurements::*member, std::size_t gpu,
                                double value, const std::string& format)
 {
+  if (gpu > static_cast<std::size_t>(kMaxGpuIndex))
+    throw InputError(file_, "", fmt::format("GPU index {} is out of range (expected 0..{})", gpu, kMaxGpuIndex));
   auto* v = &(current().*member);
   if (v->size() > gpu && has_value((*v)[gpu])) {
     new_run();
@@ -162,12 +167,7 @@ std::vector<BandwidthMeasurements> parse_bandwidth_log(const std::string& text, 
 
 std::vector<BandwidthMeasurements> load_bandwidth_log(const std::string& path)
 {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path, "", "cannot open the file (expected a readable bandwidth log)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_bandwidth_log(text.str(), path);
+  return parse_bandwidth_log(read_input_file(path, "a bandwidth log"), path);
 }
 
 }  // namespace dtsim::calibration

@@ -1,4 +1,5 @@
 #include "calibration/calibrate.hpp"
+#include "sim/util/text_file.hpp"
 
 #include "calibration/bandwidth_fit.hpp"
 #include "calibration/calibration_inputs.hpp"
@@ -20,12 +21,7 @@ namespace {
 
 std::string read_text(const std::string& path)
 {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path, "", "cannot open the file (expected a measurement log)");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_input_file(path, "a measurement log");
 }
 
 std::string pct(double v) { return std::isnan(v) ? "n/a" : fmt::format("{:.1f}%", 100 * v); }

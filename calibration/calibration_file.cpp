@@ -1,6 +1,7 @@
 // Reading, checking, merging and writing the calibration file (schema: calibration_file.hpp).
 #include "calibration/calibration_file.hpp"
 
+#include "sim/collectives/nccl_tuning.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 
@@ -76,13 +77,48 @@ void check_compute(const JsonReader& compute)
     return;
   const auto model = compute.at("model");
   model.at("name").as_string();
-  model.at("batch").as_positive_int();
+  model.at("batch").as_count(1 << 24);
   if (auto o = model.find("optimizer_s"))
     o->as_non_negative();
   for (const auto& l : layers->items()) {
     l.at("name").as_string();
     l.at("fwd_s").as_non_negative();
     l.at("bwd_s").as_non_negative();
+  }
+}
+
+/// A scale of NCCL's figures, within a factor 100 of NCCL's own tables, which no fit moves that far.
+/// A rate scale must be positive (0 would stop the transfers); a latency scale may be 0 (the fit
+/// rests a class's hop latency at that bound when its rows show none).
+void check_scale(const JsonReader& v, bool rate)
+{
+  const double x = rate ? v.as_positive() : v.as_non_negative();
+  if (x > 100)
+    v.fail(fmt::format("expected a scale in {}0, 100], got {}", rate ? "(" : "[", v.json().dump()));
+}
+
+void check_nccl_member(const std::string& name, const JsonReader& v)
+{
+  if (name == "hop_latency_scale_by_class") {
+    for (const auto& [cls, scale] : v.members()) {
+      if (!parse_nccl_class(cls))
+        scale.fail(fmt::format("expected an NCCL class such as \"Ring/LL128\", got \"{}\"", cls));
+      check_scale(scale, false);
+    }
+  } else if (name == "net_hop_latency_scale_by_protocol") {
+    for (const auto& [proto, scale] : v.members()) {
+      if (!parse_nccl_proto(proto))
+        scale.fail(fmt::format("expected an NCCL protocol (LL, LL128, Simple), got \"{}\"", proto));
+      check_scale(scale, false);
+    }
+  } else if (name.find("efficiency") != std::string::npos) {
+    const double e = v.as_positive();
+    if (e > 1.5)
+      v.fail(fmt::format("expected an efficiency in (0, 1.5], got {}", v.json().dump()));
+  } else if (name.find("scale") != std::string::npos) {
+    check_scale(v, name.find("rate") != std::string::npos);
+  } else if (v.as_non_negative() > 1e6) {
+    v.fail(fmt::format("expected at most 1e6 us, got {}", v.json().dump()));
   }
 }
 
@@ -102,15 +138,7 @@ void CalibrationFile::check(const nlohmann::json& doc, const std::string& path)
     static const std::vector<std::string> known = nccl_fields();
     nccl->reject_unknown(known);
     for (const auto& [name, v] : nccl->members())
-      if (!v.json().is_number()) {
-        continue;  // structured members (per-class tables) are checked by NcclParams
-      } else if (name.find("efficiency") != std::string::npos) {
-        const double e = v.as_positive();
-        if (e > 1.5)
-          v.fail("expected an efficiency in (0, 1.5]");
-      } else {
-        v.as_non_negative();
-      }
+      check_nccl_member(name, v);
   }
   if (auto compute = root.find("compute"))
     check_compute(*compute);

@@ -2,6 +2,7 @@
 
 #include "calibration/bandwidth_logs.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -35,12 +36,7 @@ InputFormat detect_input_format(const std::string& text, const std::string& path
 {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(path, "", fmt::format("invalid JSON ({}); expected a measurement file", e.what()));
-    }
+    const nlohmann::json doc = parse_json_text(text, path);
     const std::string tool = doc.is_object() && doc.contains("tool") && doc["tool"].is_string() ? doc["tool"].get<std::string>() : "";
     if (tool == "dtsim-bench-compute" || tool == "dtsim-profile-model")
       return InputFormat::ComputeProfile;
@@ -55,7 +51,10 @@ InputFormat detect_input_format(const std::string& text, const std::string& path
   try {
     if (!parse_bandwidth_log(text, path).empty())
       return InputFormat::Bandwidth;
-  } catch (const InputError&) {
+  } catch (const InputError& e) {
+    // A file a bandwidth reader recognised but found wrong: its precise error, not "unknown format".
+    if (e.problem().rfind("no bandwidth measurement found", 0) != 0)
+      throw;
   }
   throw InputError(path, "",
                    "unknown measurement format (expected an nccl-tests / dtsim-bench-nccl log, a bandwidth log of "

@@ -28,7 +28,7 @@ KernelTiming read_kernel(const JsonReader& k)
   t.max_s = k.find("max_s") ? k.at("max_s").as_positive() : t.median_s;
   if (t.min_s > t.median_s || t.max_s < t.median_s)
     k.fail("expected min_s <= median_s <= max_s");
-  t.repeats = static_cast<int>(k.positive_int_or("repeats", 1));
+  t.repeats = k.count_or("repeats", 1);
   return t;
 }
 
@@ -69,7 +69,7 @@ void read_compute_profile(const nlohmann::json& doc, const std::string& file, Co
     if (!into.layers.empty())
       model->fail(fmt::format("expected one model profile only ({} already has one)", into.file));
     into.model = model->at("name").as_string();
-    into.batch = static_cast<int>(model->at("batch").as_positive_int());
+    into.batch = model->at("batch").as_count(1 << 24);
     into.optimizer_s = model->find("optimizer_s") ? model->at("optimizer_s").as_non_negative() : 0.0;
     into.model_precision = model->at("precision").as_choice({"fp32", "tf32", "amp", "fp16", "bf16"});
     std::set<std::string> seen;

@@ -1,5 +1,7 @@
 #include "calibration/least_squares.hpp"
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 
@@ -18,43 +20,34 @@ double median_abs(std::vector<double> v)
 
 namespace {
 
-/// Least squares on rows x -> y with only the columns in `active` free (the others 0).
+/// Least squares on rows x -> y with only the columns in `active` free (the others 0), by Eigen's
+/// column-pivoting Householder QR (no normal equations: the columns mix microseconds and
+/// efficiencies, whose squares differ by many orders). False when the active columns are
+/// linearly dependent on these rows.
 bool solve(const std::vector<std::vector<double>>& x, const std::vector<double>& y, const std::vector<bool>& active,
            std::vector<double>& out)
 {
   const std::size_t m = active.size();
-  std::vector<std::vector<double>> a(m, std::vector<double>(m + 1, 0.0));
-  for (std::size_t i = 0; i < x.size(); ++i)
-    for (std::size_t r = 0; r < m; ++r) {
-      for (std::size_t c = 0; c < m; ++c)
-        a[r][c] += x[i][r] * x[i][c];
-      a[r][m] += x[i][r] * y[i];
-    }
-  for (std::size_t r = 0; r < m; ++r)
-    if (!active[r]) {
-      std::fill(a[r].begin(), a[r].end(), 0.0);
-      for (std::size_t c = 0; c < m; ++c)
-        a[c][r] = 0;
-      a[r][r] = 1;
-    }
-  for (std::size_t c = 0; c < m; ++c) {
-    std::size_t piv = c;
-    for (std::size_t r = c + 1; r < m; ++r)
-      if (std::fabs(a[r][c]) > std::fabs(a[piv][c]))
-        piv = r;
-    if (std::fabs(a[piv][c]) < 1e-300)
-      return false;
-    std::swap(a[c], a[piv]);
-    for (std::size_t r = 0; r < m; ++r)
-      if (r != c) {
-        const double f = a[r][c] / a[c][c];
-        for (std::size_t k = 0; k <= m; ++k)
-          a[r][k] -= f * a[c][k];
-      }
-  }
+  std::vector<std::size_t> cols;
+  for (std::size_t c = 0; c < m; ++c)
+    if (active[c])
+      cols.push_back(c);
   out.assign(m, 0.0);
-  for (std::size_t r = 0; r < m; ++r)
-    out[r] = a[r][m] / a[r][r];
+  if (cols.empty())
+    return true;
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(x.size()), static_cast<Eigen::Index>(cols.size()));
+  Eigen::VectorXd b(static_cast<Eigen::Index>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    for (std::size_t k = 0; k < cols.size(); ++k)
+      a(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) = x[i][cols[k]];
+    b(static_cast<Eigen::Index>(i)) = y[i];
+  }
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+  if (qr.rank() < static_cast<Eigen::Index>(cols.size()))
+    return false;
+  const Eigen::VectorXd c = qr.solve(b);
+  for (std::size_t k = 0; k < cols.size(); ++k)
+    out[cols[k]] = c(static_cast<Eigen::Index>(k));
   return true;
 }
 

@@ -1,6 +1,8 @@
 #include "calibration/nccl_tests_log.hpp"
+#include "sim/util/text_file.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
@@ -18,6 +20,10 @@ namespace dtsim {
 
 namespace {
 
+// nccl-tests prints one row per message size (-b .. -e by -f): 64 sizes span 1 B .. 8 EiB at -f 2.
+// A log of several runs stays far below this; more is not a log (and would take hours to simulate).
+constexpr std::size_t kMaxRows = 4096;
+
 bool is_integer(const std::string& t)
 {
   if (t.empty())
@@ -28,11 +34,19 @@ bool is_integer(const std::string& t)
 
 std::optional<double> to_number(const std::string& t)
 {
-  double v = 0;
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || p != t.data() + t.size())
+  return parse_double(t);
+}
+
+/// The count at `after` in a header line ("nThread 1 nGpus 8"; prose such as "nGpus 1, one process"
+/// reads as 1): nullopt when no digits start there, -1 when they are not a count up to 2^20.
+std::optional<std::int64_t> header_count(const std::string& line, std::size_t after)
+{
+  std::size_t end = after;
+  while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end])))
+    ++end;
+  if (end == after)
     return std::nullopt;
-  return v;
+  return parse_int(std::string_view(line).substr(after, end - after), 0, 1 << 20).value_or(-1);
 }
 
 /// Finds the collective named in `text` ("all_reduce_perf", "allreduce", ...); most specific first.
@@ -194,8 +208,15 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       const auto ngpus = line.find("nGpus ");
       const auto nthread = line.find("nThread ");
       if (ngpus != std::string::npos && nthread != std::string::npos) {
-        log.gpus_per_thread = std::max(0, std::atoi(line.c_str() + ngpus + 6));
-        header_ranks = std::atoi(line.c_str() + nthread + 8) * log.gpus_per_thread;
+        const auto gpus = header_count(line, ngpus + 6);
+        const auto threads = header_count(line, nthread + 8);
+        if (gpus && threads) {
+          if (*gpus < 0 || *threads < 0 || *gpus * *threads > (1 << 20))
+            throw InputError(path, "", fmt::format("line {}: expected 'nThread N nGpus M' with up to 1048576 ranks",
+                                                   line_no));
+          log.gpus_per_thread = static_cast<int>(*gpus);
+          header_ranks = static_cast<int>(*threads * *gpus);
+        }
       }
       const auto t = split_ws(line);
       if (std::find(t.begin(), t.end(), "size") != t.end() && std::find(t.begin(), t.end(), "redop") != t.end())
@@ -221,14 +242,20 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
                                              first + 8, t.size()));
     NcclTestsRow row;
     row.line = line_no;
-    row.size = std::stoull(t[0]);
-    row.count = std::stoull(t[1]);
+    const auto size = parse_uint64(t[0]);
+    const auto count = parse_uint64(t[1]);
+    if (!size || !count)
+      throw InputError(path, "", fmt::format("line {}: expected integer size and count columns, found '{}' '{}'", line_no,
+                                             t[0], t[1]));
+    row.size = *size;
+    row.count = *count;
     row.type = t[2];
     row.redop = t[3];
     if (root) {
-      if (!is_integer(t[4]))
+      const auto r = parse_int(t[4], -1, 1 << 20);
+      if (!r)
         throw InputError(path, "", fmt::format("line {}: expected an integer root column, found '{}'", line_no, t[4]));
-      row.root = std::stoi(t[4]);
+      row.root = static_cast<int>(*r);
     }
     auto number = [&](std::size_t i) {
       const auto v = to_number(t[i]);
@@ -238,6 +265,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     };
     row.out_of_place = {number(first), number(first + 1), number(first + 2)};
     row.in_place = {number(first + 4), number(first + 5), number(first + 6)};
+    for (const auto* run : {&row.out_of_place, &row.in_place})
+      if (!(run->time_us > 0) || run->algbw < 0 || run->busbw < 0)
+        throw InputError(path, "", fmt::format("line {}: expected a positive time and bandwidths >= 0, found {} us, {} "
+                                               "and {} GB/s", line_no, run->time_us, run->algbw, run->busbw));
+    if (log.rows.size() >= kMaxRows)
+      throw InputError(path, "", fmt::format("line {}: more than {} data rows (expected an nccl-tests log, a few "
+                                             "dozen rows per run)", line_no, kMaxRows));
     log.rows.push_back(row);
     log.has_root_column = root;
   }
@@ -265,12 +299,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
 
 NcclTestsLog load_nccl_tests_log(const std::string& path)
 {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path, "", "cannot open the file (expected an nccl-tests output log)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_nccl_tests_log(text.str(), path);
+  return parse_nccl_tests_log(read_input_file(path, "an nccl-tests output log"), path);
 }
 
 }  // namespace dtsim

@@ -110,8 +110,16 @@ NcclFilter nccl_filter_from_env(const NcclEnv& env, CollectiveOp op, const std::
   NcclFilter filter;
   if (const std::string v = nccl_env_value(env, "NCCL_ALGO"); !unset(v))
     if (const std::string list = list_for("NCCL_ALGO", v, op, source); !list.empty())
+    {
       filter.algos = allowed("NCCL_ALGO", list, algos, parse_nccl_algo,
                              "Ring, Tree, CollnetDirect, CollnetChain, NVLS, NVLSTree, PAT", source);
+      // CollNet needs a SHARP-capable network plug-in, which dtsim does not model: with only CollNet
+      // left, nothing modelled would run (NCCL itself fails when no allowed algorithm applies).
+      if (std::all_of(filter.algos.begin(), filter.algos.end(),
+                      [](NcclAlgo a) { return a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain; }))
+        throw InputError(source, "", fmt::format("NCCL_ALGO={} leaves only CollNet, which is not modelled (expected "
+                                                 "one of Ring, Tree, NVLS, NVLSTree, PAT to remain)", list));
+    }
   if (const std::string v = nccl_env_value(env, "NCCL_PROTO"); !unset(v))
     if (const std::string list = list_for("NCCL_PROTO", v, op, source); !list.empty())
       filter.protos = allowed("NCCL_PROTO", list, protos, parse_nccl_proto, "LL, LL128, Simple", source);

@@ -2,6 +2,8 @@
 // and activation size per sample. Loaded from models/NAME.json.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,6 +47,9 @@ struct Model {
 /// `origin_file`/`origin_pointer` name where the name was given (for "unknown model" errors).
 Model load_model(const std::string& name_or_path, const std::string& origin_file = "",
                  const std::string& origin_pointer = "");
+
+/// The model of a parsed model file (`expected_name`: the name it must have, "" for any).
+Model parse_model(const nlohmann::json& doc, const std::string& file, const std::string& expected_name = "");
 
 /// Names of the shipped models.
 std::vector<std::string> model_names();

@@ -29,9 +29,10 @@ std::string non_empty_string(const JsonReader& value)
 
 std::int64_t non_negative_int(const JsonReader& value, const char* what)
 {
+  // 1e12 elements (4 TB in fp32) is beyond any single tensor; the bound keeps sums within int64.
   const std::int64_t v = value.as_int();
-  if (v < 0)
-    value.fail(fmt::format("expected {} >= 0, got {}", what, v));
+  if (v < 0 || v > 1'000'000'000'000)
+    value.fail(fmt::format("expected {} >= 0 and at most 1e12, got {}", what, v));
   return v;
 }
 
@@ -58,6 +59,8 @@ void read_layers(const JsonReader& in, Model& model)
   const auto items = in.items();
   if (items.empty())
     in.fail("expected a non-empty array of layers");
+  if (items.size() > 100'000)  // the largest published models have a few thousand layers
+    in.fail(fmt::format("expected at most 100000 layers, got {}", items.size()));
   std::set<std::string> names;
   std::set<std::string> closed_blocks;  // blocks already left: seeing one again would split it
   for (const auto& item : items) {
@@ -77,9 +80,10 @@ void read_layers(const JsonReader& in, Model& model)
     in.fail("expected at least one layer with fwd_flops > 0 (the model does no compute)");
 }
 
-Model read_model(const std::string& file, const std::string& expected_name)
+}  // namespace
+
+Model parse_model(const nlohmann::json& doc, const std::string& file, const std::string& expected_name)
 {
-  const nlohmann::json doc = load_json_file(file);
   const JsonReader root(doc, file);
   if (!root.is_object())
     root.fail(fmt::format("expected a model object, got {}", describe_json(doc)));
@@ -96,6 +100,13 @@ Model read_model(const std::string& file, const std::string& expected_name)
   }
   read_layers(root.at("layers"), model);
   return model;
+}
+
+namespace {
+
+Model read_model(const std::string& file, const std::string& expected_name)
+{
+  return parse_model(load_json_file(file), file, expected_name);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix)

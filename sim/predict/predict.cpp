@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dtsim {
 
 namespace {
@@ -27,12 +29,19 @@ SimulationSettings parse_settings(const Scenario& s)
   if (!r)
     return out;
   r->reject_unknown({"iterations", "warmup"});
-  out.warmup = static_cast<int>(r->positive_int_or("warmup", out.warmup));
-  out.iterations = static_cast<int>(r->positive_int_or("iterations", out.iterations));
+  out.warmup = r->count_or("warmup", out.warmup, 99);  // fewer than the at most 100 iterations below
+  out.iterations = r->count_or("iterations", out.iterations);
   if (out.iterations <= out.warmup)
     r->at("iterations").fail(fmt::format("expected more iterations than warm-up ({}), got {}", out.warmup, out.iterations));
   if (out.iterations > 100)
     r->at("iterations").fail(fmt::format("expected at most 100 simulated iterations, got {}", out.iterations));
+  // Every iteration repeats each micro-batch (pipeline) or accumulation step (DDP) in the plan: the
+  // bound keeps the largest plans (1024 of them on 32 GPUs, 4 iterations: 15 s) within a minute.
+  const JsonReader strategy = s.strategy_options();
+  const int repeats = std::max(strategy.count_or("microbatches", 1, 1024), strategy.count_or("gradient_accumulation", 1, 1024));
+  if (out.iterations * repeats > 4096)
+    r->at("iterations").fail(fmt::format("expected at most {} iterations with {} micro-batches or accumulation steps "
+                                         "each (4096 in all), got {}", 4096 / repeats, repeats, out.iterations));
   return out;
 }
 
@@ -124,6 +133,20 @@ Prediction predict(const Scenario& s)
   for (const auto& u : r.per_gpu)
     idle += u.idle_s;
   r.bubble_fraction = r.per_gpu.empty() ? 0 : idle / static_cast<double>(r.per_gpu.size()) / r.iteration_time_s;
+  return p;
+}
+
+Prediction plan_scenario(const Scenario& s)
+{
+  const SimulationSettings sim = parse_settings(s);
+  Prediction p;
+  p.topology = build_topology(s.cluster());
+  CollectiveOptions collectives;
+  if (const auto calibration = cluster_calibration(s.cluster())) {
+    apply_calibration(p.topology, *calibration);
+    collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
+  }
+  p.plan = build_plan(s, p.topology, load_model(s.model, s.file, "/model"), sim, collectives);
   return p;
 }
 

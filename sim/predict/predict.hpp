@@ -22,4 +22,8 @@ struct Prediction {
 /// Throws InputError for anything wrong in the scenario (or the files it names).
 Prediction predict(const Scenario& scenario);
 
+/// The steps of predict() before the simulation: topology (with the cluster's calibration) and
+/// plan, for the scenario -> plan fuzz target. Throws InputError like predict().
+Prediction plan_scenario(const Scenario& scenario);
+
 }  // namespace dtsim

@@ -2,6 +2,7 @@
 
 #include "sim/predict/predict.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
@@ -49,16 +50,10 @@ struct Row {
   double number(const std::string& column, double low, double high) const
   {
     const std::string text = get(column);
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (text.empty() || used != text.size() || !std::isfinite(v) || v < low || v > high)
+    const auto v = parse_double(text);
+    if (!v || *v < low || *v > high)
       fail(column, fmt::format("expected a number from {} to {}, got '{}'", low, high, text));
-    return v;
+    return *v;
   }
   int integer(const std::string& column, int low, int high) const
   {

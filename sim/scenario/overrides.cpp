@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -47,6 +48,11 @@ void drop_conflicting_compute_keys(nlohmann::json& compute, const std::string& k
 
 Override parse_override(const std::string& text)
 {
+  try {
+    (void)nlohmann::json(text).dump();  // nlohmann refuses to write what is not UTF-8
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("--set", "", "expected key.path=value in UTF-8, got invalid UTF-8 bytes");
+  }
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError("--set", "", fmt::format("expected key.path=value, got \"{}\"", text));
@@ -63,23 +69,26 @@ void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides
   for (const auto& o : overrides) {
     nlohmann::json value;
     try {
-      value = nlohmann::json::parse(o.value);
-    } catch (const nlohmann::json::parse_error&) {
+      value = parse_json_text(o.value, "--set " + o.path);
+    } catch (const InputError& e) {
+      if (e.problem().rfind("malformed JSON", 0) != 0)
+        throw;      // a number beyond a double, nesting too deep: not a word either
       value = o.value;  // a bare word: a string
     }
+    // Walk to the parent with nlohmann's JSON pointers, creating missing objects on the way.
     const auto parts = split_path(o.path);
-    nlohmann::json* node = &doc;
-    std::string pointer;
+    nlohmann::json::json_pointer parent;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      pointer += "/" + json_pointer_escape(parts[i]);
-      if (!node->is_object())
-        throw InputError("--set", pointer, fmt::format("cannot set {}: the value at {} is not an object", o.path, pointer));
-      node = &(*node)[parts[i]];
-      if (node->is_null())
-        *node = nlohmann::json::object();
+      if (!doc[parent].is_object())
+        throw InputError("--set", parent.to_string(), fmt::format("cannot set {}: the value at {} is not an object",
+                                                                  o.path, parent.to_string()));
+      parent /= parts[i];
+      if (doc[parent].is_null())
+        doc[parent] = nlohmann::json::object();
     }
+    nlohmann::json* node = &doc[parent];
     if (!node->is_object())
-      throw InputError("--set", pointer, fmt::format("cannot set {}: its parent is not an object", o.path));
+      throw InputError("--set", parent.to_string(), fmt::format("cannot set {}: its parent is not an object", o.path));
     const std::string& key = parts.back();
     if (value.is_null()) {
       node->erase(key);

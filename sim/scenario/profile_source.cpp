@@ -48,7 +48,7 @@ ComputeProfileSource read_compute_profile_source(const JsonReader& value)
     root.fail("expected a calibration file with a \"compute\" section or a profile_model.py JSON with \"model\"");
   }
   out.model = model->at("name").as_string();
-  out.batch = model->at("batch").as_positive_int();
+  out.batch = model->at("batch").as_count(1 << 24);
   if (auto o = model->find("optimizer_s"))
     out.optimizer_s = o->as_non_negative();
   std::set<std::string> seen;

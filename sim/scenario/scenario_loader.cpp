@@ -35,7 +35,7 @@ ComputeSpec parse_compute(const JsonReader& r)
     c.profile = read_compute_profile_source(r.at("profile"));
   } else if (r.has("step_time_s")) {
     c.source = ComputeSpec::Source::StepTime;
-    c.step_time_s = r.at("step_time_s").as_positive();
+    c.step_time_s = r.at("step_time_s").as_positive_at_most(1e6);  // 11 days: far beyond any training step
   } else if (r.has("single_gpu_throughput")) {
     c.source = ComputeSpec::Source::Throughput;
     c.single_gpu_throughput = r.at("single_gpu_throughput").as_positive();
@@ -55,7 +55,7 @@ TrainingSpec parse_training(const JsonReader& r)
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "epochs", "precision", "compute", "loader", "optimizer"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
-  t.batch_per_gpu = r.at("batch_per_gpu").as_positive_int();
+  t.batch_per_gpu = r.at("batch_per_gpu").as_count(1 << 24);
   t.epochs = r.at("epochs").as_positive();
   t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
   t.compute = parse_compute(r.at("compute"));
@@ -82,7 +82,7 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   const auto gpus = root.at("gpus");
   const auto n = gpus.as_positive_int();
   if (n > 1'000'000)
-    gpus.fail(fmt::format("expected a GPU count up to 1000000, got {}", n));
+    gpus.fail(fmt::format("expected a GPU count up to 1000000, got {}", n));  // then at most the cluster's
   s.gpus = static_cast<int>(n);
   return s;
 }

@@ -22,7 +22,9 @@ DdpOptions parse_ddp_options(const JsonReader& strategy)
   o.bucket_cap_mb = strategy.positive_or("bucket_cap_mb", o.bucket_cap_mb);
   o.first_bucket_mb = strategy.positive_or("first_bucket_mb", o.first_bucket_mb);
   o.broadcast_buffers = strategy.bool_or("broadcast_buffers", o.broadcast_buffers);
-  o.gradient_accumulation = static_cast<int>(strategy.positive_int_or("gradient_accumulation", 1));
+  // Each accumulation step is a copy of the iteration's compute in the plan; 1024 is beyond any
+  // published setting (a few to a few hundred) and keeps the plan within memory.
+  o.gradient_accumulation = strategy.count_or("gradient_accumulation", 1, 1024);
   return o;
 }
 

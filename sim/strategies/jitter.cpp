@@ -1,5 +1,6 @@
 #include "sim/strategies/jitter.hpp"
 
+#include <boost/math/distributions/normal.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,16 +11,7 @@ namespace dtsim {
 
 double normal_quantile(double p)
 {
-  // Bisection on Phi(x) = erfc(-x / sqrt 2) / 2: exact to double precision, no tables.
-  double lo = -40, hi = 40;
-  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    if (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return 0.5 * (lo + hi);
+  return boost::math::quantile(boost::math::normal_distribution<double>(), p);
 }
 
 StepJitter::StepJitter(double cv, int ranks) : cv_(cv)

@@ -32,7 +32,9 @@ namespace {
 
 void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model)
 {
-  c.microbatches = static_cast<int>(o.positive_int_or("microbatches", 1));
+  // Each micro-batch is a copy of every stage's tasks in the plan; 1024 is beyond published pipeline
+  // runs (GPipe: up to 32, Megatron-LM: a few hundred per step) and keeps the plan within memory.
+  c.microbatches = o.count_or("microbatches", 1, 1024);
   if (o.has("schedule"))
     c.schedule = o.at("schedule").as_choice({"gpipe", "1f1b"}) == "1f1b" ? PipelineSchedule::OneFOneB
                                                                           : PipelineSchedule::GPipe;
@@ -42,7 +44,7 @@ void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model)
   if (const auto b = o.find("balance")) {
     std::vector<std::size_t> balance;
     for (const auto& item : b->items())
-      balance.push_back(static_cast<std::size_t>(item.as_positive_int()));
+      balance.push_back(static_cast<std::size_t>(item.as_count(static_cast<int>(model.layers.size()))));
     if (static_cast<int>(balance.size()) != c.stages)
       b->fail(fmt::format("expected {} entries (one per pipeline stage), got {}", c.stages, balance.size()));
     c.ranges = partition_explicit(model, balance, *b);
@@ -69,8 +71,9 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
                     "bucket_cap_mb", "half_efficiency_samples"});
   ParallelConfig c;
-  c.tensor = static_cast<int>(o.positive_int_or("tensor_parallel", 1));
-  c.stages = static_cast<int>(o.positive_int_or("pipeline_stages", 1));
+  // Each is at most the GPUs of the scenario; the bound keeps their product within an int.
+  c.tensor = o.count_or("tensor_parallel", 1, scenario.gpus);
+  c.stages = o.count_or("pipeline_stages", 1, scenario.gpus);
   const int per_replica = c.tensor * c.stages;
   if (scenario.gpus % per_replica != 0)
     scenario.reader().at("gpus").fail(fmt::format(

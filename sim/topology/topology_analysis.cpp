@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <numeric>
 
 namespace dtsim {
@@ -103,15 +105,19 @@ double max_flow_between(const Topology& t, const std::vector<int>& from_ranks, c
   using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
   using Graph = boost::adjacency_list<
       boost::vecS, boost::vecS, boost::directedS, boost::no_property,
-      boost::property<boost::edge_capacity_t, double,
-                      boost::property<boost::edge_residual_capacity_t, double,
+      boost::property<boost::edge_capacity_t, std::int64_t,
+                      boost::property<boost::edge_residual_capacity_t, std::int64_t,
                                       boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
   const std::size_t n = t.devices().size();
   Graph g(n + 2);
   const std::size_t source = n, sink = n + 1;
   auto capacity = boost::get(boost::edge_capacity, g);
   auto reverse = boost::get(boost::edge_reverse, g);
-  auto arc = [&](std::size_t u, std::size_t v, double cap) {
+  // Capacities in whole kB/s: push_relabel's flow-conservation checks (asserted in Boost) hold only
+  // in exact arithmetic, and a link's rate to 1 kB/s is far finer than any figure printed.
+  constexpr double kUnit = 1e3;
+  const auto units = [](double bytes_per_s) { return static_cast<std::int64_t>(std::llround(bytes_per_s / kUnit)); };
+  auto arc = [&](std::size_t u, std::size_t v, std::int64_t cap) {
     auto e = boost::add_edge(u, v, g).first;
     auto r = boost::add_edge(v, u, g).first;
     capacity[e] = cap;
@@ -132,22 +138,23 @@ double max_flow_between(const Topology& t, const std::vector<int>& from_ranks, c
   const auto may_enter = [&](int d) {
     return t.gpu_forwarding || t.device(d).kind != DeviceKind::Gpu || role[static_cast<std::size_t>(d)] == 2;
   };
-  double total = 0;
+  std::int64_t total = 0;
   for (const Link& l : t.links()) {
-    total += l.bandwidth;
+    const std::int64_t cap = units(l.bandwidth);
+    total += cap;
     if (may_leave(l.a) && may_enter(l.b))
-      arc(static_cast<std::size_t>(l.a), static_cast<std::size_t>(l.b), l.bandwidth);
+      arc(static_cast<std::size_t>(l.a), static_cast<std::size_t>(l.b), cap);
     if (may_leave(l.b) && may_enter(l.a))
-      arc(static_cast<std::size_t>(l.b), static_cast<std::size_t>(l.a), l.bandwidth);
+      arc(static_cast<std::size_t>(l.b), static_cast<std::size_t>(l.a), cap);
   }
-  const double unbounded = 2 * total + 1;
+  const std::int64_t unbounded = 2 * total + 1;
   for (std::size_t d = 0; d < n; ++d) {
     if (role[d] == 1)
       arc(source, d, unbounded);
     if (role[d] == 2)
       arc(d, sink, unbounded);
   }
-  return boost::push_relabel_max_flow(g, source, sink);
+  return static_cast<double>(boost::push_relabel_max_flow(g, source, sink)) * kUnit;
 }
 
 double nccl_link_bandwidth(const Topology& t, const Link& link)

@@ -73,6 +73,13 @@ std::vector<std::string> topology_problems(const Topology& t)
     if (t.gpu_forwarding)
       touches[g].insert(fabric[g]);
   const auto& gpus = t.gpus();
+  // Linear check first: a component every GPU touches (a node's switch, the network) joins every
+  // pair, so the quadratic pair walk below only runs on topologies where it does not exist.
+  std::vector<std::size_t> touching(static_cast<std::size_t>(n_fabric) + 1, 0);
+  for (int g : gpus)
+    for (int c : touches[g])
+      if (c >= 0 && c < static_cast<int>(touching.size()) && ++touching[c] == gpus.size())
+        return problems;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     for (std::size_t j = i + 1; j < gpus.size(); ++j) {
       const int a = gpus[i], b = gpus[j];

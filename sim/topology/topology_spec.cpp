@@ -40,6 +40,10 @@ void check_member_names(const LayeredJson& layers)
     obj.reject_unknown(kHostKeys);
 }
 
+// Most nodes a topology may have: 4096 nodes x 8 GPUs is beyond the largest published training
+// runs on one fabric (Llama 3: 16384 GPUs) and keeps the graph and its checks within memory and time.
+constexpr int kMaxNodes = 4096;  // and at most 65536 GPUs in all, below
+
 int positive_int(const JsonReader& r)
 {
   const auto v = r.as_positive_int();
@@ -122,17 +126,34 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   check_member_names(layers);
   TopologySpec s;
   s.name = name;
-  const auto us = [](const JsonReader& r) { return r.as_non_negative() * 1e-6; };
-  const auto gbytes = [](const JsonReader& r) { return r.as_positive() * 1e9; };
+  // Bounds far beyond any link (NVLink 5: 1800 GB/s per GPU; a fabric hop: microseconds) that keep
+  // SimGrid's solver within the precision of a double.
+  const auto us = [](const JsonReader& r) {
+    const double v = r.as_non_negative();
+    if (v > 1e6)
+      r.fail(fmt::format("expected a latency of at most 1e6 us, got {}", r.json().dump()));
+    return v * 1e-6;
+  };
+  const auto gbytes = [](const JsonReader& r) { return r.as_positive_at_most(1e6) * 1e9; };
 
-  s.nodes = positive_int(layers.at({"nodes"}));
+  const JsonReader nodes_at = layers.at({"nodes"});
+  s.nodes = positive_int(nodes_at);
+  if (s.nodes > kMaxNodes)
+    nodes_at.fail(fmt::format("expected at most {} nodes, got {}", kMaxNodes, s.nodes));
   if (nodes_override) {
     if (*nodes_override <= 0)
       throw InputError("--nodes", "", fmt::format("expected a positive number of nodes, got {}", *nodes_override));
+    if (*nodes_override > kMaxNodes)
+      throw InputError("--nodes", "", fmt::format("expected at most {} nodes, got {}", kMaxNodes, *nodes_override));
     s.nodes = *nodes_override;
   }
   const JsonReader gpus_at = layers.at({"gpus_per_node"});
   s.gpus_per_node = positive_int(gpus_at);
+  // The largest NVLink domain sold (GB200 NVL72) has 72 GPUs; 256 leaves room for any node.
+  if (s.gpus_per_node > 256)
+    gpus_at.fail(fmt::format("expected at most 256 GPUs per node, got {}", s.gpus_per_node));
+  if (static_cast<long>(s.nodes) * s.gpus_per_node > 65536)
+    gpus_at.fail(fmt::format("expected at most 65536 GPUs in all, got {} nodes x {} GPUs", s.nodes, s.gpus_per_node));
   const JsonReader gpu_at = layers.at({"gpu"});
   s.gpu = gpu_spec(gpu_at.as_string(), gpu_at.file(), gpu_at.pointer());
   if (auto f = layers.find({"gpu_forwarding"}))
@@ -157,7 +178,7 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
 
   s.pcie_gen = pcie_gen_of(layers.at({"intra_node", "pcie_gen"}));
   if (auto lanes = layers.find({"intra_node", "pcie_lanes"})) {
-    s.pcie_lanes = static_cast<int>(lanes->as_int());
+    s.pcie_lanes = static_cast<int>(lanes->as_int_in(1, 16));
     if (s.pcie_lanes != 1 && s.pcie_lanes != 2 && s.pcie_lanes != 4 && s.pcie_lanes != 8 && s.pcie_lanes != 16)
       lanes->fail(fmt::format("expected a PCIe width of 1, 2, 4, 8 or 16 lanes, got {}", s.pcie_lanes));
   }
@@ -200,7 +221,7 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   if (s.nics_per_node > 0 || s.nodes > 1) {
     if (s.nics_per_node == 0)
       layers.at({"nic", "count_per_node"}).fail(fmt::format("{} nodes need at least one NIC per node, got 0", s.nodes));
-    s.nic_bandwidth = layers.at({"nic", "gbps"}).as_positive() * 1e9 / 8.0;
+    s.nic_bandwidth = layers.at({"nic", "gbps"}).as_positive_at_most(1e7) * 1e9 / 8.0;
     s.nic_latency = us(layers.at({"nic", "latency_us"}));
     s.nic_pcie_gen = s.pcie_gen;
     if (auto gen = layers.find({"nic", "pcie_gen"}))

@@ -10,6 +10,15 @@ std::string data_dir()
 {
   if (const char* env = std::getenv("DTSIM_DATA_DIR"); env && *env)
     return env;
+  // The source tree it was built from, else an installed tree: <prefix>/bin/dtsim with its data
+  // in <prefix>/share/dtsim (cmake --install).
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(fs::path(DTSIM_DEFAULT_DATA_DIR) / "topologies", ec))
+    return DTSIM_DEFAULT_DATA_DIR;
+  const fs::path installed = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() / "share" / "dtsim";
+  if (!ec && fs::is_directory(installed / "topologies", ec))
+    return installed.string();
   return DTSIM_DEFAULT_DATA_DIR;
 }
 

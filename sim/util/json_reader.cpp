@@ -1,33 +1,44 @@
 #include "sim/util/json_reader.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/text_file.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace dtsim {
 
 nlohmann::json load_json_file(const std::string& path)
 {
-  std::ifstream in(path);
-  if (!in)
-    throw InputError(path, "", "cannot open the file (expected an existing, readable JSON file)");
-  std::stringstream text;
-  text << in.rdbuf();
+  return parse_json_text(read_input_file(path, "a JSON file"), path);
+}
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& path)
+{
+  // The parser calls back at each value with its depth; refusing deep input keeps it bounded.
+  const nlohmann::json::parser_callback_t depth_check = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw InputError(path, "", fmt::format("JSON nested deeper than {} levels (expected a dtsim input file)", kMaxJsonDepth));
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(text, depth_check);
   } catch (const nlohmann::json::parse_error& e) {
     // Turn the byte offset into line:column, which is what an editor shows.
-    const std::string content = text.str();
-    const auto upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, content.size());
-    const auto line = 1 + std::count(content.begin(), content.begin() + static_cast<long>(upto), '\n');
-    const auto last_nl = content.rfind('\n', upto == 0 ? 0 : upto - 1);
+    const auto upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(upto), '\n');
+    const auto last_nl = text.rfind('\n', upto == 0 ? 0 : upto - 1);
     const auto column = last_nl == std::string::npos ? upto + 1 : upto - last_nl;
     throw InputError(path, "", fmt::format("malformed JSON at line {}, column {} (expected valid JSON)", line, column));
+  } catch (const nlohmann::json::out_of_range&) {
+    throw InputError(path, "", "a number too large for a double (expected finite numbers, at most 1.8e308)");
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, "", fmt::format("unreadable JSON (expected valid UTF-8 JSON): {}", e.what()));
   }
 }
 
@@ -122,8 +133,16 @@ double JsonReader::as_number() const
   if (!value_->is_number())
     fail(fmt::format("expected a number, got {}", describe_json(*value_)));
   const double v = value_->get<double>();
-  if (!std::isfinite(v))
-    fail("expected a finite number");
+  if (!std::isfinite(v) || std::abs(v) > kMaxJsonMagnitude)
+    fail(fmt::format("expected a finite number of magnitude at most {:g}, got {}", kMaxJsonMagnitude, value_->dump()));
+  return v;
+}
+
+double JsonReader::as_positive_at_most(double max) const
+{
+  const double v = as_positive();
+  if (v > max)
+    fail(fmt::format("expected a positive number of at most {:g}, got {}", max, value_->dump()));
   return v;
 }
 
@@ -145,6 +164,12 @@ double JsonReader::as_non_negative() const
 
 std::int64_t JsonReader::as_int() const
 {
+  if (value_->is_number_unsigned()) {
+    const auto u = value_->get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return static_cast<std::int64_t>(u);
+    fail(fmt::format("expected an integer of at most 9223372036854775807, got {}", u));
+  }
   if (value_->is_number_integer())
     return value_->get<std::int64_t>();
   if (value_->is_number_float()) {
@@ -161,6 +186,27 @@ std::int64_t JsonReader::as_positive_int() const
   if (v <= 0)
     fail(fmt::format("expected a positive integer, got {}", v));
   return v;
+}
+
+std::int64_t JsonReader::as_int_in(std::int64_t lo, std::int64_t hi) const
+{
+  const auto v = as_int();
+  if (v < lo || v > hi)
+    fail(fmt::format("expected an integer from {} to {}, got {}", lo, hi, v));
+  return v;
+}
+
+int JsonReader::as_count(int max) const
+{
+  const auto v = as_positive_int();
+  if (v > max)
+    fail(fmt::format("expected a positive integer of at most {}, got {}", max, v));
+  return static_cast<int>(v);
+}
+
+int JsonReader::count_or(const std::string& key, int fallback, int max) const
+{
+  return has(key) ? at(key).as_count(max) : fallback;
 }
 
 bool JsonReader::as_bool() const

@@ -11,8 +11,19 @@
 
 namespace dtsim {
 
-/// Reads and parses a JSON file; throws InputError (missing file, malformed JSON with line/column).
+/// Reads and parses a JSON file; throws InputError (missing file, a directory, malformed JSON with
+/// line/column, a number beyond a double, nesting deeper than kMaxJsonDepth).
 nlohmann::json load_json_file(const std::string& path);
+/// Parses JSON text read from `path` with the checks of load_json_file.
+nlohmann::json parse_json_text(const std::string& text, const std::string& path);
+
+/// Deepest nesting accepted: dtsim's files nest 5 levels; deeper input is not one of them, and the
+/// recursive walks of a document (dump, comparison) must not exhaust the stack.
+constexpr int kMaxJsonDepth = 64;
+
+/// Largest magnitude of any number read: no quantity dtsim reads comes near it (FLOPs of a layer for
+/// one sample of the largest models are ~1e15), and sums of such numbers stay finite.
+constexpr double kMaxJsonMagnitude = 1e18;
 
 class JsonReader {
 public:
@@ -37,8 +48,14 @@ public:
   double as_number() const;
   double as_positive() const;       // > 0
   double as_non_negative() const;   // >= 0
+  /// A number in (0, max]: physical quantities with a bound well above any real machine.
+  double as_positive_at_most(double max) const;
   std::int64_t as_int() const;
   std::int64_t as_positive_int() const;
+  /// An integer in [lo, hi] (a count that becomes an int, an index): outside it, an error naming both.
+  std::int64_t as_int_in(std::int64_t lo, std::int64_t hi) const;
+  /// A positive integer of at most `max` (default: what an int holds), as an int.
+  int as_count(int max = 2147483647) const;
   bool as_bool() const;
   /// A string that must be one of `allowed`.
   std::string as_choice(const std::vector<std::string>& allowed) const;
@@ -53,6 +70,7 @@ public:
   double number_or(const std::string& key, double fallback) const;
   double positive_or(const std::string& key, double fallback) const;
   std::int64_t positive_int_or(const std::string& key, std::int64_t fallback) const;
+  int count_or(const std::string& key, int fallback, int max = 2147483647) const;
   bool bool_or(const std::string& key, bool fallback) const;
 
 private:

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 
 namespace dtsim {
 
@@ -30,6 +31,8 @@ std::optional<std::uint64_t> parse_size(const std::string& text)
     if (ptr != end)
       return std::nullopt;
   }
+  if (value > UINT64_MAX / mult)
+    return std::nullopt;  // beyond 16 EiB: not a size
   return value * mult;
 }
 

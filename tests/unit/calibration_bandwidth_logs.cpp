@@ -1,4 +1,4 @@
-// Bandwidth-log readers on every file of ../shared/validation/bandwidth/ (copied, with their source
+// Bandwidth-log readers on every file of the shared validation/bandwidth/ data (copied, with their source
 // headers, to tests/data/calibration/bandwidth/): values of a few cells, as published.
 #include "calibration/bandwidth_logs.hpp"
 #include "sim/util/input_error.hpp"

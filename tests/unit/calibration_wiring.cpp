@@ -24,7 +24,7 @@ namespace {
 
 const std::string kData = std::string(DTSIM_TESTS_DIR) + "/data/calibration/";
 const std::string kProfile = kData + "compute/profile_resnet50_synthetic.json";
-const std::string kV100Log = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt";
+const std::string kV100Log = std::string(DTSIM_VALIDATION_DIR) + "/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt";
 
 std::string temp_path(const std::string& name)
 {
@@ -123,7 +123,7 @@ TEST_CASE("a calibration from 2 nodes says which rows of a 4-node prediction res
   // 2-node NVLSTree never loads the NICs to their limit: the fit keeps the network efficiency and
   // records it; on 4 nodes NVLSTree is bound by the NICs, and validate names the rows that are.
   const std::string issue309 = std::string(DTSIM_TESTS_DIR) + "/data/nccl/issue309/";
-  const std::string two = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/multinode_H100_IB400_scaling_issue309_2node_default.txt";
+  const std::string two = std::string(DTSIM_VALIDATION_DIR) + "/nccl/multinode_H100_IB400_scaling_issue309_2node_default.txt";
   const auto out = calibrate({{two}, "hgx-h100", 2, 0, {}});
   REQUIRE(out.file.json["fit"]["efficiency_kept"].contains("network_efficiency"));
   bool reported = false;

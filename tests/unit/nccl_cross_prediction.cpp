@@ -24,7 +24,7 @@ struct LogCase {
   int nodes;
 };
 
-std::string shared_log(const char* name) { return std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + name; }
+std::string shared_log(const char* name) { return std::string(DTSIM_VALIDATION_DIR) + "/nccl/" + name; }
 /// A100 tables of other machines (tests/data/nccl/a100/README.md).
 std::string a100_log(const char* name) { return std::string(DTSIM_TESTS_DIR) + "/data/nccl/a100/" + name; }
 /// Scale-out H100 tables of nccl-tests issue 309 (tests/data/nccl/issue309/README.md).
@@ -100,11 +100,13 @@ TEST_CASE("fit on sizes <= 8 MiB of a log, predict its larger sizes")
     LogCase log;
     bool holds_large, holds_small;
   };
-  for (const auto& [c, holds_large, holds_small] :
+  for (const Case& k :
        {Case{kV100, true, true}, Case{kA100, true, true}, Case{kA100x2, true, true}, Case{kH100, true, true},
         Case{kH100x2a, true, true}, Case{kH100x2b, true, true}, Case{k2080, true, true}, Case{k4090, true, true},
         Case{kA100oci, true, true}, Case{kA100thanos, true, true}, Case{kA100thanosMpi, true, true},
         Case{kA100galvatron, true, true}}) {
+    const LogCase& c = k.log;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const bool holds_large = k.holds_large, holds_small = k.holds_small;
     CAPTURE(c.file);
     std::size_t fit_rows = 0;
     for (const auto& r : load_nccl_tests_log(c.file).rows)

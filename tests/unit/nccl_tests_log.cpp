@@ -1,4 +1,4 @@
-// The nccl-tests log parser on every published log in shared/validation/nccl (both layouts).
+// The nccl-tests log parser on every published log in tests/data/validation/nccl (both layouts).
 #include "calibration/nccl_tests_log.hpp"
 #include "sim/util/input_error.hpp"
 
@@ -9,7 +9,7 @@
 using namespace dtsim;
 
 namespace {
-std::string log_path(const char* name) { return std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + name; }
+std::string log_path(const char* name) { return std::string(DTSIM_VALIDATION_DIR) + "/nccl/" + name; }
 }  // namespace
 
 TEST_CASE("old layout (no root column, error column): 8 x V100")

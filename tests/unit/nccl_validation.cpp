@@ -1,4 +1,4 @@
-// Validation against published nccl-tests tables (shared/validation/nccl) with the shipped presets
+// Validation against published nccl-tests tables (tests/data/validation/nccl) with the shipped presets
 // and no calibration: median |busbw error| <= 15% for sizes >= 1 MiB on every AllReduce table.
 // Fails if a change to the model pushes any table past the target.
 #include "calibration/nccl_fit.hpp"
@@ -24,7 +24,7 @@ TEST_CASE("median |busbw error| >= 1 MiB stays within 15% on every AllReduce tab
                         Case{"pcie_2xRTX2080Ti_noP2P_allreduce.txt", data + "/data/nccl/pcie_2xRTX2080Ti_noP2P.json", 1},
                         Case{"pcie_8xRTX4090_noP2P_stockdriver_allreduce.txt", "pcie-box", 1}}) {
     CAPTURE(c.log);
-    const auto log = load_nccl_tests_log(std::string(DTSIM_SHARED_DIR) + "/validation/nccl/" + c.log);
+    const auto log = load_nccl_tests_log(std::string(DTSIM_VALIDATION_DIR) + "/nccl/" + c.log);
     const Topology t = load_topology(c.topology, c.nodes);
     const auto result = validate_log(t, log, CollectiveOptions{});
     MESSAGE(c.log, ": median |busbw error| >= 1 MiB = ", 100 * result.median_abs_error_large, "%");
@@ -35,7 +35,7 @@ TEST_CASE("median |busbw error| >= 1 MiB stays within 15% on every AllReduce tab
 
 TEST_CASE("calibrated on sizes <= 8 MiB of one 2-node H100 log, the other 2-node log is predicted")
 {
-  const std::string dir = std::string(DTSIM_SHARED_DIR) + "/validation/nccl/";
+  const std::string dir = std::string(DTSIM_VALIDATION_DIR) + "/nccl/";
   const auto fit_log = load_nccl_tests_log(dir + "2node_16xH100_HGX_XE9680_IB_NDR400_allreduce_issue309.txt");
   const auto other = load_nccl_tests_log(dir + "multinode_H100_IB400_scaling_issue309_2node_default.txt");
   const Topology t = load_topology("hgx-h100", 2);

@@ -12,7 +12,9 @@ TEST_CASE("normal quantiles and the expected maximum of N normals")
   CHECK(normal_quantile(0.975) == doctest::Approx(1.959964).epsilon(1e-6));
   // E[max of N standard normals] (tables): 0.5642 (2), 1.0294 (4), 1.4236 (8), 1.7660 (16).
   const std::pair<int, double> expected[] = {{2, 0.5642}, {4, 1.0294}, {8, 1.4236}, {16, 1.7660}};
-  for (auto [n, emax] : expected) {
+  for (const auto& e : expected) {
+    const int n = e.first;  // not a structured binding: CAPTURE's lambda (clang 14)
+    const double emax = e.second;
     CAPTURE(n);
     CHECK((StepJitter(0.01, n).max_factor() - 1) / 0.01 == doctest::Approx(emax).epsilon(0.02));
   }

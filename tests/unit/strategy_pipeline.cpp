@@ -45,7 +45,8 @@ TEST_CASE("bubble fraction is (p-1)/(m+p-1) with balanced stages and free links"
 {
   const std::string model = balanced_model_file();
   for (const char* schedule : {"gpipe", "1f1b"}) {
-    for (auto [p, m] : {std::pair{2, 1}, {2, 4}, {4, 4}, {4, 16}, {8, 8}}) {
+    for (const auto& pm : {std::pair{2, 1}, {2, 4}, {4, 4}, {4, 16}, {8, 8}}) {
+      const int p = pm.first, m = pm.second;  // not a structured binding: CAPTURE's lambda (clang 14)
       CAPTURE(schedule);
       CAPTURE(p);
       CAPTURE(m);

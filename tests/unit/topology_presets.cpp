@@ -41,7 +41,7 @@ bool route_crosses(const Topology& t, const std::string& from, const std::string
 /// The NV1/NV2/SYS matrix printed in the header of the measured DGX-1 log.
 std::vector<std::vector<std::string>> dgx1_matrix_from_validation_file()
 {
-  std::ifstream in(std::string(DTSIM_SHARED_DIR) + "/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt");
+  std::ifstream in(std::string(DTSIM_VALIDATION_DIR) + "/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt");
   REQUIRE(in);
   std::vector<std::vector<std::string>> rows;
   std::string line;

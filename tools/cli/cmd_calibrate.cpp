@@ -19,12 +19,12 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> logs;
   std::string topology, output, max_size, algo, proto;
-  int nodes = 0;
+  std::optional<int> nodes;  // unset: the topology's
 };
 
 int run(const CalibrateArgs& a)
 {
-  calibration::CalibrateRequest request{a.logs, a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt, 0,
+  calibration::CalibrateRequest request{a.logs, a.topology, a.nodes, 0,
                                        nccl_env_of(a.algo, a.proto)};
   nccl_filter_from_env(request.nccl_overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
   if (!a.max_size.empty()) {

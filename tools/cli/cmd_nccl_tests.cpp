@@ -13,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <memory>
 
 namespace dtsim::cli {
@@ -21,7 +24,7 @@ namespace {
 
 struct NcclTestsArgs {
   std::string topology;
-  int nodes = 0;
+  std::optional<int> nodes;  // unset: the topology's
   std::string op = "all_reduce";
   std::string min_bytes = "32M", max_bytes = "32M";
   double factor = 2;
@@ -67,7 +70,13 @@ int run(const NcclTestsArgs& a)
   const std::uint64_t lo = size_arg(a.min_bytes, "-b"), hi = size_arg(a.max_bytes, "-e");
   if (lo > hi)
     throw InputError("command line", "", "-b must not exceed -e");
-  const Topology topology = load_calibrated_topology(a.topology, a.nodes ? std::optional<int>(a.nodes) : std::nullopt,
+  // Each size is one simulation: nccl-tests' own sweeps have a few dozen rows.
+  constexpr double kMaxSizes = 1000;
+  if (std::log(static_cast<double>(hi) / static_cast<double>(std::max<std::uint64_t>(lo, 1))) / std::log(a.factor) + 1 >
+      kMaxSizes)
+    throw InputError("command line", "", fmt::format("-b {} -e {} -f {} gives more than {} sizes (expected a larger -f)",
+                                                     a.min_bytes, a.max_bytes, a.factor, kMaxSizes));
+  const Topology topology = load_calibrated_topology(a.topology, a.nodes,
                                                      a.calibration, options);
   const int n = static_cast<int>(topology.gpus().size());
   if (a.gpus_per_thread < 0 || a.gpus_per_thread > n || (a.gpus_per_thread > 0 && n % a.gpus_per_thread != 0))

@@ -12,6 +12,7 @@
 #include "sim/report/json_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
@@ -40,14 +41,9 @@ std::vector<int> scaling_counts(const ReportArgs& a, int gpus)
     return gpus > 1 ? powers_of_two_up_to(gpus) : std::vector<int>{};
   std::vector<int> out;
   for (const auto& t : split_trimmed(a.scaling_gpus, ',')) {
-    try {
-      std::size_t used = 0;
-      const int n = std::stoi(t, &used);
-      if (used == t.size() && n > 0) {
-        out.push_back(n);
-        continue;
-      }
-    } catch (const std::logic_error&) {
+    if (const auto n = parse_int(t, 1, 1 << 20)) {
+      out.push_back(static_cast<int>(*n));
+      continue;
     }
     throw InputError("--scaling-gpus", "", fmt::format("expected positive GPU counts such as 1,2,4,8 or none, got '{}'", t));
   }

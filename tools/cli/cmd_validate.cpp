@@ -5,6 +5,7 @@
 // pair beside the bandwidth of its route in the topology, and the median |error|.
 #include "sim/predict/training_runs.hpp"
 #include "tools/cli/command.hpp"
+#include "sim/util/text_file.hpp"
 
 #include "calibration/bandwidth_validate.hpp"
 #include "calibration/calibration_coverage.hpp"
@@ -25,7 +26,7 @@ namespace dtsim::cli {
 namespace {
 struct ValidateArgs {
   std::string log, topology, calibration, algo, proto;
-  int nodes = 0;
+  std::optional<int> nodes;  // unset: the topology's
 };
 }  // namespace
 
@@ -52,13 +53,8 @@ void add_validate_command(CLI::App& app, Action& action)
       const NcclEnv overrides = nccl_env_of(args->algo, args->proto);
       nccl_filter_from_env(overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
       const Topology topology = load_calibrated_topology(
-          args->topology, args->nodes ? std::optional<int>(args->nodes) : std::nullopt, args->calibration, options);
-      std::ifstream in(args->log);
-      if (!in)
-        throw InputError(args->log, "", "cannot open the file (expected a measurement log)");
-      std::stringstream text;
-      text << in.rdbuf();
-      if (calibration::detect_input_format(text.str(), args->log) == calibration::InputFormat::Bandwidth) {
+          args->topology, args->nodes, args->calibration, options);
+      if (calibration::detect_input_format(read_input_file(args->log, "a measurement log"), args->log) == calibration::InputFormat::Bandwidth) {
         fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                    args->calibration.empty() ? "none" : args->calibration);
         for (const auto& run : calibration::load_bandwidth_log(args->log))

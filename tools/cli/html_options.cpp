@@ -2,6 +2,7 @@
 
 #include "sim/topology/topology_builder.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
@@ -42,25 +43,12 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
   }
   for (const auto& part : split_trimmed(args.gpus_shown, ',')) {
     const auto dash = part.find('-');
-    try {
-      std::size_t used = 0;
-      const int lo = std::stoi(part.substr(0, dash), &used);
-      if (used != part.substr(0, dash).size())
-        fail(fmt::format("got '{}'", part));
-      int hi = lo;
-      if (dash != std::string::npos) {
-        const std::string rest = part.substr(dash + 1);
-        hi = std::stoi(rest, &used);
-        if (used != rest.size())
-          fail(fmt::format("got '{}'", part));
-      }
-      if (lo < 0 || hi < lo || hi >= gpus)
-        fail(fmt::format("got '{}'", part));
-      for (int r = lo; r <= hi; ++r)
-        o.gpu_ranks.push_back(r);
-    } catch (const std::logic_error&) {
+    const auto lo = parse_int(part.substr(0, dash), 0, gpus - 1);
+    const auto hi = dash == std::string::npos ? lo : parse_int(part.substr(dash + 1), 0, gpus - 1);
+    if (!lo || !hi || *hi < *lo)
       fail(fmt::format("got '{}'", part));
-    }
+    for (auto r = *lo; r <= *hi; ++r)
+      o.gpu_ranks.push_back(static_cast<int>(r));
   }
   return o;
 }

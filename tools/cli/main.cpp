@@ -6,6 +6,7 @@
 #include "tools/cli/html_options.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/one_line.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -53,7 +54,7 @@ int main(int argc, char** argv)
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "dtsim: command line: {}\n", e.what());
+    fmt::print(stderr, "dtsim: command line: {}\n", dtsim::one_line(e.what()));
     return 2;
   }
 
@@ -63,7 +64,7 @@ int main(int argc, char** argv)
     fmt::print(stderr, "dtsim: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dtsim: internal error: {}\n", e.what());
+    fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
     return 1;
   }
 }

@@ -1,0 +1,17 @@
+// Reading an input file whole, with the checks every reader needs: it exists, it is not a
+// directory, it is not larger than any input dtsim reads.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace dtsim {
+
+/// Largest input file read: dtsim's inputs (scenarios, logs, profiles) are kilobytes to a few MiB.
+constexpr std::size_t kMaxInputFileBytes = 64u << 20;
+
+/// The content of `path`; throws InputError naming the file and what was `expected` ("a JSON file",
+/// "an nccl-tests output log") when it cannot be opened, is a directory or is too large.
+std::string read_input_file(const std::string& path, const std::string& expected);
+
+}  // namespace dtsim

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Writes tests/bad_inputs/cases.txt: one bad input per line, as
+NAME | FILE named in the message | JSON POINTER named (- when none) | dtsim ARGUMENTS (@OUT@: an output path)
+Run from anywhere; the list is committed."""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+F = "tests/bad_inputs/files/"
+cases = []
+
+def case(name, file, pointer, args):
+    cases.append((name, file, pointer, args))
+
+# Scenario values through --set on the seed scenarios: each names the scenario file and the pointer.
+DDP = "scenarios/seed-4gpu-ddp.json"
+PIPE = "scenarios/seed-2gpu-pipelined.json"
+HYB = "scenarios/imagenet-resnet50-32gpu-hybrid.json"
+sets = [
+    (DDP, "training.batch_per_gpu", ["0", "-1", "1.5", "x", "1e400", "4294967296", "16777217", "true", "[1]", "{}"]),
+    (DDP, "training.dataset_samples", ["0", "-5", "1e20", "18446744073709551615", "null"]),
+    (DDP, "training.epochs", ["0", "-1", "nan", "1e400", "1e300"]),
+    (DDP, "training.compute.single_gpu_throughput", ["0", "-1", "abc", "[1]", "1e19"]),
+    (DDP, "training.compute.step_time_s", ["0", "1e308", "1e7", "-0.5"]),
+    (DDP, "training.compute.efficiency", ["2", "0", "-0.1"]),
+    (DDP, "training.compute.jitter_cv", ["-1", "x"]),
+    (DDP, "training.precision", ["fp8", "32"]),
+    (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
+    (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
+    (DDP, "training.unknown", ["1"]),
+    (DDP, "strategy.kind", ["zero", "1"]),
+    (DDP, "strategy.gradient_accumulation", ["2147483648", "0", "5000", "4294967296"]),
+    (DDP, "strategy.bucket_cap_mb", ["0", "-1", "1e400"]),
+    (DDP, "strategy.first_bucket_mb", ["0"]),
+    (DDP, "strategy.broadcast_buffers", ["1"]),
+    (DDP, "strategy.typo", ["1"]),
+    (DDP, "simulation.warmup", ["4294967296", "0", "100", "-3"]),
+    (DDP, "simulation.iterations", ["1000", "1", "4294967296"]),
+    (DDP, "simulation.extra", ["1"]),
+    (DDP, "gpus", ["0", "5", "4294967296", "-1", "four", "2.5"]),
+    (DDP, "cluster.nodes", ["0", "100000", "-1", "1.5"]),
+    (DDP, "cluster.gpus_per_node", ["0", "1000"]),
+    (DDP, "cluster.gpu", ["H900", "7"]),
+    (DDP, "cluster.nic.gbps", ["0", "1e300", "-1"]),
+    (DDP, "cluster.intra_node.pcie_gen", ["6", "4.5"]),
+    (DDP, "cluster.intra_node.pcie_lanes", ["3"]),
+    (DDP, "cluster.intra_node.pcie_latency_us", ["-1", "1e9"]),
+    (DDP, "cluster.intra_node.kind", ["ethernet"]),
+    (DDP, "cluster.base", ["nope"]),
+    (DDP, "cluster.fabric.kind", ["torus"]),
+    (DDP, "model", ["resnet5000", "1"]),
+    (DDP, "name", ["[1]"]),
+    (PIPE, "strategy.microbatches", ["100000", "0", "1.5"]),
+    (PIPE, "strategy.schedule", ["zb"]),
+    (PIPE, "strategy.balance", ["[1]", "[0,1]", "[1e10,1]"]),
+    (PIPE, "strategy.half_efficiency_samples", ["-1"]),
+    (HYB, "strategy.tensor_parallel", ["4294967296", "65536", "0"]),
+    (HYB, "strategy.pipeline_stages", ["0", "65536"]),
+]
+for scen, key, values in sets:
+    for i, v in enumerate(values):
+        pointer = "/" + key.replace(".", "/")
+        if key in ("model",) and v == "resnet5000":
+            pointer = "/model"
+        if key == "cluster.base":
+            pointer = "/cluster/base"
+        file = os.path.basename(scen)
+        if v == "1e400":  # refused while reading the --set value itself
+            file, pointer = "--set " + key, "-"
+        if v == "null":  # removes the member: the object that misses it is named
+            pointer = pointer.rsplit("/", 1)[0]
+        if key == "strategy.balance" and v != "[1]":
+            pointer += "/0"
+        name = "set_" + os.path.basename(scen).split(".")[0].replace("-", "_") + "_" + key.replace(".", "_") + f"_{i}"
+        case(name, file, pointer, f"run {scen} --set {key}={v}")
+
+case("set_pipeline_plan_too_large", "seed-2gpu-pipelined.json", "/simulation/iterations",
+     f"run {PIPE} --set strategy.microbatches=1024 --set simulation.iterations=100")
+case("set_ddp_accumulation_plan_too_large", "seed-4gpu-ddp.json", "/simulation/iterations",
+     f"run {DDP} --set strategy.gradient_accumulation=1024 --set simulation.iterations=5")
+
+# Control characters quoted back from the input stay on the one line (\n, \x1b written out)
+case("set_model_newline", "seed-4gpu-ddp.json", "/model", f'run {DDP} --set model="res\\nnet"')
+case("set_precision_newline", "seed-4gpu-ddp.json", "/training/precision", f'run {DDP} --set training.precision="x\\ny"')
+case("set_base_escape", "seed-4gpu-ddp.json", "/cluster/base", f'run {DDP} --set cluster.base="a\\u001bb"')
+
+# --set itself
+case("set_no_equals", "--set", "-", f"run {DDP} --set gpus")
+case("set_empty_key", "--set", "-", f"run {DDP} --set =3")
+case("set_empty_component", "--set", "-", f"run {DDP} --set training..epochs=1")
+case("set_parent_not_object", "--set", "/training/batch_per_gpu", f"run {DDP} --set training.batch_per_gpu.x=1")
+case("set_value_1e400", "--set training.epochs", "-", f"run {DDP} --set training.epochs=1e400")
+
+# Scenario files
+case("scenario_missing", "absent.json", "-", "run tests/bad_inputs/files/absent.json")
+case("scenario_directory", "tests/bad_inputs/files", "-", "run tests/bad_inputs/files")
+case("scenario_empty", "topo_empty.json", "-", f"run {F}topo_empty.json")
+case("scenario_deep", "topo_deep.json", "-", f"run {F}topo_deep.json")
+case("scenario_bad_utf8", "topo_bad_utf8.json", "-", f"run {F}topo_bad_utf8.json")
+case("scenario_not_object", "topo_not_object.json", "-", f"run {F}topo_not_object.json")
+
+# Topology files
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("topo_"):
+        case("topology_" + f[5:-5], f, "-", f"topology check {F}{f}")
+case("topology_directory", "tests/bad_inputs", "-", "topology check tests/bad_inputs")
+case("topology_nodes_zero_cli", "--nodes", "-", "topology show pcie-box --nodes 0")
+case("topology_nodes_huge_cli", "--nodes", "-", "topology check pcie-box --nodes 100000")
+
+# Model files
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("model_"):
+        case(f[:-5], f, "-", f"run {DDP} --set model={F}{f}")
+
+# Calibration files: through a scenario, and through validate
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("cal_"):
+        case("calibration_" + f[4:-5], f, "-",
+             f"validate tests/data/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt --topology dgx1-v100 --calibration {F}{f}")
+case("calibration_directory", "tests/bad_inputs", "-",
+     "validate tests/data/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt --topology dgx1-v100 --calibration tests/bad_inputs")
+
+# Compute profiles
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("profile_"):
+        case(f[:-5], f, "-",
+             f"run {DDP} --set model=toymodel --set training.compute.profile={F}{f}")
+        case("calibrate_" + f[:-5], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
+
+# nccl-tests logs: validate, and calibrate (which must leave no output file)
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("nccl_"):
+        case("validate_" + f[:-4], f, "-", f"validate {F}{f} --topology dgx1-v100")
+        case("calibrate_" + f[:-4], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
+case("validate_directory", "tests/bad_inputs", "-", "validate tests/bad_inputs --topology dgx1-v100")
+
+# Bandwidth logs
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("bw_"):
+        case("calibrate_" + os.path.splitext(f)[0], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
+
+# Command-line values
+V100 = "tests/data/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt"
+case("nccl_tests_factor_tiny", "command line", "-", "nccl-tests --topology dgx1-v100 -b 8 -e 8G -f 1.0000001")
+case("nccl_tests_factor_one", "command line", "-", "nccl-tests --topology dgx1-v100 -f 1")
+case("nccl_tests_factor_nan", "command line", "-", "nccl-tests --topology dgx1-v100 -f nan")
+case("nccl_tests_size_overflow", "command line", "-", "nccl-tests --topology dgx1-v100 -e 99999999999999G")
+case("nccl_tests_size_text", "command line", "-", "nccl-tests --topology dgx1-v100 -b lots")
+case("nccl_tests_algo_collnet_only", "command line", "-", "nccl-tests --topology dgx1-v100 --algo CollNetDirect,CollNetChain")
+case("nccl_tests_algo_exclude_all", "command line", "-", "nccl-tests --topology dgx1-v100 --algo ^Ring,Tree,NVLS,NVLSTree,PAT")
+case("nccl_tests_algo_unknown", "command line", "-", "nccl-tests --topology dgx1-v100 --algo Star")
+case("nccl_tests_proto_exclude_all", "command line", "-", "nccl-tests --topology dgx1-v100 --proto ^LL,LL128,Simple")
+case("nccl_tests_nodes_zero", "--nodes", "-", "nccl-tests --topology dgx1-v100 --nodes 0")
+case("nccl_tests_root_negative", "command line", "-", "nccl-tests --topology dgx1-v100 --op broadcast -r -1")
+case("nccl_tests_ngpus_bad", "command line", "-", "nccl-tests --topology dgx1-v100 -g 3")
+case("validate_nodes_zero", "--nodes", "-", f"validate {V100} --topology dgx1-v100 --nodes 0")
+case("validate_algo_collnet", "command line", "-", f"validate {V100} --topology dgx1-v100 --algo CollNetDirect")
+case("calibrate_nodes_zero", "--nodes", "-", f"calibrate {V100} --topology dgx1-v100 --nodes 0 -o @OUT@")
+case("calibrate_out_directory", "tests/bad_inputs", "-", f"calibrate {V100} --topology dgx1-v100 -o tests/bad_inputs")
+case("run_trace_directory", "tests/bad_inputs", "-", f"run {DDP} --trace tests/bad_inputs")
+case("run_trace_missing_dir", "/nonexistent/t.json", "-", f"run {DDP} --trace /nonexistent/t.json")
+
+with open(os.path.join(HERE, "cases.txt"), "w") as out:
+    out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")
+    out.write("# Written by make_cases.py; each must exit 2 with one line on stderr and leave no @OUT@ file.\n")
+    for c in cases:
+        line = " | ".join(c)
+        # CMake's file(STRINGS) list keeps an unbalanced '[' open across the following lines.
+        assert line.count("[") == line.count("]"), line
+        out.write(line + "\n")
+print(len(cases), "cases")

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Writes the bad input files of tests/bad_inputs/files/ from good ones of the repository, each with
+one defect. Run from the repository root after changing it; the files are committed (data as data)."""
+import copy, json, os, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "tests", "bad_inputs", "files")
+os.makedirs(OUT, exist_ok=True)
+
+def load(rel):
+    with open(os.path.join(ROOT, rel)) as f:
+        return json.load(f)
+
+def write(name, content):
+    mode = "wb" if isinstance(content, bytes) else "w"
+    with open(os.path.join(OUT, name), mode) as f:
+        f.write(content)
+
+def put(doc, path, value):
+    """path: list of keys; value None deletes."""
+    d = doc
+    for k in path[:-1]:
+        d = d[k]
+    if value is DELETE:
+        del d[path[-1]]
+    else:
+        d[path[-1]] = value
+
+DELETE = object()
+
+def mutated(base, path, value):
+    d = copy.deepcopy(base)
+    put(d, path, value)
+    return json.dumps(d, indent=1)
+
+# --- topologies (dtsim topology check FILE) ---------------------------------------------------------
+topo = load("topologies/pcie-box.json")
+topo_cases = {
+    "topo_nodes_zero": (["nodes"], 0),
+    "topo_nodes_huge": (["nodes"], 100000),
+    "topo_nodes_string": (["nodes"], "8"),
+    "topo_nodes_fraction": (["nodes"], 1.5),
+    "topo_nodes_2pow64": (["nodes"], 18446744073709551615),
+    "topo_gpus_zero": (["gpus_per_node"], 0),
+    "topo_gpu_unknown": (["gpu"], "H900"),
+    "topo_kind_unknown": (["intra_node", "kind"], "ethernet"),
+    "topo_pcie_gen_2": (["intra_node", "pcie_gen"], 2),
+    "topo_pcie_lanes_3": (["intra_node", "pcie_lanes"], 3),
+    "topo_pcie_lanes_huge": (["intra_node", "pcie_lanes"], 4294967312),
+    "topo_pcie_latency_negative": (["intra_node", "pcie_latency_us"], -1),
+    "topo_pcie_latency_huge": (["intra_node", "pcie_latency_us"], 1e300),
+    "topo_cpu_gbytes_zero": (["intra_node", "cpu_interconnect", "gbytes"], 0),
+    "topo_cpu_gbytes_huge": (["intra_node", "cpu_interconnect", "gbytes"], 1e300),
+    "topo_nic_gbps_zero": (["nic", "gbps"], 0),
+    "topo_nic_gbps_huge": (["nic", "gbps"], 1e300),
+    "topo_nic_gbps_string": (["nic", "gbps"], "100"),
+    "topo_nic_count_negative": (["nic", "count_per_node"], -1),
+    "topo_fabric_kind": (["fabric", "kind"], "torus"),
+    "topo_unknown_member": (["nic", "speed"], 100),
+    "topo_p2p_number": (["intra_node", "p2p"], 1),
+    "topo_sockets_huge": (["intra_node", "cpu_sockets"], 2147483648),
+    "topo_base_unknown": (["base"], "pcie-box-9000"),
+    "topo_missing_gpu": (["gpu"], DELETE),
+}
+for name, (path, value) in topo_cases.items():
+    write(name + ".json", mutated(topo, path, value))
+write("topo_not_object.json", "[1, 2, 3]\n")
+write("topo_empty.json", "")
+write("topo_truncated.json", json.dumps(topo)[:200])
+write("topo_1e400.json", json.dumps(topo).replace('"gbps": 100', '"gbps": 1e400'))
+write("topo_deep.json", "[" * 100000 + "]" * 100000)
+write("topo_bad_utf8.json", b'{"nodes": 1, "gpu": "\xff\xfe"}')
+write("topo_nul.json", b'{"nodes": 1\x00}')
+
+# --- models (dtsim run SCENARIO --set model=FILE) --------------------------------------------------
+model = load("models/toymodel.json")
+model_cases = {
+    "model_layers_empty": (["layers"], []),
+    "model_param_negative": (["layers", 0, "params", 0], -1),
+    "model_param_int64max": (["layers", 0, "params", 0], 9223372036854775807),
+    "model_param_uint64max": (["layers", 0, "params", 0], 18446744073709551615),
+    "model_param_fraction": (["layers", 0, "params", 0], 1.5),
+    "model_flops_huge": (["layers", 0, "fwd_flops"], 1e300),
+    "model_flops_negative": (["layers", 0, "fwd_flops"], -1),
+    "model_activation_zero": (["layers", 0, "activation_elems"], 0),
+    "model_kind_unknown": (["layers", 0, "kind"], "quantum"),
+    "model_layer_not_object": (["layers", 0], 7),
+    "model_name_missing": (["layers", 0, "name"], DELETE),
+    "model_unknown_member": (["layers", 0, "weights"], 3),
+    "model_input_zero": (["input_elems"], 0),
+    "model_arch_string": (["arch", "hidden"], "ten"),
+    "model_name_empty": (["name"], ""),
+    "model_layers_object": (["layers"], {"a": 1}),
+    "model_buffer_negative": (["layers", 0, "buffer_elems"], -4),
+}
+for name, (path, value) in model_cases.items():
+    write(name + ".json", mutated(model, path, value))
+dup = copy.deepcopy(model); dup["layers"][1]["name"] = "net1"
+write("model_duplicate_layer.json", json.dumps(dup, indent=1))
+write("model_syntax.json", json.dumps(model)[:-3])
+
+# --- calibration files (dtsim run SCENARIO --set cluster.calibration=FILE) --------------------------
+cal = load("tests/data/calibration/cal_dgx1_v100.json")
+cal_cases = {
+    "cal_version_2": (["dtsim_calibration"], 2),
+    "cal_version_missing": (["dtsim_calibration"], DELETE),
+    "cal_ll_rate_zero": (["nccl", "ll_rate_scale"], 0),
+    "cal_ll128_rate_string": (["nccl", "ll128_rate_scale"], "fast"),
+    "cal_efficiency_string": (["nccl", "nvlink_efficiency"], "high"),
+    "cal_efficiency_two": (["nccl", "pcie_efficiency"], 2),
+    "cal_efficiency_zero": (["nccl", "network_efficiency"], 0),
+    "cal_launch_negative": (["nccl", "launch_overhead_us"], -1),
+    "cal_launch_array": (["nccl", "launch_overhead_us"], [1]),
+    "cal_hop_scale_huge": (["nccl", "hop_latency_scale"], 1e9),
+    "cal_class_unknown": (["nccl", "hop_latency_scale_by_class"], {"Bogus/LL": 1}),
+    "cal_class_negative": (["nccl", "hop_latency_scale_by_class"], {"Ring/LL": -1}),
+    "cal_class_not_object": (["nccl", "hop_latency_scale_by_class"], 3),
+    "cal_proto_unknown": (["nccl", "net_hop_latency_scale_by_protocol"], {"LL256": 1}),
+    "cal_nccl_unknown": (["nccl", "magic"], 1),
+    "cal_link_class_unknown": (["links", "infiniband"], {"bandwidth_GBps": 1}),
+    "cal_pcie_bw_zero": (["links", "pcie", "bandwidth_GBps"], 0),
+    "cal_nvlink_bw_string": (["links", "nvlink", "bandwidth_GBps_per_lane"], "24"),
+    "cal_nvlink_total": (["links", "nvlink", "bandwidth_GBps"], 24),
+    "cal_section_unknown": (["extra"], {}),
+    "cal_compute_batch_zero": (["compute"], {"model": {"name": "resnet50", "batch": 0}, "layers": []}),
+    "cal_compute_fwd_negative": (["compute"], {"model": {"name": "resnet50", "batch": 8},
+                                               "layers": [{"name": "conv1", "fwd_s": -1, "bwd_s": 0}]}),
+}
+for name, (path, value) in cal_cases.items():
+    write(name + ".json", mutated(cal, path, value))
+write("cal_not_object.json", "\"calibration\"\n")
+
+# --- compute profiles (dtsim run SCENARIO --set training.compute.profile=FILE) ---------------------
+prof = load("tests/data/calibration/compute/profile_toymodel_sample.json")
+prof_cases = {
+    "profile_batch_zero": (["model", "batch"], 0),
+    "profile_batch_2pow32": (["model", "batch"], 4294967296),
+    "profile_batch_string": (["model", "batch"], "20"),
+    "profile_fwd_negative": (["model", "layers", 0, "fwd_s"], -1e-5),
+    "profile_bwd_string": (["model", "layers", 0, "bwd_s"], "fast"),
+    "profile_bwd_huge": (["model", "layers", 0, "bwd_s"], 1e300),
+    "profile_layers_object": (["model", "layers"], {}),
+    "profile_layer_name_number": (["model", "layers", 1, "name"], 5),
+    "profile_model_missing": (["model"], DELETE),
+    "profile_optimizer_negative": (["model", "optimizer_s"], -1),
+}
+for name, (path, value) in prof_cases.items():
+    write(name + ".json", mutated(prof, path, value))
+d = copy.deepcopy(prof); d["model"]["layers"][2]["name"] = "net1"
+write("profile_duplicate_layer.json", json.dumps(d, indent=1))
+
+# --- nccl-tests logs (dtsim validate LOG --topology dgx1-v100) -------------------------------------
+with open(os.path.join(ROOT, "tests/data/validation/nccl/8xV100_SXM2_16GB_hybridcubemesh_allreduce.txt")) as f:
+    log = f.read().splitlines()
+header = [l for l in log if l.startswith("#")]
+rows = [l for l in log if l.strip() and not l.startswith("#")]
+row = "        1024           256   float     sum    48.88    0.02    0.04  2e-07    48.83    0.02    0.04  2e-07"
+def log_with(extra_rows):
+    return "\n".join(header + extra_rows) + "\n"
+write("nccl_no_rows.txt", log_with([]))
+write("nccl_size_overflow.txt", log_with([row.replace("        1024", "99999999999999999999")]))
+write("nccl_count_overflow.txt", log_with([row.replace("256   float", "184467440737095516160   float")]))
+write("nccl_time_nan.txt", log_with([row.replace("48.88", "nan")]))
+write("nccl_time_inf.txt", log_with([row.replace("48.88", "inf")]))
+write("nccl_time_negative.txt", log_with([row.replace("48.88", "-48.88")]))
+write("nccl_time_zero.txt", log_with([row.replace("48.88", "0")]))
+write("nccl_busbw_text.txt", log_with([row.replace("0.04  2e-07    48.83", "abc  2e-07    48.83")]))
+write("nccl_algbw_negative.txt", log_with([row.replace("48.88    0.02", "48.88    -0.02")]))
+write("nccl_short_row.txt", log_with([row.rsplit(None, 3)[0] + "  1 2 3 4"] ).replace("1 2 3 4", "") )
+write("nccl_huge_time.txt", log_with([row.replace("48.88", "1e400")]))
+write("nccl_many_rows.txt", log_with([row] * 5000))
+write("nccl_nthread_huge.txt", "# nThread 4294967296 nGpus 8 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n" + log_with([row]))
+write("nccl_root_text.txt", "\n".join(header[:-3] + [
+    "#       size         count    type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+    "        1024           256   float     sum      x1    48.88    0.02    0.04      0    48.83    0.02    0.04      0"]) + "\n")
+write("nccl_root_huge.txt", "\n".join(header[:-3] + [
+    "#       size         count    type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+    "        1024           256   float     sum 99999999999    48.88    0.02    0.04      0    48.83    0.02    0.04      0"]) + "\n")
+write("nccl_garbage.txt", "this is not an nccl-tests log\nnor anything else\n")
+write("nccl_binary.txt", bytes(range(256)) * 4)
+
+# --- bandwidth logs (dtsim calibrate LOG --topology dgx1-v100 -o OUT) ------------------------------
+bench = {"tool": "dtsim-bench-link", "machine": {"gpus": [{"name": "V100"}]},
+         "host_device": [{"gpu": 0, "h2d_pinned_GBps": 12.0}]}
+def bench_with(**kw):
+    d = copy.deepcopy(bench)
+    d["host_device"][0].update(kw)
+    return json.dumps(d, indent=1)
+write("bw_bench_gpu_negative.json", bench_with(gpu=-1))
+write("bw_bench_gpu_huge.json", bench_with(gpu=4e9))
+write("bw_bench_gpu_fraction.json", bench_with(gpu=1.5))
+write("bw_bench_gpu_uint64.json", bench_with(gpu=18446744073709551615))
+write("bw_bench_value_negative.json", bench_with(h2d_pinned_GBps=-12))
+write("bw_bench_value_string.json", bench_with(h2d_pinned_GBps="12"))
+write("bw_bench_value_1e400.json", bench_with(h2d_pinned_GBps=12).replace("12", "1e400"))
+d = copy.deepcopy(bench); d["p2p"] = {"unidirectional_p2p_GBps": [[0, 1], [1]]}
+write("bw_bench_matrix_ragged.json", json.dumps(d))
+d = copy.deepcopy(bench); d["p2p"] = {"unidirectional_p2p_GBps": [[0, -1], [1, 0]]}
+write("bw_bench_matrix_negative.json", json.dumps(d))
+d = copy.deepcopy(bench); d["tool"] = "other"
+write("bw_bench_wrong_tool.json", json.dumps(d))
+write("bw_bench_truncated.json", json.dumps(bench)[:40])
+write("bw_bandwidthtest_device_huge.txt",
+      "[CUDA Bandwidth Test] - Starting...\n Device 99999999999: Tesla V100\n Host to Device Bandwidth, 1 Device(s)\n"
+      " PINNED Memory Transfers\n   Transfer Size (Bytes)\tBandwidth(GB/s)\n   32000000\t\t\t12.1\n")
+write("bw_bandwidthtest_device_2pow32.txt",
+      "[CUDA Bandwidth Test] - Starting...\n Device 4294967296: Tesla V100\n Host to Device Bandwidth, 1 Device(s)\n"
+      " PINNED Memory Transfers\n   Transfer Size (Bytes)\tBandwidth(GB/s)\n   32000000\t\t\t12.1\n")
+write("bw_gpuinspector_max_text.txt",
+      "julia> host2device_bandwidth()\nHost <-> Device Bandwidth (GiB/s):\n └ max: 4.4.6e\n")
+write("bw_gpuinspector_matrix_huge.txt",
+      "julia> p2p_bandwidth_all()\n99999999999999999999_99999999999999999999 Matrix{Union{Nothing, Float64}}:\n nothing 1\n")
+write("bw_gpuinspector_matrix_nonsquare.txt",
+      "julia> p2p_bandwidth_all()\n2_3 Matrix{Union{Nothing, Float64}}:\n nothing 1 2\n 1 nothing 2\n")
+write("bw_gpuinspector_matrix_text.txt",
+      "julia> p2p_bandwidth_all()\n2_2 Matrix{Union{Nothing, Float64}}:\n nothing fast\n 1 nothing\n")
+write("bw_p2p_device_huge.txt",
+      "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nDevice: 4294967296, Tesla V100, pciBusID: 6, pciDeviceID: 0, pciDomainID:0\n")
+write("bw_p2p_matrix_text.txt",
+      "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n"
+      "   D\\D     0      1\n     0 750.0  x\n     1  48.0 750.0\n")
+write("bw_csv_value_text.csv", "gpu,h2d_pinned_GBps\nA100,fast\n")
+write("bw_csv_value_negative.csv", "gpu,h2d_pinned_GBps\nA100,-3\n")
+write("bw_csv_ragged.csv", "gpu,h2d_pinned_GBps\nA100,3,4\n")
+write("bw_empty.txt", "")
+print("wrote", len(os.listdir(OUT)), "files to", OUT)
