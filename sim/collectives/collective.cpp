@@ -175,6 +175,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   }
   out.algorithm = fmt::format("{}/{}", to_string(cost.algo), to_string(cost.proto));
   out.predicted_us = cost.time_us;
+  out.channels = std::max(1, cost.channels);
   return out;
 }
 

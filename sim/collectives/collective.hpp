@@ -31,6 +31,7 @@ struct CollectiveTasks {
   std::vector<int> done;
   std::string algorithm;     ///< what ran, e.g. "Ring/Simple", "NVLS/Simple"
   double predicted_us = 0;   ///< NCCL's own cost-model estimate for it (tuning.cc), microseconds
+  int channels = 1;          ///< NCCL channels it runs on: one CUDA block (CTA) each, on one SM
 };
 
 /// Appends `call` to `graph` as NCCL would run it on this machine: NCCL's (algorithm, protocol)

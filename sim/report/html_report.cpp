@@ -104,8 +104,11 @@ std::string breakdown_section(const RunResult& r)
                      parts, {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac", svg::colour_of("input")},
                      "steady state, busiest GPU");
   out += fmt::format("<p class=\"note\">Communication is in flight {} of the iteration; {} of it is hidden behind "
-                     "compute. Mean of {} simulated iterations after {} warm-up (spread {:.2f}%).</p>",
+                     "compute{}. Mean of {} simulated iterations after {} warm-up (spread {:.2f}%).</p>",
                      ms(r.comm_time_s), ms(std::max(0.0, r.comm_time_s - r.exposed_comm_time_s)),
+                     r.nccl_slowdown_s > 0 ? fmt::format(", and that compute is {} longer for running beside the NCCL kernels",
+                                                         ms(r.nccl_slowdown_s))
+                                           : std::string(),
                      r.simulated_iterations - r.warmup_iterations, r.warmup_iterations, r.iteration_spread * 100);
   return out;
 }
@@ -412,6 +415,7 @@ RunResult figures_of(const nlohmann::json& j)
   r.compute_time_s = j.value("compute_time_s", 0.0);
   r.exposed_comm_time_s = j.value("exposed_comm_time_s", 0.0);
   r.input_wait_s = j.value("input_wait_s", 0.0);
+  r.nccl_slowdown_s = j.value("nccl_slowdown_s", 0.0);
   r.straggler_wait_s = j.value("straggler_wait_s", 0.0);
   r.throughput_samples_per_s = j.value("throughput_samples_per_s", 0.0);
   r.speedup_vs_1gpu = j.value("speedup_vs_1gpu", 0.0);

@@ -27,6 +27,7 @@ nlohmann::json json_report(const RunResult& r)
       {"setup_time_s", r.setup_time_s},
       {"iteration_time_s", r.iteration_time_s},
       {"compute_time_s", r.compute_time_s},
+      {"nccl_slowdown_s", r.nccl_slowdown_s},
       {"comm_time_s", r.comm_time_s},
       {"straggler_wait_s", r.straggler_wait_s},
       {"exposed_comm_time_s", r.exposed_comm_time_s},

@@ -66,6 +66,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   // its excess over their own work; what is left of the idle time is communication nothing hid.
   const double idle = std::max(0.0, r.iteration_time_s - r.compute_time_s - r.straggler_wait_s);
   r.input_time_s = plan.input_seconds_per_iteration;
+  r.nccl_slowdown_s = plan.nccl_slowdown_per_iteration_s;
   r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
   r.exposed_comm_time_s = idle - r.input_wait_s;

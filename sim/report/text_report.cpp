@@ -67,6 +67,9 @@ std::string text_report(const RunResult& r)
                    r.simulated_iterations - r.warmup_iterations, r.warmup_iterations, r.iteration_spread * 100));
   line(fmt::format("  iteration time           {:>12.6f} s", r.iteration_time_s));
   line(fmt::format("  compute                  {:>12.6f} s", r.compute_time_s));
+  if (r.nccl_slowdown_s > 0)
+    line(fmt::format("    slowed beside NCCL     {:>12.6f} s   (part of compute: kernels sharing SMs and HBM with the buckets' AllReduce)",
+                     r.nccl_slowdown_s));
   line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));

@@ -38,6 +38,7 @@ struct Plan {
   double single_gpu_iteration_s = 0;    ///< one GPU alone doing the same per-GPU work
   double samples_per_iteration = 0;     ///< global batch
   double input_seconds_per_iteration = 0;  ///< one process's DataLoader time for its batch(es) of one iteration
+  double nccl_slowdown_per_iteration_s = 0;  ///< compute time added by NCCL kernels running beside it (interference.hpp)
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
   std::vector<std::string> notes;       ///< modelling assumptions to show in the report
   std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated

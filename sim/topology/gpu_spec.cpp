@@ -1,7 +1,9 @@
 // GPU kinds as data: dense peak FLOP/s per precision, memory size, compute capability, memory
 // bandwidth (the same datasheets: HBM2 900 GB/s on V100, 1555 / 2039 GB/s on A100 40 / 80 GB SXM4,
 // 1935 GB/s A100 PCIe 80 GB, 3350 GB/s H100 SXM, 2000 GB/s H100 PCIe, 4800 GB/s H200; GDDR boards
-// from their whitepapers/datasheets).
+// from their whitepapers/datasheets) and SM count (architecture whitepapers: V100 80, A100 108,
+// H100 SXM5 132, H100 PCIe 114, H200 132 (same GH100 configuration as H100 SXM5), TU102 boards
+// 68 (RTX 2080 Ti) and 72 (TITAN RTX), AD102 RTX 4090 128, GA102 RTX A6000 84, GP102 Tesla P40 30).
 //
 // Figures are NVIDIA's published dense (non-sparse) peaks at boost clock:
 //  - V100 SXM2/PCIe, A100 SXM4/PCIe, H100 SXM/PCIe, H200: the Tesla/data-center datasheets
@@ -36,7 +38,7 @@ struct GpuEntry {
 };
 
 GpuSpec make(const char* name, double fp32, double tf32, double fp16, double bf16, double memory, int cc,
-             double memory_bandwidth)
+             double memory_bandwidth, int sms)
 {
   GpuSpec s;
   s.name = name;
@@ -47,28 +49,29 @@ GpuSpec make(const char* name, double fp32, double tf32, double fp16, double bf1
   s.memory_bytes = memory;
   s.compute_capability = cc;
   s.memory_bandwidth = memory_bandwidth;
+  s.sms = sms;
   return s;
 }
 
 const std::vector<GpuEntry>& table()
 {
   static const std::vector<GpuEntry> entries = {
-      {make("V100-SXM2", 15.7 * T, 0, 125 * T, 0, 16 * GiB, 70, 900 * G), {"V100", "V100-SXM2-16GB"}},
-      {make("V100-SXM2-32GB", 15.7 * T, 0, 125 * T, 0, 32 * GiB, 70, 900 * G), {}},
-      {make("V100-PCIe", 14.0 * T, 0, 112 * T, 0, 16 * GiB, 70, 900 * G), {"V100-PCIe-16GB"}},
-      {make("V100-PCIe-32GB", 14.0 * T, 0, 112 * T, 0, 32 * GiB, 70, 900 * G), {}},
-      {make("A100-SXM4", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G), {"A100", "A100-SXM4-40GB"}},
-      {make("A100-SXM4-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 2039 * G), {"A100-80GB"}},
-      {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G), {"A100-PCIe-40GB"}},
-      {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 1935 * G), {}},
-      {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 80 * GiB, 90, 3350 * G), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
-      {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90, 2000 * G), {"H100-PCIe-80GB"}},
-      {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90, 4800 * G), {"H200-SXM"}},
-      {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75, 616 * G), {"RTX2080Ti", "RTX-2080-Ti"}},
-      {make("RTX-4090", 82.6 * T, 82.6 * T, 165.2 * T, 165.2 * T, 24 * GiB, 89, 1008 * G), {"RTX4090"}},
-      {make("RTX-A6000", 38.7 * T, 77.4 * T, 154.8 * T, 154.8 * T, 48 * GiB, 86, 768 * G), {"A6000"}},
-      {make("TITAN-RTX", 16.3 * T, 0, 130 * T, 0, 24 * GiB, 75, 672 * G), {"TITANRTX"}},
-      {make("P40", 11.8 * T, 0, 0, 0, 24 * GiB, 61, 346 * G), {"Tesla-P40"}},
+      {make("V100-SXM2", 15.7 * T, 0, 125 * T, 0, 16 * GiB, 70, 900 * G, 80), {"V100", "V100-SXM2-16GB"}},
+      {make("V100-SXM2-32GB", 15.7 * T, 0, 125 * T, 0, 32 * GiB, 70, 900 * G, 80), {}},
+      {make("V100-PCIe", 14.0 * T, 0, 112 * T, 0, 16 * GiB, 70, 900 * G, 80), {"V100-PCIe-16GB"}},
+      {make("V100-PCIe-32GB", 14.0 * T, 0, 112 * T, 0, 32 * GiB, 70, 900 * G, 80), {}},
+      {make("A100-SXM4", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G, 108), {"A100", "A100-SXM4-40GB"}},
+      {make("A100-SXM4-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 2039 * G, 108), {"A100-80GB"}},
+      {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G, 108), {"A100-PCIe-40GB"}},
+      {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 1935 * G, 108), {}},
+      {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 80 * GiB, 90, 3350 * G, 132), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
+      {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90, 2000 * G, 114), {"H100-PCIe-80GB"}},
+      {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90, 4800 * G, 132), {"H200-SXM"}},
+      {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75, 616 * G, 68), {"RTX2080Ti", "RTX-2080-Ti"}},
+      {make("RTX-4090", 82.6 * T, 82.6 * T, 165.2 * T, 165.2 * T, 24 * GiB, 89, 1008 * G, 128), {"RTX4090"}},
+      {make("RTX-A6000", 38.7 * T, 77.4 * T, 154.8 * T, 154.8 * T, 48 * GiB, 86, 768 * G, 84), {"A6000"}},
+      {make("TITAN-RTX", 16.3 * T, 0, 130 * T, 0, 24 * GiB, 75, 672 * G, 72), {"TITANRTX"}},
+      {make("P40", 11.8 * T, 0, 0, 0, 24 * GiB, 61, 346 * G, 30), {"Tesla-P40"}},
   };
   return entries;
 }

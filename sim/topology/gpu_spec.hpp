@@ -17,6 +17,7 @@ struct GpuSpec {
   double memory_bytes = 0;
   int compute_capability = 0;  ///< 70, 80, 90 ...
   double memory_bandwidth = 0; ///< device memory bytes/s (datasheet peak)
+  int sms = 0;                 ///< streaming multiprocessors (architecture whitepapers); 0 = unknown
 
   /// Peak FLOP/s for the math a precision runs at (AMP and fp16/bf16 at the tensor-core peak).
   double peak_flops(Precision precision) const;
