@@ -66,8 +66,14 @@ Plan build_plan(const Scenario& s, const Topology& topology, const Model& model,
 // communication), simulated, so that speedup and efficiency compare like with like. Data-parallel
 // strategies only: a pipeline's or hybrid's model may not fit one GPU, and there the baseline stays
 // the per-GPU compute the plan reports.
-double simulated_single_gpu_iteration(const Scenario& s, const Topology& topology, const Model& model,
-                                      const SimulationSettings& sim)
+struct SingleGpuRun {
+  double iteration_s = 0;  // simulated
+  double compute_s = 0;    // the compute the plan gave it
+  double input_s = 0;      // its DataLoader's time per iteration
+};
+
+SingleGpuRun simulated_single_gpu_iteration(const Scenario& s, const Topology& topology, const Model& model,
+                                            const SimulationSettings& sim)
 {
   Scenario one = s;
   one.gpus = 1;
@@ -79,7 +85,42 @@ double simulated_single_gpu_iteration(const Scenario& s, const Topology& topolog
   const auto end_of = [&](std::size_t it) { return spans[static_cast<std::size_t>(plan.iteration_end[it])].end; };
   const auto last = plan.iteration_end.size() - 1;
   const auto warm = static_cast<std::size_t>(plan.warmup_iterations) - 1;
-  return (end_of(last) - end_of(warm)) / static_cast<double>(last - warm);
+  return {(end_of(last) - end_of(warm)) / static_cast<double>(last - warm), plan.single_gpu_iteration_s,
+          plan.input_seconds_per_iteration};
+}
+
+// A measured single-GPU step time or throughput is the whole iteration as the user ran it, host-to-
+// device input copy included. dtsim simulates that copy itself, so the compute it schedules is the
+// measured step less the part of the copy that the one-GPU simulation leaves exposed; the one-GPU
+// prediction then reproduces the measurement. Returns the scenario to build plans from, with a note
+// (empty when nothing was taken off).
+Scenario compute_net_of_modelled_overheads(const Scenario& s, const Topology& topology, const Model& model,
+                                           const SimulationSettings& sim, std::string& note)
+{
+  auto& spec = s.training.compute;
+  const bool measured = spec.source == ComputeSpec::Source::StepTime || spec.source == ComputeSpec::Source::Throughput;
+  if (!measured || !(s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single"))
+    return s;
+  const SingleGpuRun one = simulated_single_gpu_iteration(s, topology, model, sim);
+  // What the simulation adds to the measured step, beyond the DataLoader's own pace (a loader slower
+  // than the measurement is a contradiction of the inputs, reported by the input-bound line, not
+  // something to take off compute).
+  const double exposed = one.iteration_s - std::max(one.compute_s, one.input_s);
+  if (!(exposed > 1e-9 * one.compute_s))
+    return s;
+  if (exposed > 0.5 * one.compute_s) {
+    note = fmt::format("the simulated one-GPU iteration adds {:.2f} ms of input copy to the measured {:.2f} ms step: "
+                       "more than half of it, so compute is left as measured (check the loader's input_bytes_per_sample)",
+                       exposed * 1e3, one.compute_s * 1e3);
+    return s;
+  }
+  const double scale = (one.compute_s - exposed) / one.compute_s;
+  Scenario net = s;
+  net.training.compute.compute_share_of_step = scale;
+  note = fmt::format("the measured single-GPU step ({:.2f} ms) includes the input copy dtsim simulates ({:.2f} ms exposed "
+                     "on one GPU): compute is the remaining {:.2f} ms",
+                     one.compute_s * 1e3, exposed * 1e3, (one.compute_s - exposed) * 1e3);
+  return net;
 }
 
 }  // namespace
@@ -97,12 +138,16 @@ Prediction predict(const Scenario& s)
     collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
   }
   const Model model = load_model(s.model, s.file, "/model");
-  p.plan = build_plan(s, p.topology, model, sim, collectives);
+  std::string net_note;
+  const Scenario net = compute_net_of_modelled_overheads(s, p.topology, model, sim, net_note);
+  p.plan = build_plan(net, p.topology, model, sim, collectives);
+  if (!net_note.empty())
+    p.plan.notes.push_back(net_note);
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate(p.topology, p.plan.graph);
   if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
-    p.plan.single_gpu_iteration_s = simulated_single_gpu_iteration(s, p.topology, model, sim);
+    p.plan.single_gpu_iteration_s = simulated_single_gpu_iteration(net, p.topology, model, sim).iteration_s;
 
   RunResult& r = p.result;
   r.scenario = s.name.empty() ? s.file : s.name;

@@ -38,6 +38,9 @@ struct ComputeSpec {
   Source source = Source::StepTime;
   double step_time_s = 0;            ///< measured single-GPU time of one iteration at batch_per_gpu
   double single_gpu_throughput = 0;  ///< measured samples/s of one GPU at batch_per_gpu
+  /// StepTime/Throughput: the share of the measured step that is compute; predict() takes off the
+  /// input copy that dtsim simulates on its own (the measurement included it).
+  double compute_share_of_step = 1.0;
   std::string gpu;                   ///< Flops: GPU kind whose peak is used ("" = the cluster's)
   double efficiency = 0;             ///< Flops: fraction of peak reached
   ComputeProfileSource profile;      ///< Profile: measured per-layer times

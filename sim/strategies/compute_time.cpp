@@ -38,10 +38,10 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
   double fwd_seconds = 0;  // whole forward for `samples` samples
   switch (spec.source) {
     case ComputeSpec::Source::StepTime:
-      fwd_seconds = spec.step_time_s / (1 + kBackwardOverForward) * samples / batch;
+      fwd_seconds = spec.compute_share_of_step * spec.step_time_s / (1 + kBackwardOverForward) * samples / batch;
       break;
     case ComputeSpec::Source::Throughput:
-      fwd_seconds = batch / spec.single_gpu_throughput / (1 + kBackwardOverForward) * samples / batch;
+      fwd_seconds = spec.compute_share_of_step * batch / spec.single_gpu_throughput / (1 + kBackwardOverForward) * samples / batch;
       break;
     case ComputeSpec::Source::Flops: {
       const GpuSpec gpu = spec.gpu.empty() ? cluster_gpu : gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu");
