@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace dtsim {
@@ -79,8 +80,11 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
     out += "Once, before training\n" + head + rows_text(t.once, number, true) + "\n";
     number = 0;
   }
-  out += fmt::format("One training iteration (steady state): {:.3f} ms\n", t.iteration_s * 1e3);
+  out += fmt::format("One training iteration (steady state): {:.3f} ms, from the end of the previous one\n",
+                     t.iteration_s * 1e3);
   out += head + rows_text(t.steps, number, false);
+  if (std::any_of(t.steps.begin(), t.steps.end(), [](const StepRow& r) { return r.start < 0; }))
+    out += "(a negative start: the step began during the previous iteration, e.g. the DataLoader loading ahead)\n";
   out += "\nPer GPU in this iteration\n";
   out += fmt::format("  {:<10} {:>10} {:>12} {:>10} {:>10}\n", "GPU", "sent MB", "received MB", "busy ms", "idle ms");
   for (const auto& u : t.per_gpu)

@@ -129,9 +129,11 @@ StepTable build_step_table(const Topology& topology, const Plan& plan, const std
     else if (plan.graph[id].iteration == iteration)
       steps.push_back(id);
   }
-  double origin = iteration > 0 ? spans[static_cast<std::size_t>(plan.iteration_end[static_cast<std::size_t>(iteration - 1)])].end : 0.0;
-  for (int id : steps)
-    origin = std::min(origin, spans[static_cast<std::size_t>(id)].start);  // work may begin before the last one closed
+  // Times count from the end of the previous iteration: the steady-state iteration is the time
+  // between two ends. Work of this iteration that began earlier (a DataLoader prefetching the next
+  // batch during the previous step) starts at a negative time.
+  const double origin =
+      iteration > 0 ? spans[static_cast<std::size_t>(plan.iteration_end[static_cast<std::size_t>(iteration - 1)])].end : 0.0;
   table.once = rows_of(topology, plan, spans, once, 0.0);
   table.steps = rows_of(topology, plan, spans, steps, origin);
   table.iteration_s = spans[static_cast<std::size_t>(plan.iteration_end[static_cast<std::size_t>(iteration)])].end - origin;
