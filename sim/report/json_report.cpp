@@ -9,6 +9,9 @@ nlohmann::json json_report(const RunResult& r)
   nlohmann::json comm = nlohmann::json::array();
   for (const auto& c : r.comm_per_iteration)
     comm.push_back({{"label", c.label}, {"op", c.op}, {"bytes", c.bytes}});
+  nlohmann::json critical = nlohmann::json::array();
+  for (const auto& p : r.critical_path)
+    critical.push_back({{"category", p.category}, {"seconds", p.seconds}});
   return {
       {"scenario", r.scenario},
       {"strategy", r.strategy},
@@ -34,6 +37,7 @@ nlohmann::json json_report(const RunResult& r)
       {"input_time_s", r.input_time_s},
       {"input_wait_s", r.input_wait_s},
       {"input_bound", r.input_bound},
+      {"critical_path", critical},
       {"samples_per_iteration", r.samples_per_iteration},
       {"throughput_samples_per_s", r.throughput_samples_per_s},
       {"single_gpu_iteration_time_s", r.single_gpu_iteration_s},

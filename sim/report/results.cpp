@@ -70,6 +70,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
   r.exposed_comm_time_s = idle - r.input_wait_s;
+  r.critical_path = critical_path_by_category(plan, spans);
 
   r.samples_per_iteration = plan.samples_per_iteration;
   r.single_gpu_iteration_s = plan.single_gpu_iteration_s;

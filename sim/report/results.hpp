@@ -5,6 +5,7 @@
 
 #include "sim/engine/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
+#include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 
 #include <string>
@@ -41,6 +42,7 @@ struct RunResult {
   double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
   double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
   bool input_bound = false;      ///< the DataLoader sets the pace
+  std::vector<CriticalPart> critical_path;  ///< what set the iteration's length, by kind of step
   double setup_time_s = 0;       ///< one-off (parameter broadcast)
 
   // Scaling and totals.

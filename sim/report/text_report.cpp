@@ -78,6 +78,15 @@ std::string text_report(const RunResult& r)
                      r.input_time_s,
                      r.input_bound ? fmt::format("; INPUT-BOUND: {:.0f}% of the iteration", 100 * r.input_wait_s / r.iteration_time_s)
                                    : ""));
+  if (!r.critical_path.empty()) {
+    std::string parts;
+    for (std::size_t k = 0; k < r.critical_path.size() && k < 6; ++k) {
+      const double share = 100 * r.critical_path[k].seconds / r.iteration_time_s;
+      if (share >= 0.05)
+        parts += fmt::format("{}{} {:.1f}%", k ? ", " : "", r.critical_path[k].category, share);
+    }
+    line(fmt::format("  critical path            {}   (what set the iteration's length, by kind of step)", parts));
+  }
   line("");
   line("Throughput and scaling");
   line(fmt::format("  throughput               {:>12.1f} samples/s   (one GPU: {:.1f} samples/s)", r.throughput_samples_per_s,
