@@ -84,7 +84,9 @@ double simulated_single_gpu_iteration(const Scenario& s, const Topology& topolog
 
 }  // namespace
 
-Prediction predict(const Scenario& s)
+namespace {
+
+Prediction predict_scenario(const Scenario& s)
 {
   const SimulationSettings sim = parse_settings(s);
   Prediction p;
@@ -136,7 +138,7 @@ Prediction predict(const Scenario& s)
   return p;
 }
 
-Prediction plan_scenario(const Scenario& s)
+Prediction plan_only(const Scenario& s)
 {
   const SimulationSettings sim = parse_settings(s);
   Prediction p;
@@ -148,6 +150,27 @@ Prediction plan_scenario(const Scenario& s)
   }
   p.plan = build_plan(s, p.topology, load_model(s.model, s.file, "/model"), sim, collectives);
   return p;
+}
+
+}  // namespace
+
+// A member that only a --set brought in is blamed on the --set (blamed_on_overrides).
+Prediction predict(const Scenario& s)
+{
+  try {
+    return predict_scenario(s);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
+}
+
+Prediction plan_scenario(const Scenario& s)
+{
+  try {
+    return plan_only(s);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
 }
 
 }  // namespace dtsim
