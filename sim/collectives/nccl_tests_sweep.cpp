@@ -25,7 +25,7 @@ int usual_gpus_per_thread(const Topology& topology)
 
 std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, CollectiveOp op,
                                                       const std::vector<std::uint64_t>& sizes,
-                                                      const CollectiveOptions& options, int root)
+                                                      const CollectiveOptions& options, int root, int element_bytes)
 {
   const auto& ranks = topology.gpus();
   const int n = static_cast<int>(ranks.size());
@@ -51,7 +51,7 @@ std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, 
   };
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     NcclTestsPoint p;
-    p.size = nccl_tests_size(to_string(op), sizes[i], n);
+    p.size = nccl_tests_size(to_string(op), sizes[i], n, element_bytes);
     CollectiveCall call;
     call.op = op;
     call.ranks = ranks;

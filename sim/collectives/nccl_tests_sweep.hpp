@@ -28,6 +28,7 @@ int usual_gpus_per_thread(const Topology& topology);
 
 std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, CollectiveOp op,
                                                       const std::vector<std::uint64_t>& sizes,
-                                                      const CollectiveOptions& options, int root = 0);
+                                                      const CollectiveOptions& options, int root = 0,
+                                                      int element_bytes = 4);
 
 }  // namespace dtsim

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dtsim {
@@ -18,14 +19,14 @@ std::string nccl_float_str(double value, int width)
   return fmt::format("{:>{}.0e}", value, width);
 }
 
-NcclTestsSize nccl_tests_size(const std::string& op, std::uint64_t requested, int ranks)
+NcclTestsSize nccl_tests_size(const std::string& op, std::uint64_t requested, int ranks, int element_bytes)
 {
-  const std::uint64_t elt = 4;  // float
+  const std::uint64_t elt = static_cast<std::uint64_t>(std::clamp(element_bytes, 1, 16));
   const std::uint64_t n = static_cast<std::uint64_t>(std::max(ranks, 1));
   const std::uint64_t count = requested / elt;
   NcclTestsSize s;
   if (op == "all_gather" || op == "reduce_scatter") {
-    const std::uint64_t per_rank = (count / n) & ~std::uint64_t{3};  // &-(16/eltSize)
+    const std::uint64_t per_rank = (count / n) & ~(16 / elt - 1);  // &-(16/eltSize): whole 16-byte chunks
     s.count = per_rank;
     s.bytes = per_rank * n * elt;
   } else if (op == "alltoall") {
@@ -38,6 +39,39 @@ NcclTestsSize nccl_tests_size(const std::string& op, std::uint64_t requested, in
   }
   s.algbw_bytes = static_cast<double>(s.bytes);
   return s;
+}
+
+const std::vector<std::string>& nccl_tests_types()
+{
+  static const std::vector<std::string> types = {"int8",  "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                                 "half",  "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return types;
+}
+
+int nccl_tests_type_bytes(const std::string& type)
+{
+  static const std::vector<int> bytes = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};  // same order as nccl_tests_types()
+  const auto& types = nccl_tests_types();
+  const auto it = std::find(types.begin(), types.end(), type);
+  return it == types.end() ? 0 : bytes[static_cast<std::size_t>(it - types.begin())];
+}
+
+const std::vector<std::string>& nccl_tests_redops()
+{
+  static const std::vector<std::string> ops = {"sum", "prod", "max", "min", "avg", "mulsum"};
+  return ops;
+}
+
+std::vector<std::uint64_t> nccl_tests_sweep_sizes_by_step(std::uint64_t min_bytes, std::uint64_t max_bytes,
+                                                          std::uint64_t step)
+{
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t s = std::max<std::uint64_t>(min_bytes, 1); s <= max_bytes; s += std::max<std::uint64_t>(step, 1)) {
+    out.push_back(s);
+    if (max_bytes - s < step)
+      break;
+  }
+  return out;
 }
 
 std::vector<std::uint64_t> nccl_tests_sweep_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes, double factor)
@@ -55,13 +89,11 @@ std::vector<std::uint64_t> nccl_tests_sweep_sizes(std::uint64_t min_bytes, std::
 
 namespace {
 
-const char* type_of(const std::string&) { return "float"; }
-
-const char* redop_of(const std::string& op)
+std::string redop_of(const std::string& op, const std::string& redop)
 {
   if (op == "all_gather" || op == "broadcast" || op == "alltoall" || op == "gather" || op == "scatter")
     return "none";
-  return "sum";
+  return redop;
 }
 
 int root_of(const std::string& op)
@@ -77,13 +109,14 @@ std::string run_columns(double time_us, double algbw, double busbw)
 
 }  // namespace
 
-std::string format_nccl_tests_row(const std::string& op, int ranks, const NcclTestsTableRow& row)
+std::string format_nccl_tests_row(const std::string& op, int ranks, const NcclTestsTableRow& row,
+                                  const std::string& datatype, const std::string& redop)
 {
   const double t = row.time_us;
   const double algbw = t > 0 ? row.size.algbw_bytes / 1e9 / (t * 1e-6) : 0.0;
   const double busbw = algbw * nccl_tests_busbw_factor(op, ranks);
   const std::string runs = run_columns(t, algbw, busbw);
-  return fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.size.bytes, row.size.count, type_of(op), redop_of(op),
+  return fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", row.size.bytes, row.size.count, datatype, redop_of(op, redop),
                      root_of(op)) +
          runs + runs;
 }
@@ -95,9 +128,11 @@ std::string format_nccl_tests_table(const NcclTestsTable& table)
     out += "# " + c + "\n";
   out += fmt::format("# Collective test starting: {}_perf\n", table.op);
   out += fmt::format(
-      "# nThread 1 nGpus {} minBytes {} maxBytes {} step: {}(factor) warmup iters: 0 iters: 1 agg iters: 1 "
-      "validation: 0 graph: 0\n",
-      table.gpus_per_thread > 0 ? table.gpus_per_thread : table.ranks, table.min_bytes, table.max_bytes, table.factor);
+      "# nThread {} nGpus {} minBytes {} maxBytes {} step: {} warmup iters: {} iters: {} agg iters: 1 "
+      "validation: {} graph: 0\n",
+      table.threads, table.gpus_per_thread > 0 ? table.gpus_per_thread : table.ranks, table.min_bytes, table.max_bytes,
+      table.step_bytes > 0 ? fmt::format("{}(bytes)", table.step_bytes) : fmt::format("{}(factor)", table.factor),
+      table.warmup_iters, table.iters, table.check_iters);
   out += "#\n# Using devices\n";
   for (const auto& r : table.rank_lines)
     out += r + "\n";
@@ -108,7 +143,7 @@ std::string format_nccl_tests_table(const NcclTestsTable& table)
   double sum = 0;
   int n = 0;
   for (const auto& row : table.rows) {
-    out += format_nccl_tests_row(table.op, table.ranks, row) + "\n";
+    out += format_nccl_tests_row(table.op, table.ranks, row, table.datatype, table.redop) + "\n";
     const double t = row.time_us;
     const double busbw =
         t > 0 ? row.size.algbw_bytes / 1e9 / (t * 1e-6) * nccl_tests_busbw_factor(table.op, table.ranks) : 0.0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -16,7 +17,7 @@ std::string short_device_name(const Topology& topology, int device)
     return topology.nodes > 1 ? fmt::format("n{}.host", d.node) : "host";
   if (d.kind != DeviceKind::Gpu)
     return d.name;
-  return topology.nodes > 1 ? fmt::format("n{}.GPU{}", d.node, d.local_index) : fmt::format("GPU{}", d.local_index);
+  return topology.nodes > 1 ? d.name : fmt::format("GPU{}", d.local_index);  // as `dtsim run` names it
 }
 
 namespace {
@@ -29,10 +30,54 @@ std::string device_set(const Topology& topology, const Plan& plan, const std::se
     return plan.ranks.size() > 4 ? fmt::format("all {} GPUs", plan.ranks.size())
                                  : short_device_name(topology, *devices.begin()) + "-" +
                                        std::to_string(topology.device(*devices.rbegin()).local_index);
+  if (devices.size() > 6)
+    return fmt::format("{} GPUs", devices.size());
   std::string out;
+  std::set<std::string> named;  // a node's CPU sockets are all its host
   for (int d : devices)
-    out += (out.empty() ? "" : ",") + short_device_name(topology, d);
+    if (const std::string name = short_device_name(topology, d); named.insert(name).second)
+      out += (out.empty() ? "" : ",") + name;
   return out;
+}
+
+// The GPUs of a set of transfer ends (NICs and hosts a transfer is staged through are not who
+// takes part), or the set itself when it has no GPU.
+std::set<int> gpus_of(const Topology& topology, const std::set<int>& devices)
+{
+  std::set<int> out;
+  for (int d : devices)
+    if (topology.device(d).kind == DeviceKind::Gpu)
+      out.insert(d);
+  return out.empty() ? devices : out;
+}
+
+std::set<int> minus(const std::set<int>& a, const std::set<int>& b)
+{
+  std::set<int> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::inserter(out, out.end()));
+  return out;
+}
+
+// "GPU0 -> GPU1,GPU2,GPU3": a rooted collective reads as its root and the others, although a ring
+// or tree forwards through every GPU (broadcast, scatter: the one sender that receives nothing;
+// reduce, gather: the one receiver that sends nothing).
+std::string who_of_transfers(const Topology& topology, const Plan& plan, const std::string& category,
+                             const std::set<int>& src_ends, const std::set<int>& dst_ends)
+{
+  const std::set<int> src = gpus_of(topology, src_ends), dst = gpus_of(topology, dst_ends);
+  std::set<int> all = src;
+  all.insert(dst.begin(), dst.end());
+  if (category == "broadcast" || category == "replicate" || category == "scatter") {
+    if (const auto root = minus(src, dst); root.size() == 1)
+      return device_set(topology, plan, root) + " -> " + device_set(topology, plan, minus(all, root));
+  }
+  if (category == "reduce" || category == "gather") {
+    if (const auto sink = minus(dst, src); sink.size() == 1)
+      return device_set(topology, plan, minus(all, sink)) + " -> " + device_set(topology, plan, sink);
+  }
+  if (src == dst && src.size() > 1)
+    return device_set(topology, plan, src) + " -> each other";
+  return device_set(topology, plan, src) + " -> " + device_set(topology, plan, dst);
 }
 
 std::string link_kinds(const Topology& topology, const std::set<int>& links)
@@ -102,9 +147,7 @@ std::vector<StepRow> rows_of(const Topology& topology, const Plan& plan, const s
   for (auto& a : sorted) {
     StepRow r = a.row;
     if (r.transfers > 0) {
-      r.who = device_set(topology, plan, a.src) + " -> " + device_set(topology, plan, a.dst);
-      if (a.src == a.dst && a.src.size() > 1)
-        r.who = device_set(topology, plan, a.src) + " -> each other";
+      r.who = who_of_transfers(topology, plan, r.category, a.src, a.dst);
       r.links = link_kinds(topology, a.links);
     } else {
       r.who = device_set(topology, plan, a.compute_on);

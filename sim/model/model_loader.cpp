@@ -1,6 +1,7 @@
 // Reads a model's layer table (models/NAME.json, schema in models/generate/README.md) and validates every
 // field, so that a bad file fails with its path, the JSON pointer and what was expected.
 #include "sim/model/model.hpp"
+#include "sim/util/did_you_mean.hpp"
 
 #include "sim/util/data_paths.hpp"
 #include "sim/util/input_error.hpp"
@@ -143,8 +144,8 @@ Model load_model(const std::string& name_or_path, const std::string& origin_file
     const std::string known = names.empty() ? fmt::format("none found in {}/models", data_dir())
                                             : fmt::format("{}", fmt::join(names, ", "));
     throw InputError(origin_file.empty() ? "model name" : origin_file, origin_pointer,
-                     fmt::format("unknown model \"{}\" (expected one of: {}; or a path to a .json model file)",
-                                 name_or_path, known));
+                     fmt::format("unknown model \"{}\"{} (expected one of: {}; or a path to a .json model file)",
+                                 name_or_path, did_you_mean(name_or_path, names), known));
   }
   return read_model(data_file("models", name_or_path), name_or_path);
 }

@@ -125,7 +125,9 @@ Scenario compute_net_of_modelled_overheads(const Scenario& s, const Topology& to
 
 }  // namespace
 
-Prediction predict(const Scenario& s)
+namespace {
+
+Prediction predict_scenario(const Scenario& s)
 {
   const SimulationSettings sim = parse_settings(s);
   Prediction p;
@@ -181,7 +183,7 @@ Prediction predict(const Scenario& s)
   return p;
 }
 
-Prediction plan_scenario(const Scenario& s)
+Prediction plan_only(const Scenario& s)
 {
   const SimulationSettings sim = parse_settings(s);
   Prediction p;
@@ -193,6 +195,27 @@ Prediction plan_scenario(const Scenario& s)
   }
   p.plan = build_plan(s, p.topology, load_model(s.model, s.file, "/model"), sim, collectives);
   return p;
+}
+
+}  // namespace
+
+// A member that only a --set brought in is blamed on the --set (blamed_on_overrides).
+Prediction predict(const Scenario& s)
+{
+  try {
+    return predict_scenario(s);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
+}
+
+Prediction plan_scenario(const Scenario& s)
+{
+  try {
+    return plan_only(s);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
 }
 
 }  // namespace dtsim

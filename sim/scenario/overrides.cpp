@@ -9,9 +9,7 @@
 
 namespace dtsim {
 
-namespace {
-
-std::vector<std::string> split_path(const std::string& path)
+std::vector<std::string> split_override_path(const std::string& path)
 {
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -24,6 +22,8 @@ std::vector<std::string> split_path(const std::string& path)
   }
   return parts;
 }
+
+namespace {
 
 // Ways of giving the compute times: setting a key of one group removes the keys of the others.
 const std::array<std::vector<std::string>, 4> kComputeGroups = {{
@@ -57,7 +57,7 @@ Override parse_override(const std::string& text)
   if (eq == std::string::npos || eq == 0)
     throw InputError("--set", "", fmt::format("expected key.path=value, got \"{}\"", text));
   Override o{text.substr(0, eq), text.substr(eq + 1)};
-  for (const auto& part : split_path(o.path)) {
+  for (const auto& part : split_override_path(o.path)) {
     if (part.empty())
       throw InputError("--set", "", fmt::format("empty component in key path \"{}\"", o.path));
   }
@@ -76,7 +76,7 @@ void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides
       value = o.value;  // a bare word: a string
     }
     // Walk to the parent with nlohmann's JSON pointers, creating missing objects on the way.
-    const auto parts = split_path(o.path);
+    const auto parts = split_override_path(o.path);
     nlohmann::json::json_pointer parent;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
       if (!doc[parent].is_object())

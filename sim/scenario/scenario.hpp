@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/topology/gpu_spec.hpp"
+#include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 
 #include <nlohmann/json.hpp>
@@ -54,9 +55,18 @@ struct TrainingSpec {
   ComputeSpec compute;
 };
 
+/// One --set override: "training.compute.single_gpu_throughput=367".
+struct Override {
+  std::string path;   ///< dotted path
+  std::string value;  ///< JSON text, or a bare string
+  std::string origin = "--set";  ///< the option it came from, blamed for a path the scenario has no place for
+};
+
 struct Scenario {
   std::string file;            ///< the scenario file (errors name it)
   nlohmann::json doc;          ///< the document after --set overrides
+  nlohmann::json file_doc;     ///< the document as the file has it (to tell the overrides' members apart)
+  std::vector<Override> overrides;
   std::string name;
   std::string model;
   TrainingSpec training;
@@ -68,11 +78,8 @@ struct Scenario {
   JsonReader strategy_options() const { return reader().at("strategy"); }
 };
 
-/// One --set override: "training.compute.single_gpu_throughput=367".
-struct Override {
-  std::string path;   ///< dotted path
-  std::string value;  ///< JSON text, or a bare string
-};
+/// "a.b.c" -> {"a", "b", "c"}.
+std::vector<std::string> split_override_path(const std::string& path);
 
 /// Parses "a.b.c=value"; throws InputError (file "--set") when malformed.
 Override parse_override(const std::string& text);
@@ -82,8 +89,14 @@ Override parse_override(const std::string& text);
 /// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency | profile) removes the others.
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
 
-/// Loads, applies overrides, validates. Throws InputError naming the file and JSON pointer.
+/// Loads, applies overrides, validates. Throws InputError naming the file and JSON pointer; an
+/// unknown member that only an override brought in is blamed on the override ("--set a.b: at /a/b").
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});
+
+/// An "unknown member" error in the scenario file at a place that only an override made (a path
+/// the file lacks, on or under the override's path) is that override's: the error relabelled
+/// "--set a.b" (or "--vary a.b"); any other error unchanged.
+InputError blamed_on_overrides(const InputError& error, const Scenario& scenario);
 
 /// Validates an already-built document (used by load_scenario and by tests).
 Scenario parse_scenario(nlohmann::json doc, const std::string& file);

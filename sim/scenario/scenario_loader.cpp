@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
 
@@ -87,11 +88,45 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   return s;
 }
 
+InputError blamed_on_overrides(const InputError& e, const Scenario& s)
+{
+  if (e.file() != s.file || e.problem().rfind("unknown member", 0) != 0)
+    return e;
+  try {
+    if (s.file_doc.contains(nlohmann::json::json_pointer(e.pointer())))
+      return e;
+  } catch (const nlohmann::json::exception&) {
+    return e;
+  }
+  const auto within = [](const std::string& inner, const std::string& outer) {
+    return inner == outer || inner.rfind(outer + "/", 0) == 0;
+  };
+  for (const auto& o : s.overrides) {
+    std::string set_at;
+    for (const auto& part : split_override_path(o.path))
+      set_at += "/" + json_pointer_escape(part);
+    if (within(set_at, e.pointer()) || within(e.pointer(), set_at))
+      return InputError(o.origin + " " + o.path, e.pointer(), e.problem());
+  }
+  return e;
+}
+
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides)
 {
   nlohmann::json doc = load_json_file(path);
+  Scenario partial;  // what blamed_on_overrides needs, should the document be refused
+  partial.file = path;
+  partial.file_doc = doc;
+  partial.overrides = overrides;
   apply_overrides(doc, overrides);
-  return parse_scenario(std::move(doc), path);
+  try {
+    Scenario s = parse_scenario(std::move(doc), path);
+    s.file_doc = std::move(partial.file_doc);
+    s.overrides = overrides;
+    return s;
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, partial);
+  }
 }
 
 }  // namespace dtsim

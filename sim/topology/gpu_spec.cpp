@@ -16,6 +16,7 @@
 // A zero entry means the GPU has no fast path for that precision; peak_flops() then falls back to
 // the FP32 rate (the work is done with FP32 math).
 #include "sim/topology/gpu_spec.hpp"
+#include "sim/util/did_you_mean.hpp"
 
 #include "sim/util/input_error.hpp"
 
@@ -108,7 +109,8 @@ GpuSpec gpu_spec(const std::string& name, const std::string& file, const std::st
         return entry.spec;
   }
   throw InputError(file.empty() ? "gpu" : file, pointer,
-                   fmt::format("unknown GPU kind \"{}\" (expected one of {})", name, fmt::join(gpu_names(), ", ")));
+                   fmt::format("unknown GPU kind \"{}\"{} (expected one of {})", name, did_you_mean(name, gpu_names()),
+                               fmt::join(gpu_names(), ", ")));
 }
 
 std::vector<std::string> gpu_names()

@@ -1,6 +1,7 @@
 // Resolves a cluster description (preset name, .json path, or inline object with "base") into
 // layers, validates them and assembles the graph.
 #include "sim/topology/topology_builder.hpp"
+#include "sim/util/did_you_mean.hpp"
 
 #include "sim/topology/topology_assembly.hpp"
 #include "sim/topology/topology_check.hpp"
@@ -38,8 +39,8 @@ std::string resolve_path(const std::string& ref, const std::string& file, const 
   const auto presets = topology_preset_names();
   if (std::find(presets.begin(), presets.end(), ref) == presets.end())
     throw InputError(file, pointer,
-                     fmt::format("unknown topology preset \"{}\" (expected one of {}, or a path ending in .json)", ref,
-                                 fmt::join(presets, ", ")));
+                     fmt::format("unknown topology preset \"{}\"{} (expected one of {}, or a path ending in .json)", ref,
+                                 did_you_mean(ref, presets), fmt::join(presets, ", ")));
   *name = ref;
   return data_file("topologies", ref);
 }

@@ -1,4 +1,5 @@
 #include "sim/util/json_reader.hpp"
+#include "sim/util/did_you_mean.hpp"
 
 #include "sim/util/input_error.hpp"
 #include "sim/util/text_file.hpp"
@@ -220,7 +221,7 @@ std::string JsonReader::as_choice(const std::vector<std::string>& allowed) const
 {
   const std::string v = as_string();
   if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-    fail(fmt::format("expected one of {}, got \"{}\"", fmt::join(allowed, ", "), v));
+    fail(fmt::format("expected one of {}, got \"{}\"{}", fmt::join(allowed, ", "), v, did_you_mean(v, allowed)));
   return v;
 }
 
@@ -228,7 +229,8 @@ void JsonReader::reject_unknown(const std::vector<std::string>& known) const
 {
   for (const auto& [key, member] : members()) {
     if (std::find(known.begin(), known.end(), key) == known.end())
-      member.fail(fmt::format("unknown member \"{}\" (expected one of {})", key, fmt::join(known, ", ")));
+      member.fail(fmt::format("unknown member \"{}\"{} (expected one of {})", key, did_you_mean(key, known),
+                              fmt::join(known, ", ")));
   }
 }
 

@@ -56,6 +56,8 @@ sets = [
     (HYB, "strategy.tensor_parallel", ["4294967296", "65536", "0"]),
     (HYB, "strategy.pipeline_stages", ["0", "65536"]),
 ]
+UNKNOWN_KEYS = {"training.unknown", "strategy.typo", "simulation.extra", "trainig.batch_per_gpu", "batchsize"}
+sets += [(DDP, "trainig.batch_per_gpu", ["3"]), (DDP, "batchsize", ["3"])]
 for scen, key, values in sets:
     for i, v in enumerate(values):
         pointer = "/" + key.replace(".", "/")
@@ -66,6 +68,10 @@ for scen, key, values in sets:
         file = os.path.basename(scen)
         if v == "1e400":  # refused while reading the --set value itself
             file, pointer = "--set " + key, "-"
+        if key in UNKNOWN_KEYS:  # a path the scenario has no place for is the --set's fault
+            file = "--set " + key
+        if key == "trainig.batch_per_gpu":  # the first member the scenario has no place for
+            pointer = "/trainig"
         if v == "null":  # removes the member: the object that misses it is named
             pointer = pointer.rsplit("/", 1)[0]
         if key == "strategy.balance" and v != "[1]":
@@ -158,6 +164,27 @@ case("calibrate_nodes_zero", "--nodes", "-", f"calibrate {V100} --topology dgx1-
 case("calibrate_out_directory", "tests/bad_inputs", "-", f"calibrate {V100} --topology dgx1-v100 -o tests/bad_inputs")
 case("run_trace_directory", "tests/bad_inputs", "-", f"run {DDP} --trace tests/bad_inputs")
 case("run_trace_missing_dir", "/nonexistent/t.json", "-", f"run {DDP} --trace /nonexistent/t.json")
+
+# Issue 16's new options: --trace-iterations, nccl-tests' own flags, validate --gpu-order, --vary paths.
+for i, v in enumerate(["0", "99", "2-1", "0-99", "x", "-1", "1-"]):
+    case(f"run_trace_iterations_{i}", "--trace-iterations", "-", f"run {DDP} --trace @OUT@ --trace-iterations {v}")
+nccl_flags = [("datatype_all", "-d", "-d all"), ("datatype_unknown", "-d", "-d float33"),
+              ("redop_all", "--op", "-o all"), ("redop_unknown", "--op", "-o summ"),
+              ("redop_twice", "--op", "-o sum -o max"), ("collective_twice", "--op", "--op all_gather -o broadcast"),
+              ("blocking", "-z", "-z 1"), ("agg_iters", "-m", "-m 2"), ("cudagraph", "-G", "-G 1"),
+              ("threads_3", "-t", "-t 3"), ("threads_0", "-t", "-t 0"), ("threads_x_gpus", "-t", "-t 4 -g 4"),
+              ("average_4", "command line", "-a 4"), ("iters_0", "command line", "-n 0"),
+              ("warmup_negative", "command line", "-w -1"), ("check_text", "command line", "-c x"),
+              ("step_zero", "command line", "-i 0"), ("step_text", "command line", "-i lots"),
+              ("step_tiny", "command line", "-b 8 -e 8G -i 8")]
+for name, file, flags in nccl_flags:
+    case("nccl_tests_" + name, file, "-", f"nccl-tests --topology dgx1-v100 {flags}")
+A100_P2P = "tests/data/calibration/bandwidth/p2p_h2d_8xA100_SXM4_40GB_DGXA100_GPUInspector.txt"
+for i, v in enumerate(["0,0,1,2,3,4,5,6", "0,1,2", "0,1,2,3,4,5,6,8", "x", "0,1,2,3,4,5,6,7,8", "-1,1,2,3,4,5,6,7"]):
+    case(f"validate_gpu_order_{i}", "--gpu-order", "-", f"validate {A100_P2P} --topology dgx-a100 --gpu-order {v}")
+case("validate_gpu_order_nccl_log", "--gpu-order", "-", f"validate {V100} --topology dgx1-v100 --gpu-order 1,0")
+case("sweep_vary_unknown_path", "--vary trainig.batch_per_gpu", "/trainig",
+     f"sweep {DDP} --vary trainig.batch_per_gpu=1,2")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

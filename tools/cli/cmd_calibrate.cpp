@@ -1,4 +1,4 @@
-// dtsim calibrate LOG... --topology NAME|FILE [--nodes N] [--max-size SIZE] [--algo A] [--proto P] -o CALIBRATION.json
+// dtsim calibrate LOG... --topology NAME|FILE [--nodes N] [--max-size SIZE] [--algo A] [--proto P] -o CALIBRATION.json [--json]
 // Every input's format is told by its content (calibration/calibration_inputs.hpp): nccl-tests /
 // dtsim-bench-nccl logs, bandwidth logs, compute profiles. One calibration file is written
 // atomically; the fit quality of each source is printed.
@@ -10,6 +10,7 @@
 #include "sim/util/units.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 
@@ -20,6 +21,7 @@ struct CalibrateArgs {
   std::vector<std::string> logs;
   std::string topology, output, max_size, algo, proto;
   std::optional<int> nodes;  // unset: the topology's
+  bool json = false;
 };
 
 int run(const CalibrateArgs& a)
@@ -34,6 +36,13 @@ int run(const CalibrateArgs& a)
     request.max_bytes = *v;
   }
   const auto outcome = calibration::calibrate(request);
+  if (a.json) {
+    outcome.file.write(a.output);
+    fmt::print("{}\n", nlohmann::json{{"inputs", a.logs}, {"topology", a.topology}, {"output", a.output},
+                                      {"report", outcome.report}, {"calibration", outcome.file.json}}
+                           .dump(2));
+    return 0;
+  }
   fmt::print("# dtsim calibrate: {} file(s), topology {}\n", a.logs.size(), a.topology);
   for (const auto& line : outcome.report)
     fmt::print("# {}\n", line);
@@ -55,6 +64,7 @@ void add_calibrate_command(CLI::App& app, Action& action)
   cmd->add_option("--algo", args->algo, "NCCL_ALGO of the measured runs, when their logs do not say it");
   cmd->add_option("--proto", args->proto, "NCCL_PROTO of the measured runs, when their logs do not say it");
   cmd->add_option("-o,--output", args->output, "calibration .json to write")->required();
+  cmd->add_flag("--json", args->json, "Print the fit report and the calibration written as JSON");
   cmd->callback([&action, args] { action = [args] { return run(*args); }; });
 }
 

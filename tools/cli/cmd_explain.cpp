@@ -2,6 +2,7 @@
 //               [--precision P] [--microbatches M] [--throughput SAMPLES_PER_S]
 // Simulates one warm-up and one measured iteration of the strategy and prints the step table.
 #include "tools/cli/command.hpp"
+#include "sim/topology/topology_builder.hpp"
 
 #include "sim/explain/step_format.hpp"
 #include "sim/explain/step_table.hpp"
@@ -20,7 +21,7 @@ struct ExplainArgs {
   int gpus = 0;
   std::string model = "resnet50";
   std::string cluster = "dgx1-v100";
-  int nodes = 1;
+  std::optional<int> nodes;  ///< unset: as many as the GPUs need
   int batch = 32;
   std::string precision = "fp32";
   int microbatches = 1;
@@ -46,7 +47,8 @@ nlohmann::json explain_scenario(const ExplainArgs& a)
   if (a.strategy == "pipeline")
     strategy["microbatches"] = a.microbatches;
   return {{"name", "explain " + a.strategy},
-          {"cluster", a.nodes > 1 ? nlohmann::json{{"base", a.cluster}, {"nodes", a.nodes}} : nlohmann::json(a.cluster)},
+          {"cluster", a.nodes.value_or(1) > 1 ? nlohmann::json{{"base", a.cluster}, {"nodes", *a.nodes}}
+                                            : nlohmann::json(a.cluster)},
           {"model", a.model},
           {"training",
            {{"dataset_samples", 1281167}, {"batch_per_gpu", a.batch}, {"epochs", 1}, {"precision", a.precision},
@@ -66,7 +68,7 @@ void add_explain_command(CLI::App& app, Action& action)
   cmd->add_option("--gpus", a->gpus, "Number of GPUs")->required()->check(CLI::Range(1, 4096));
   cmd->add_option("--model", a->model, "Model name (models/) or file (default resnet50)");
   cmd->add_option("--cluster", a->cluster, "Topology preset or file (default dgx1-v100)");
-  cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (default 1)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (default: as many as --gpus needs)")->check(CLI::Range(1, 1024));
   cmd->add_option("--batch", a->batch, "Batch per GPU (per pipeline for pipeline; default 32)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--precision", a->precision, "fp32 | tf32 | amp | fp16 | bf16 (default fp32)");
   cmd->add_option("--microbatches", a->microbatches, "Pipeline micro-batches (default 1: the naive split)")
@@ -76,7 +78,12 @@ void add_explain_command(CLI::App& app, Action& action)
   cmd->add_flag("--json", a->json, "Print the step table as JSON");
   cmd->callback([&action, a] {
     action = [a] {
-      const Scenario s = parse_scenario(explain_scenario(*a), "explain");
+      ExplainArgs args = *a;
+      if (!args.nodes) {  // --gpus 16 on 8-GPU nodes: 2 nodes
+        const int per_node = std::max(1, load_topology(args.cluster).gpus_per_node);
+        args.nodes = (args.gpus + per_node - 1) / per_node;
+      }
+      const Scenario s = parse_scenario(explain_scenario(args), "explain");
       const Prediction p = predict(s);
       const StepTable table = build_step_table(p.topology, p.plan, p.spans, 1);
       if (a->json) {

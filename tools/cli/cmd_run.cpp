@@ -1,4 +1,4 @@
-// dtsim run SCENARIO.json [--json] [--trace FILE] [--html FILE [--gpus-shown 0-7]] [--set key.path=value ...]
+// dtsim run SCENARIO.json [--json] [--trace FILE [--trace-iterations all|K|A-B]] [--html FILE [--gpus-shown 0-7]] [--set key.path=value ...]
 #include "tools/cli/command.hpp"
 #include "tools/cli/html_options.hpp"
 
@@ -20,6 +20,7 @@ struct RunArgs {
   std::string scenario;
   bool json = false;
   std::string trace;
+  std::string trace_iterations = "all";
   std::string html;
   TimelineArgs timeline;
   std::vector<std::string> sets;
@@ -33,6 +34,8 @@ void add_run_command(CLI::App& app, Action& action)
   cmd->add_option("scenario", args->scenario, "Scenario file (JSON)")->required();
   cmd->add_flag("--json", args->json, "Print the figures as JSON");
   cmd->add_option("--trace", args->trace, "Write every simulated span as a Chrome trace (Perfetto)");
+  cmd->add_option("--trace-iterations", args->trace_iterations,
+                  "Iterations in the trace: all (default, with the set-up), K (the last K) or A-B (0-based)");
   cmd->add_option("--set", args->sets,
                   "Override a scenario field: key.path=value (JSON value or bare string; null removes the key; "
                   "setting one training.compute source removes the others)")
@@ -47,8 +50,9 @@ void add_run_command(CLI::App& app, Action& action)
         overrides.push_back(parse_override(s));
       const Scenario scenario = load_scenario(args->scenario, overrides);
       const Prediction p = predict(scenario);
+      const TraceOptions trace = trace_options(args->trace_iterations, p.plan);  // checked even without --trace
       if (!args->trace.empty())
-        write_file_atomically(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans));
+        write_file_atomically(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans, trace));
       if (!args->html.empty()) {
         HtmlReportInput in;
         in.title = fmt::format("dtsim: {}", p.result.scenario);

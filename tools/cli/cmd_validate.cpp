@@ -1,5 +1,5 @@
-// dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P]
-// dtsim validate RUNS.csv: measured training runs against predictions (sim/predict/training_runs.hpp)
+// dtsim validate LOG --topology NAME|FILE [--nodes N] [--calibration FILE] [--algo A] [--proto P] [--gpu-order 0,2,1,..] [--json]
+// dtsim validate RUNS.csv [--json]: measured training runs against predictions (sim/predict/training_runs.hpp)
 // nccl-tests logs (under the NCCL_ALGO / NCCL_PROTO their header records, or --algo / --proto): row by row, measured and predicted time and busbw with the error, then the
 // median |error| for sizes >= 1 MiB and below. Bandwidth logs (p2p matrices): each measured GPU
 // pair beside the bandwidth of its route in the topology, and the median |error|.
@@ -14,9 +14,14 @@
 #include "calibration/nccl_fit.hpp"
 #include "sim/collectives/nccl_env.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -25,9 +30,75 @@ namespace dtsim::cli {
 
 namespace {
 struct ValidateArgs {
-  std::string log, topology, calibration, algo, proto;
+  std::string log, topology, calibration, algo, proto, gpu_order;
   std::optional<int> nodes;  // unset: the topology's
+  bool json = false;
 };
+
+std::vector<int> parse_gpu_order(const std::string& text)
+{
+  std::vector<int> order;
+  if (text.empty())
+    return order;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto v = parse_int(std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start),
+                             0, 1 << 20);
+    if (!v)
+      throw InputError("--gpu-order", "", fmt::format("expected GPU numbers such as 0,2,1,3, got \"{}\"", text));
+    order.push_back(static_cast<int>(*v));
+    if (comma == std::string::npos)
+      return order;
+    start = comma + 1;
+  }
+}
+
+nlohmann::json training_runs_json(const std::string& file, const std::vector<TrainingRun>& runs)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<double> errors;
+  for (const auto& r : runs) {
+    rows.push_back({{"id", r.id}, {"baseline", r.baseline}, {"summary", r.summary}, {"source", r.source},
+                    {"measured_rate", r.measured_rate}, {"predicted_rate", r.predicted_rate},
+                    {"measured_ratio", r.measured_ratio}, {"predicted_ratio", r.predicted_ratio},
+                    {"error", r.baseline.empty() ? nlohmann::json() : nlohmann::json(r.error)},
+                    {"input_bound", r.input_bound}});
+    if (!r.baseline.empty())
+      errors.push_back(std::abs(r.error));
+  }
+  std::sort(errors.begin(), errors.end());
+  nlohmann::json median, worst;  // null when no row has a baseline
+  if (!errors.empty()) {
+    median = errors.size() % 2 ? errors[errors.size() / 2] : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
+    worst = errors.back();
+  }
+  return {{"kind", "training_runs"}, {"file", file}, {"rows", rows}, {"compared_rows", errors.size()},
+          {"median_abs_error", median}, {"worst_abs_error", worst}};
+}
+
+nlohmann::json bandwidth_json(const calibration::BandwidthValidation& v)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : v.rows)
+    rows.push_back({{"src", r.src}, {"dst", r.dst}, {"topology_src", r.topology_src}, {"topology_dst", r.topology_dst},
+                    {"measured_GBps", r.measured_GBps}, {"predicted_GBps", r.predicted_GBps}, {"error", r.error}});
+  return {{"what", v.what}, {"gpu_order", v.gpu_order}, {"rows", rows}, {"median_abs_error", v.median_abs_error}};
+}
+
+nlohmann::json nccl_json(const NcclTestsLog& log, const ValidationResult& result)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : result.rows)
+    rows.push_back({{"bytes", r.size}, {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us},
+                    {"measured_busbw_GBps", r.measured_busbw}, {"predicted_busbw_GBps", r.predicted_busbw},
+                    {"busbw_error", r.busbw_error}, {"algorithm", r.algorithm}});
+  const auto or_null = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+  return {{"op", log.op}, {"ranks", log.ranks}, {"gpus_per_thread", result.gpus_per_thread},
+          {"nccl_env", describe_nccl_env(log.nccl_env)}, {"rows", rows},
+          {"median_abs_busbw_error_large", or_null(result.median_abs_error_large)},
+          {"median_abs_busbw_error_small", or_null(result.median_abs_error_small)}};
+}
 }  // namespace
 
 void add_validate_command(CLI::App& app, Action& action)
@@ -40,11 +111,20 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->add_option("--calibration", args->calibration, "calibration .json");
   cmd->add_option("--algo", args->algo, "NCCL_ALGO of the measured run, when the log does not say it");
   cmd->add_option("--proto", args->proto, "NCCL_PROTO of the measured run, when the log does not say it");
+  cmd->add_option("--gpu-order", args->gpu_order,
+                  "bandwidth matrix: the topology's GPU (of node 0) for each GPU of the log, e.g. 0,2,1,3 "
+                  "(a machine that numbers its GPUs differently from the preset)");
+  cmd->add_flag("--json", args->json, "Print the comparison as JSON");
   cmd->callback([&action, args] {
     action = [args] {
       if (args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0 && args->topology.empty()) {
+        const auto runs = validate_training_runs(args->log);
+        if (args->json) {
+          fmt::print("{}\n", training_runs_json(args->log, runs).dump(2));
+          return 0;
+        }
         fmt::print("# measured training runs: {}\n", args->log);
-        fmt::print("{}", format_training_runs(validate_training_runs(args->log)));
+        fmt::print("{}", format_training_runs(runs));
         return 0;
       }
       if (args->topology.empty())
@@ -54,23 +134,49 @@ void add_validate_command(CLI::App& app, Action& action)
       nccl_filter_from_env(overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
       const Topology topology = load_calibrated_topology(
           args->topology, args->nodes, args->calibration, options);
+      const nlohmann::json header = {{"file", args->log}, {"topology", topology.name},
+                                     {"gpus", topology.gpus().size()}, {"calibration", args->calibration}};
+      const std::vector<int> gpu_order = parse_gpu_order(args->gpu_order);
       if (calibration::detect_input_format(read_input_file(args->log, "a measurement log"), args->log) == calibration::InputFormat::Bandwidth) {
-        fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
-                   args->calibration.empty() ? "none" : args->calibration);
-        for (const auto& run : calibration::load_bandwidth_log(args->log))
-          fmt::print("{}", calibration::validate_bandwidth_log(topology, run, args->log));
+        nlohmann::json out = header;
+        out["kind"] = "bandwidth";
+        out["matrices"] = nlohmann::json::array();
+        if (!args->json)
+          fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
+                     args->calibration.empty() ? "none" : args->calibration);
+        for (const auto& run : calibration::load_bandwidth_log(args->log)) {
+          const auto v = calibration::compare_bandwidth_log(topology, run, args->log, gpu_order);
+          if (args->json)
+            out["matrices"].push_back(bandwidth_json(v));
+          else
+            fmt::print("{}", calibration::format_bandwidth_validation(v));
+        }
+        if (args->json)
+          fmt::print("{}\n", out.dump(2));
         return 0;
       }
+      if (!gpu_order.empty())
+        throw InputError("--gpu-order", "", "applies to a GPU-to-GPU bandwidth matrix, not to an nccl-tests log");
       NcclTestsLog log = load_nccl_tests_log(args->log);
       log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
       const auto result = validate_log(topology, log, options);
+      std::vector<std::string> calibration_notes;
+      if (!args->calibration.empty())
+        calibration_notes =
+            rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration));
+      if (args->json) {
+        nlohmann::json out = header;
+        out["kind"] = "nccl_tests";
+        out.update(nccl_json(log, result));
+        out["calibration_notes"] = calibration_notes;
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+      }
       fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                  args->calibration.empty() ? "none" : args->calibration);
       fmt::print("{}", format_validation(log, result));
-      if (!args->calibration.empty())
-        for (const auto& line :
-             rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration)))
-          fmt::print("# calibration: {}\n", line);
+      for (const auto& line : calibration_notes)
+        fmt::print("# calibration: {}\n", line);
       return 0;
     };
   });

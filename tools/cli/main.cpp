@@ -2,7 +2,7 @@
 // Exit codes: 0 success, 2 bad input (file, JSON pointer, what was expected), 1 internal error.
 
 #include "tools/cli/command.hpp"
-#include "tools/cli/did_you_mean.hpp"
+#include "sim/util/did_you_mean.hpp"
 #include "tools/cli/html_options.hpp"
 
 #include "sim/util/input_error.hpp"
@@ -40,7 +40,7 @@ int main(int argc, char** argv)
   for (const auto* sub : const_app.get_subcommands([](const CLI::App*) { return true; }))
     names.push_back(sub->get_name());
   if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-    const auto near = dtsim::cli::closest_name(argv[1], names);
+    const auto near = dtsim::closest_name(argv[1], names);
     fmt::print(stderr, "dtsim: command line: unknown command '{}'{} (commands: {})\n", argv[1],
                near ? fmt::format(", did you mean '{}'?", *near) : "", fmt::join(names, ", "));
     return 2;

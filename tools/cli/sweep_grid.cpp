@@ -101,14 +101,14 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
       if (fields[k].path == "gpus")
         gpus = text;
       else
-        p.overrides.push_back({fields[k].path, text});
+        p.overrides.push_back({fields[k].path, text, "--vary"});
     }
     if (!gpus.empty()) {
       const auto n = value_of(gpus);
       if (!n.is_number_integer() || n.get<long long>() <= 0 || n.get<long long>() > 1 << 20)
         throw InputError("--vary", "", fmt::format("gpus expects positive integers, got {}", gpus));
       if (nodes_varied) {
-        p.overrides.push_back({"gpus", gpus});
+        p.overrides.push_back({"gpus", gpus, "--vary"});
       } else {
         p.overrides = with_gpus(scenario, p.overrides, n.get<int>());
       }
