@@ -43,8 +43,9 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->callback([&action, args] {
     action = [args] {
       if (args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0 && args->topology.empty()) {
+        const auto runs = validate_training_runs(args->log);
         fmt::print("# measured training runs: {}\n", args->log);
-        fmt::print("{}", format_training_runs(validate_training_runs(args->log)));
+        fmt::print("{}", format_training_runs(runs));
         return 0;
       }
       if (args->topology.empty())
