@@ -1,6 +1,7 @@
 #include "sim/strategies/loader.hpp"
 
 #include "sim/util/data_paths.hpp"
+#include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
@@ -110,6 +111,13 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   if (host.cores > 0 && demand > 0)
     s.cpu_share = std::min(1.0, for_workers / demand);
   s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
+  // The model gives each training process's main thread a core first: a host with no more than
+  // that leaves its workers no CPU time at all (a batch would never be loaded).
+  if (s.per_sample_s > 0 && demand > 0 && host.cores > 0 && !(for_workers > 0))
+    throw InputError(scenario.file, "/cluster/host/cores",
+                     fmt::format("{} cores ({:.1f} with SMT) leave no CPU time for the DataLoader workers of {} "
+                                 "training processes per node (expected more cores, or training.loader.workers 0)",
+                                 host.cores, capacity, s.processes_per_node));
   return s;
 }
 

@@ -189,6 +189,13 @@ for key, values in [
         name = "set_" + key.replace(".", "_") + f"_{i}"
         case(name, file, pointer if key != "cluster.host.cores" or True else "-", f"run {DDP} --set {key}={v}")
 
+# A host whose cores all go to the training processes' main threads: the workers would never load a batch.
+case("set_host_cores_below_processes", "seed-4gpu-ddp.json", "/cluster/host/cores",
+     f"run {DDP} --set cluster.host.cores=1 --set training.loader.workers=4096")
+case("set_host_cores_equal_processes_smt", "seed-4gpu-ddp.json", "/cluster/host/cores",
+     f"run {DDP} --set cluster.host.cores=2 --set cluster.host.threads_per_core=1")
+case("runs_host_cores_below_processes", "runs_host_cores_one.csv", "-", f"validate {F}runs_host_cores_one.csv")
+
 # run --html / --trace: bad flags and outputs before any work, and no output left when one fails
 case("run_html_directory", "tests/bad_inputs", "-", f"run {DDP} --html tests/bad_inputs")
 case("run_html_missing_dir", "/nonexistent/r.html", "-", f"run {DDP} --html /nonexistent/r.html")

@@ -279,7 +279,7 @@ runs_cases = {
     "runs_compute_step_time_huge": dict(compute="step_time=1e9"), "runs_compute_efficiency_two": dict(compute="efficiency=2", gpu="V100-SXM2-16GB"),
     "runs_compute_efficiency_no_gpu": dict(compute="efficiency=0.5"),
     "runs_gpu_unknown": dict(gpu="H900"), "runs_host_cores_zero": dict(host_cores="0"),
-    "runs_host_cores_huge": dict(host_cores="5000"), "runs_host_cores_text": dict(host_cores="many"),
+    "runs_host_cores_huge": dict(host_cores="5000"), "runs_host_cores_one": dict(host_cores="1"), "runs_host_cores_text": dict(host_cores="many"),
     "runs_workers_negative": dict(loader_workers="-1"), "runs_workers_huge": dict(loader_workers="5000"),
     "runs_workers_fraction": dict(loader_workers="2.5"), "runs_dataset_unknown": dict(dataset="imagenet-png"),
     "runs_baseline_unknown": dict(baseline="nobody"), "runs_baseline_self": dict(baseline="eight"),
