@@ -196,6 +196,20 @@ case("set_host_cores_equal_processes_smt", "seed-4gpu-ddp.json", "/cluster/host/
      f"run {DDP} --set cluster.host.cores=2 --set cluster.host.threads_per_core=1")
 case("runs_host_cores_below_processes", "runs_host_cores_one.csv", "-", f"validate {F}runs_host_cores_one.csv")
 
+# Strategy options that gave negative or absurd compute and host times (accepted before)
+case("set_ddp_half_efficiency_negative", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.half_efficiency_samples=-1")
+case("set_ddp_half_efficiency_huge", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.half_efficiency_samples=1e18")
+case("set_dp_half_efficiency_negative", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.kind=dp --set strategy.half_efficiency_samples=-63")
+case("set_dp_launch_overhead_huge", "seed-4gpu-ddp.json", "/strategy/launch_overhead_us_per_layer",
+     f"run {DDP} --set strategy.kind=dp --set strategy.launch_overhead_us_per_layer=1e18")
+case("set_dp_replicate_huge", "seed-4gpu-ddp.json", "/strategy/replicate_us_per_module",
+     f"run {DDP} --set strategy.kind=dp --set strategy.replicate_us_per_module=1e7")
+case("set_pipeline_half_efficiency_huge", "seed-2gpu-pipelined.json", "/strategy/half_efficiency_samples",
+     f"run {PIPE} --set strategy.half_efficiency_samples=1e12")
+
 # run --html / --trace: bad flags and outputs before any work, and no output left when one fails
 case("run_html_directory", "tests/bad_inputs", "-", f"run {DDP} --html tests/bad_inputs")
 case("run_html_missing_dir", "/nonexistent/r.html", "-", f"run {DDP} --html /nonexistent/r.html")
