@@ -189,6 +189,8 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     } catch (const nlohmann::json::exception&) {
       throw InputError(csv_path, "", fmt::format("line {}: invalid UTF-8 (expected UTF-8 text)", n));
     }
+    if (std::count(line.begin(), line.end(), ',') >= 1000)  // a line of commas is not 67 M cells in memory
+      throw InputError(csv_path, "", fmt::format("line {}: 1000 or more commas (expected one cell per column)", n));
     const auto cells = split_csv(line);
     if (!cells)
       throw InputError(csv_path, "", fmt::format("line {}: a quoted cell is not closed (expected \"...\")", n));

@@ -302,6 +302,7 @@ write("runs_binary.csv", bytes(range(256)) * 4)
 write("runs_bad_utf8_id.csv", runs_with(id="ab").encode().replace(b"ab", b"a\xff\xfeb"))
 write("runs_control_char_id.csv", runs_with(id="a\x1bb"))
 write("runs_too_many_rows.csv", runs_csv([RUN_BASE] + [dict(RUN_8, id=f"r{i}") for i in range(1000)]))
+write("runs_many_commas.csv", "," * 100000 + "\n")
 write("runs_semicolons.csv", runs_csv([RUN_BASE, RUN_8]).replace(",", ";"))
 
 # --- sweep --collect folders (dtsim sweep --collect DIR) -------------------------------------------
