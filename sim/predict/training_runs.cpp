@@ -4,31 +4,55 @@
 #include "sim/util/input_error.hpp"
 #include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
+#include "sim/util/text_file.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace dtsim {
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line)
+/// Every column a runs CSV may have (training_runs.hpp); any other is a typo.
+const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster",  "gpu",            "host_cores",
+                                           "nodes",   "gpus",          "model",    "precision",      "batch_per_gpu",
+                                           "strategy", "loader_workers", "dataset", "compute",       "measured",
+                                           "unit",    "source"};
+const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
+                                            "batch_per_gpu", "strategy", "compute", "measured", "unit"};
+
+/// The cells of one CSV record (RFC 4180: a quoted cell may hold commas and "" for a quote; cells
+/// are trimmed of spaces outside quotes). std::nullopt when a quote is left open.
+std::optional<std::vector<std::string>> split_csv(const std::string& line)
 {
   std::vector<std::string> out(1);
   bool quoted = false;
-  for (char c : line) {
-    if (c == '"')
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
       quoted = !quoted;
-    else if (c == ',' && !quoted)
+    } else if (c == ',' && !quoted) {
       out.emplace_back();
-    else if (c != '\r')
+    } else {
       out.back() += c;
+    }
+  }
+  if (quoted)
+    return std::nullopt;
+  for (auto& cell : out) {
+    const auto first = cell.find_first_not_of(" \t");
+    cell = first == std::string::npos ? std::string() : cell.substr(first, cell.find_last_not_of(" \t") - first + 1);
   }
   return out;
 }
@@ -49,7 +73,10 @@ struct Row {
   }
   double number(const std::string& column, double low, double high) const
   {
-    const std::string text = get(column);
+    return number_in(column, get(column), low, high);
+  }
+  double number_in(const std::string& column, const std::string& text, double low, double high) const
+  {
     const auto v = parse_double(text);
     if (!v || *v < low || *v > high)
       fail(column, fmt::format("expected a number from {} to {}, got '{}'", low, high, text));
@@ -57,21 +84,40 @@ struct Row {
   }
   int integer(const std::string& column, int low, int high) const
   {
-    const double v = number(column, low, high);
-    if (v != std::floor(v))
-      fail(column, fmt::format("expected a whole number, got '{}'", get(column)));
-    return static_cast<int>(v);
+    const auto v = parse_int(get(column), low, high);
+    if (!v)
+      fail(column, fmt::format("expected a whole number from {} to {}, got '{}'", low, high, get(column)));
+    return static_cast<int>(*v);
+  }
+  /// A non-empty cell (the value is checked where it is used: a preset, a model, a strategy).
+  std::string required(const std::string& column, const std::string& expected) const
+  {
+    const std::string v = get(column);
+    if (v.empty())
+      fail(column, fmt::format("expected {}, got an empty cell", expected));
+    return v;
+  }
+  /// A .json file named by the cell, relative to the CSV's folder and inside it; other text as is.
+  std::string file_in(const std::string& column, const std::string& csv_dir) const
+  {
+    const std::string v = get(column);
+    if (v.size() < 5 || v.compare(v.size() - 5, 5, ".json") != 0)
+      return v;
+    const std::filesystem::path rel = std::filesystem::path(v).lexically_normal();
+    if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
+      fail(column, fmt::format("expected a .json file inside the CSV's folder (a path relative to it, without ..), got '{}'", v));
+    const std::filesystem::path file = std::filesystem::path(csv_dir) / rel;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+      fail(column, fmt::format("no file '{}' in the CSV's folder (expected a .json file beside the CSV, or a preset name)", v));
+    return file.string();
   }
 };
 
 nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
 {
-  std::string cluster_name = row.get("cluster");
-  if (cluster_name.empty())
-    row.fail("cluster", "expected a topology preset or file");
-  if (cluster_name.find(".json") != std::string::npos)
-    cluster_name = (std::filesystem::path(csv_dir) / cluster_name).string();
-  nlohmann::json cluster = {{"base", cluster_name}, {"nodes", row.integer("nodes", 1, 4096)}};
+  row.required("cluster", "a topology preset or a .json file");
+  nlohmann::json cluster = {{"base", row.file_in("cluster", csv_dir)}, {"nodes", row.integer("nodes", 1, 4096)}};
   if (!row.get("gpu").empty())
     cluster["gpu"] = row.get("gpu");
   if (!row.get("host_cores").empty())
@@ -83,17 +129,16 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
   const std::string kind = c.substr(0, eq);
   if (eq == std::string::npos || (kind != "throughput" && kind != "efficiency" && kind != "step_time"))
     row.fail("compute", fmt::format("expected throughput=SAMPLES_PER_S, efficiency=F or step_time=S, got '{}'", c));
-  Row value = row;
-  value.cells["compute"] = c.substr(eq + 1);
-  if (kind == "throughput")
-    compute["single_gpu_throughput"] = value.number("compute", 1e-6, 1e9);
-  else if (kind == "step_time")
-    compute["step_time_s"] = value.number("compute", 1e-9, 1e6);
-  else
-    compute = {{"gpu", row.get("gpu").empty() ? nlohmann::json(nullptr) : nlohmann::json(row.get("gpu"))},
-               {"efficiency", value.number("compute", 1e-3, 1)}};
-  if (compute.contains("gpu") && compute["gpu"].is_null())
-    row.fail("gpu", "compute=efficiency needs the GPU kind in the gpu column");
+  const std::string value = c.substr(eq + 1);
+  if (kind == "throughput") {
+    compute["single_gpu_throughput"] = row.number_in("compute", value, 1e-6, 1e9);
+  } else if (kind == "step_time") {
+    compute["step_time_s"] = row.number_in("compute", value, 1e-9, 1e6);
+  } else {
+    if (row.get("gpu").empty())
+      row.fail("gpu", "compute=efficiency needs the GPU kind in the gpu column");
+    compute = {{"gpu", row.get("gpu")}, {"efficiency", row.number_in("compute", value, 1e-3, 1)}};
+  }
 
   nlohmann::json loader = nlohmann::json::object();
   if (!row.get("loader_workers").empty())
@@ -103,76 +148,166 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
 
   return {{"name", row.get("id")},
           {"cluster", cluster},
-          {"model", row.get("model")},
+          {"model", row.file_in("model", csv_dir)},
           {"training",
-           {{"dataset_samples", 1281167}, {"batch_per_gpu", row.integer("batch_per_gpu", 1, 1 << 20)}, {"epochs", 1},
-            {"precision", row.get("precision")}, {"compute", compute}, {"loader", loader}}},
-          {"strategy", {{"kind", row.get("strategy")}}},
+           {{"dataset_samples", 1281167},
+            {"batch_per_gpu", row.integer("batch_per_gpu", 1, 1 << 20)},
+            {"epochs", 1},
+            {"precision", row.required("precision", "a precision such as fp32, tf32 or amp")},
+            {"compute", compute},
+            {"loader", loader}}},
+          {"strategy", {{"kind", row.required("strategy", "single, ddp or dp")}}},
           {"gpus", row.integer("gpus", 1, 1 << 20)},
           {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
 }
 
 }  // namespace
 
-std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
+std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path)
 {
-  if (std::filesystem::is_directory(csv_path))
-    throw InputError(csv_path, "", "is a directory (expected a CSV of measured training runs)");
-  std::ifstream in(csv_path);
-  if (!in)
-    throw InputError(csv_path, "", "cannot open the file (expected a CSV of measured training runs)");
-  std::string line;
   std::vector<std::string> header;
   std::vector<Row> rows;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#')
+  std::size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte-order mark (spreadsheets)
+  for (int n = 1; pos < text.size(); ++n) {
+    auto eol = text.find('\n', pos);
+    if (eol == std::string::npos)
+      eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#')
       continue;
+    // Cells are printed back (ids, summaries): text, not terminal escapes or broken bytes.
+    if (std::any_of(line.begin(), line.end(), [](char c) {
+          const auto u = static_cast<unsigned char>(c);
+          return (u < 0x20 && c != '\t') || u == 0x7f;
+        }))
+      throw InputError(csv_path, "", fmt::format("line {}: a control character (expected text)", n));
+    try {
+      (void)nlohmann::json(line).dump();  // nlohmann refuses to write what is not UTF-8
+    } catch (const nlohmann::json::exception&) {
+      throw InputError(csv_path, "", fmt::format("line {}: invalid UTF-8 (expected UTF-8 text)", n));
+    }
+    if (std::count(line.begin(), line.end(), ',') >= 1000)  // a line of commas is not 67 M cells in memory
+      throw InputError(csv_path, "", fmt::format("line {}: 1000 or more commas (expected one cell per column)", n));
     const auto cells = split_csv(line);
+    if (!cells)
+      throw InputError(csv_path, "", fmt::format("line {}: a quoted cell is not closed (expected \"...\")", n));
     if (header.empty()) {
-      header = cells;
-      for (const char* needed : {"id", "cluster", "nodes", "gpus", "model", "precision", "batch_per_gpu", "strategy",
-                                 "compute", "measured", "unit"})
+      header = *cells;
+      for (std::size_t i = 0; i < header.size(); ++i) {
+        if (std::find(kColumns.begin(), kColumns.end(), header[i]) == kColumns.end())
+          throw InputError(csv_path, "", fmt::format("line {}: unknown column '{}' (expected columns among {})", n,
+                                                     header[i], fmt::join(kColumns, ", ")));
+        if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(i), header[i]) !=
+            header.begin() + static_cast<std::ptrdiff_t>(i))
+          throw InputError(csv_path, "", fmt::format("line {}: column '{}' appears twice in the header", n, header[i]));
+      }
+      for (const auto& needed : kRequired)
         if (std::find(header.begin(), header.end(), needed) == header.end())
           throw InputError(csv_path, "", fmt::format("line {}: the header has no '{}' column", n, needed));
       continue;
     }
-    if (cells.size() != header.size())
+    if (cells->size() != header.size())
       throw InputError(csv_path, "", fmt::format("line {}: expected {} cells (as the header), got {}", n, header.size(),
-                                                 cells.size()));
+                                                 cells->size()));
+    if (rows.size() == kMaxTrainingRuns)
+      throw InputError(csv_path, "", fmt::format("line {}: more than {} measured runs (each is a simulation)", n,
+                                                 kMaxTrainingRuns));
     Row row{csv_path, n, {}};
-    for (std::size_t i = 0; i < cells.size(); ++i)
-      row.cells[header[i]] = cells[i];
+    for (std::size_t i = 0; i < cells->size(); ++i)
+      row.cells[header[i]] = (*cells)[i];
     rows.push_back(std::move(row));
   }
   if (rows.empty())
     throw InputError(csv_path, "", "expected a header line and at least one measured run");
 
   const std::string dir = std::filesystem::path(csv_path).parent_path().string();
-  std::vector<TrainingRun> runs;
-  std::map<std::string, std::size_t> by_id;
+  std::vector<TrainingRunRow> out;
+  std::set<std::string> ids;
   for (const Row& row : rows) {
-    TrainingRun run;
+    TrainingRunRow run;
     run.id = row.get("id");
-    if (run.id.empty() || by_id.count(run.id))
+    if (run.id.empty() || ids.count(run.id))
       row.fail("id", fmt::format("expected a unique, non-empty id, got '{}'", run.id));
     run.baseline = row.get("baseline");
+    if (!run.baseline.empty() && !ids.count(run.baseline))
+      row.fail("baseline", fmt::format("expected the id of an earlier row, got '{}'", run.baseline));
+    ids.insert(run.id);
     run.source = row.get("source");
     const double measured = row.number("measured", 1e-12, 1e15);
     const std::string unit = row.get("unit");
     if (unit != "samples/s" && unit != "s")
       row.fail("unit", fmt::format("expected 'samples/s' or 's', got '{}'", unit));
     run.measured_rate = unit == "s" ? 1.0 / measured : measured;
-    const Prediction p =
-        predict(parse_scenario(scenario_of(row, dir), fmt::format("{} line {}", csv_path, row.line)));
-    run.predicted_rate = p.result.throughput_samples_per_s;
-    run.input_bound = p.result.input_bound;
+    run.scenario = scenario_of(row, dir);
+    run.label = fmt::format("{} line {}", csv_path, row.line);
     run.summary = fmt::format("{} {} GPUs {} {} b{}", row.get("strategy"), row.get("gpus"), row.get("model"),
                               row.get("precision"), row.get("batch_per_gpu"));
+    out.push_back(std::move(run));
+  }
+  return out;
+}
+
+namespace {
+
+/// An error of the scenario built from a row, as an error of the row: the CSV, the line and the
+/// column the value came from. Errors of other files (a topology, a model) are thrown as they are.
+[[noreturn]] void rethrow_for_row(const InputError& e, const TrainingRunRow& row)
+{
+  if (e.file() != row.label)
+    throw e;  // a topology or model file's own error names that file
+  // The scenario is built from the row: name the column the value came from.
+  static const std::vector<std::pair<std::string, std::string>> columns = {
+      {"/cluster/base", "cluster"},    {"/cluster/nodes", "nodes"},           {"/cluster/gpu", "gpu"},
+      {"/cluster/host", "host_cores"}, {"/cluster", "cluster"},               {"/model", "model"},
+      {"/training/precision", "precision"}, {"/training/batch_per_gpu", "batch_per_gpu"},
+      {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
+      {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
+      {"/gpus", "gpus"}};
+  const std::string csv = row.label.substr(0, row.label.rfind(" line "));
+  for (const auto& [pointer, column] : columns)
+    if (e.pointer().rfind(pointer, 0) == 0)
+      throw InputError(csv, "", fmt::format("{}, column {}: {}", row.label.substr(csv.size() + 1), column, e.problem()));
+  throw e;
+}
+
+}  // namespace
+
+Scenario parse_training_run(const TrainingRunRow& row)
+{
+  try {
+    return parse_scenario(row.scenario, row.label);
+  } catch (const InputError& e) {
+    rethrow_for_row(e, row);
+  }
+}
+
+std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
+{
+  const auto rows = read_training_runs(read_input_file(csv_path, "a CSV of measured training runs"), csv_path);
+  std::vector<TrainingRun> runs;
+  std::map<std::string, std::size_t> by_id;
+  for (const auto& row : rows) {
+    TrainingRun run;
+    run.id = row.id;
+    run.baseline = row.baseline;
+    run.source = row.source;
+    run.summary = row.summary;
+    run.measured_rate = row.measured_rate;
+    const Scenario scenario = parse_training_run(row);
+    const Prediction p = [&] {
+      try {
+        return predict(scenario);
+      } catch (const InputError& e) {
+        rethrow_for_row(e, row);
+      }
+    }();
+    run.predicted_rate = p.result.throughput_samples_per_s;
+    run.input_bound = p.result.input_bound;
     if (!run.baseline.empty()) {
-      const auto it = by_id.find(run.baseline);
-      if (it == by_id.end())
-        row.fail("baseline", fmt::format("expected the id of an earlier row, got '{}'", run.baseline));
-      const TrainingRun& base = runs[it->second];
+      const TrainingRun& base = runs[by_id.at(run.baseline)];
       // A time is for the same work as its baseline's: the ratio of rates is the inverse ratio of times.
       run.measured_ratio = run.measured_rate / base.measured_rate;
       run.predicted_ratio = run.predicted_rate / base.predicted_rate;

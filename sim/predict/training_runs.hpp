@@ -17,10 +17,33 @@
 //   source             where the measurement was published
 #pragma once
 
+#include "sim/scenario/scenario.hpp"
+
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
 namespace dtsim {
+
+/// Most rows a runs CSV may have: each row is a simulation; the published runs are a few dozen.
+constexpr std::size_t kMaxTrainingRuns = 1000;
+
+/// One row of a runs CSV, checked: its scenario (not yet parsed: parse_scenario names `label`).
+struct TrainingRunRow {
+  std::string id, baseline, source, summary;
+  double measured_rate = 0;  ///< samples/s, or 1/s for a time
+  nlohmann::json scenario;
+  std::string label;         ///< "FILE line N", the file parse_scenario errors name
+};
+
+/// Parses the CSV text of `csv_path` (RFC 4180 quoting, a header naming known columns, every
+/// number checked, a cluster file inside the CSV's folder, a baseline naming an earlier row).
+/// Throws InputError naming the file, the line and the column.
+std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path);
+
+/// The row's scenario, parsed; an error in it names the CSV, the line and the column.
+Scenario parse_training_run(const TrainingRunRow& row);
 
 struct TrainingRun {
   std::string id, baseline, source;

@@ -20,6 +20,17 @@ double LayerTimes::bwd_total() const
   return std::accumulate(bwd.begin(), bwd.end(), 0.0);
 }
 
+double half_efficiency_samples_of(const JsonReader& strategy)
+{
+  const auto h = strategy.find("half_efficiency_samples");
+  if (!h)
+    return 0;
+  const double v = h->as_non_negative();
+  if (v > 1e9)
+    h->fail(fmt::format("expected a number of samples from 0 to 1e9, got {:g}", v));
+  return v;
+}
+
 LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
                        double half_efficiency_samples)
 {

@@ -9,6 +9,7 @@
 
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/util/json_reader.hpp"
 #include "sim/topology/gpu_spec.hpp"
 
 #include <vector>
@@ -27,6 +28,10 @@ struct LayerTimes {
 
 /// Times for `samples` samples on one GPU of kind `cluster_gpu`. Measured sources scale linearly
 /// from their batch_per_gpu to `samples`. Throws InputError (pointing at /training/compute).
+/// strategy.half_efficiency_samples (0 when absent): a non-negative number of samples, at most 1e9
+/// (far above any batch; a negative one made compute times negative). Errors name its pointer.
+double half_efficiency_samples_of(const JsonReader& strategy);
+
 LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
                        double half_efficiency_samples = 0);
 

@@ -145,7 +145,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const auto n = plan.ranks.size();
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times =
-      layer_times(model, scenario, topology.gpu, batch, scenario.strategy_options().number_or("half_efficiency_samples", 0));
+      layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options()));
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
   std::vector<LoaderLane> lanes;
   for (std::size_t r = 0; r < n; ++r) {

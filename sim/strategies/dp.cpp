@@ -21,12 +21,19 @@ DpOptions parse_dp_options(const JsonReader& strategy)
   strategy.reject_unknown({"kind", "launch_overhead_us_per_layer", "replicate_us_per_module", "coalesce_mb",
                            "half_efficiency_samples"});
   DpOptions o;
-  o.launch_overhead_us_per_layer = strategy.number_or("launch_overhead_us_per_layer", o.launch_overhead_us_per_layer);
-  if (o.launch_overhead_us_per_layer < 0)
-    strategy.at("launch_overhead_us_per_layer").fail("expected a non-negative number of microseconds");
-  o.replicate_us_per_module = strategy.number_or("replicate_us_per_module", o.replicate_us_per_module);
-  if (o.replicate_us_per_module < 0)
-    strategy.at("replicate_us_per_module").fail("expected a non-negative number of microseconds");
+  // Host-side costs in microseconds: a kernel launch is ~5 us, replicate() ~100 us per module; a
+  // second (1e6 us) is far above either, and beyond it the figures are nonsense, not a machine.
+  const auto microseconds_or = [&](const char* key, double fallback) {
+    const auto v = strategy.find(key);
+    if (!v)
+      return fallback;
+    const double us = v->as_non_negative();
+    if (us > 1e6)
+      v->fail(fmt::format("expected microseconds from 0 to 1e6, got {:g}", us));
+    return us;
+  };
+  o.launch_overhead_us_per_layer = microseconds_or("launch_overhead_us_per_layer", o.launch_overhead_us_per_layer);
+  o.replicate_us_per_module = microseconds_or("replicate_us_per_module", o.replicate_us_per_module);
   o.coalesce_mb = strategy.positive_or("coalesce_mb", o.coalesce_mb);
   return o;
 }
@@ -63,7 +70,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
 {
   const JsonReader options = scenario.strategy_options();
   const DpOptions opt = parse_dp_options(options);
-  const double half_eff = options.number_or("half_efficiency_samples", 0);
+  const double half_eff = half_efficiency_samples_of(options);
   Plan plan;
   plan.ranks = pick_ranks(scenario, topology);
   const auto n = plan.ranks.size();

@@ -1,6 +1,7 @@
 #include "sim/strategies/loader.hpp"
 
 #include "sim/util/data_paths.hpp"
+#include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
@@ -27,7 +28,44 @@ std::string default_dataset(const Model& model)
   return "synthetic";
 }
 
+/// A non-negative quantity of at most `max`, else an error naming the value's file and pointer.
+double at_most(const JsonReader& r, double max, const char* what)
+{
+  const double v = r.as_non_negative();
+  if (v > max)
+    r.fail(fmt::format("expected {} from 0 to {:g}, got {:g}", what, max, v));
+  return v;
+}
+
 }  // namespace
+
+DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
+{
+  if (!kind.is_object())
+    kind.fail(fmt::format("expected a dataset kind object, got {}", describe_json(kind.json())));
+  kind.reject_unknown({"description", "per_sample_ms", "input_bytes_per_sample", "input_bytes_per_sample_per_input_elem",
+                       "models", "sources"});
+  if (auto d = kind.find("description"))
+    (void)d->as_string();
+  if (auto models = kind.find("models"))
+    for (const auto& m : models->items())
+      (void)m.as_string();
+  DatasetCost c;
+  c.per_sample_s = at_most(kind.at("per_sample_ms"), kMaxPerSampleMs, "milliseconds of CPU per sample") * 1e-3;
+  const auto per_elem = kind.find("input_bytes_per_sample_per_input_elem");
+  const auto bytes = kind.find("input_bytes_per_sample");
+  if (per_elem && bytes)
+    per_elem->fail("expected input_bytes_per_sample or input_bytes_per_sample_per_input_elem, not both");
+  if (per_elem) {
+    c.input_bytes_per_sample = at_most(*per_elem, kMaxInputBytesPerSample, "bytes per input element") * input_elems;
+    if (c.input_bytes_per_sample > kMaxInputBytesPerSample)
+      per_elem->fail(fmt::format("{:g} bytes per sample for the model's {:g} input elements, expected at most {:g}",
+                                 c.input_bytes_per_sample, input_elems, kMaxInputBytesPerSample));
+  } else {
+    c.input_bytes_per_sample = at_most(kind.at("input_bytes_per_sample"), kMaxInputBytesPerSample, "bytes per sample");
+  }
+  return c;
+}
 
 LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node)
 {
@@ -43,12 +81,9 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   }
   const std::string path = data_file("models/datasets", s.dataset);
   const nlohmann::json doc = load_json_file(path);
-  const JsonReader kind(doc, path);
-  s.per_sample_s = kind.at("per_sample_ms").as_non_negative() * 1e-3;
-  if (auto per_elem = kind.find("input_bytes_per_sample_per_input_elem"))
-    s.input_bytes_per_sample = per_elem->as_non_negative() * model.input_elems;
-  else
-    s.input_bytes_per_sample = kind.at("input_bytes_per_sample").as_non_negative();
+  const DatasetCost cost = parse_dataset_kind(JsonReader(doc, path), static_cast<double>(model.input_elems));
+  s.per_sample_s = cost.per_sample_s;
+  s.input_bytes_per_sample = cost.input_bytes_per_sample;
 
   // The node's cores, shared by every process's main thread and workers.
   const Topology::Host& host = topology.host;
@@ -67,15 +102,22 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
     s.workers = host.cores > 0 ? std::max(1, host.cores / s.processes_per_node - 1) : 8;
   }
   if (given && given->has("per_sample_ms")) {
-    s.per_sample_s = given->at("per_sample_ms").as_non_negative() * 1e-3;
+    s.per_sample_s = at_most(given->at("per_sample_ms"), kMaxPerSampleMs, "milliseconds of CPU per sample") * 1e-3;
     s.per_sample_given = true;
   }
   if (given && given->has("input_bytes_per_sample"))
-    s.input_bytes_per_sample = given->at("input_bytes_per_sample").as_non_negative();
+    s.input_bytes_per_sample = at_most(given->at("input_bytes_per_sample"), kMaxInputBytesPerSample, "bytes per sample");
   const double demand = static_cast<double>(s.workers) * s.processes_per_node;
   if (host.cores > 0 && demand > 0)
     s.cpu_share = std::min(1.0, for_workers / demand);
   s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
+  // The model gives each training process's main thread a core first: a host with no more than
+  // that leaves its workers no CPU time at all (a batch would never be loaded).
+  if (s.per_sample_s > 0 && demand > 0 && host.cores > 0 && !(for_workers > 0))
+    throw InputError(scenario.file, "/cluster/host/cores",
+                     fmt::format("{} cores ({:.1f} with SMT) leave no CPU time for the DataLoader workers of {} "
+                                 "training processes per node (expected more cores, or training.loader.workers 0)",
+                                 host.cores, capacity, s.processes_per_node));
   return s;
 }
 

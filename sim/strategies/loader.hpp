@@ -16,6 +16,7 @@
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/topology/topology.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <string>
 #include <vector>
@@ -26,6 +27,20 @@ namespace dtsim {
 /// (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel Technology
 /// Journal 6(1), 2002).
 constexpr double kSmtThreadGain = 0.3;
+
+/// Bounds of a dataset kind's costs, far above any real input: 10 s of CPU per sample (a video clip
+/// decoded on the CPU takes ~100 ms), 10 GB per sample (a 3-D medical volume is ~1 GB).
+constexpr double kMaxPerSampleMs = 1e4;
+constexpr double kMaxInputBytesPerSample = 1e10;
+
+/// What a dataset kind (models/datasets/NAME.json) costs per sample.
+struct DatasetCost {
+  double per_sample_s = 0;
+  double input_bytes_per_sample = 0;
+};
+
+/// Reads a dataset kind, checked; the model's input elements scale a per-element byte count.
+DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems);
 
 struct LoaderSpec {
   bool enabled = false;

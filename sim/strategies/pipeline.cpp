@@ -1,4 +1,5 @@
 #include "sim/strategies/pipeline.hpp"
+#include "sim/strategies/compute_time.hpp"
 
 #include <fmt/format.h>
 
@@ -38,9 +39,7 @@ void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model)
   if (o.has("schedule"))
     c.schedule = o.at("schedule").as_choice({"gpipe", "1f1b"}) == "1f1b" ? PipelineSchedule::OneFOneB
                                                                           : PipelineSchedule::GPipe;
-  c.half_efficiency_samples = o.number_or("half_efficiency_samples", 0);
-  if (c.half_efficiency_samples < 0)
-    o.at("half_efficiency_samples").fail("expected a non-negative number of samples");
+  c.half_efficiency_samples = half_efficiency_samples_of(o);
   if (const auto b = o.find("balance")) {
     std::vector<std::size_t> balance;
     for (const auto& item : b->items())

@@ -2,6 +2,8 @@
 
 #include "sim/util/input_error.hpp"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,59 +13,100 @@
 
 namespace dtsim {
 
+namespace fs = std::filesystem;
+
 namespace {
 
-/// Writes `content` to `path` in place; throws InputError on failure (a full device, a closed pipe).
-void write_in_place(const std::string& path, const std::string& content)
+/// Writes `content` to `path` (truncating it); throws InputError on failure (a full device, a closed pipe).
+void write_to(const std::string& path, const std::string& shown, const std::string& content)
 {
-  std::ofstream out(path, std::ios::binary);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    throw InputError(path, "", "cannot write the file (expected a writable path)");
+    throw InputError(shown, "", "cannot write the file (expected a writable path)");
   out << content;
   out.flush();
-  if (!out)
-    throw InputError(path, "", std::string("writing the file failed: ") + std::strerror(errno));
+  if (!out) {
+    const int err = errno;
+    throw InputError(shown, "", std::string("writing the file failed: ") + std::strerror(err));
+  }
+}
+
+bool is_special(const fs::file_status& st)
+{
+  return fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
+}
+
+/// Where the temporary of a regular output goes: beside the file a link names, keeping the link.
+std::string target_of(const std::string& path)
+{
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    const auto resolved = fs::canonical(path, ec);
+    if (!ec)
+      return resolved.string();
+  }
+  return path;
 }
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& content)
+void check_output_path(const std::string& path, const std::string& flag)
 {
-  namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);  // follows links: what a link names is written
+  if (path.empty())
+    throw InputError(flag, "", "expected a file path to write, got an empty one");
   if (fs::is_directory(st))
-    throw InputError(path, "", "is a directory (expected a file path to write)");
-  // A device, pipe or socket (/dev/null, /dev/stdout, a fifo) is written directly, never replaced.
-  if (fs::exists(st) && !fs::is_regular_file(st)) {
-    write_in_place(path, content);
+    throw InputError(path, "", fmt::format("is a directory (expected a file path to write for {})", flag));
+  if (fs::exists(st))
     return;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw InputError(path, "", fmt::format("its folder {} does not exist (expected a file path to write for {})",
+                                           parent.string(), flag));
+}
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files)
+{
+  struct Pending {
+    std::string tmp, target, shown;
+  };
+  std::vector<Pending> pending;
+  const auto remove_pending = [&] {
+    for (const auto& p : pending)
+      std::remove(p.tmp.c_str());
+  };
+  try {
+    for (const auto& [path, content] : files) {
+      check_output_path(path, "the output");
+      std::error_code ec;
+      if (is_special(fs::status(path, ec))) {  // /dev/null, /dev/stdout, a fifo: written directly
+        write_to(path, path, content);
+        continue;
+      }
+      const std::string target = target_of(path);
+      const std::string tmp = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(pending.size());
+      pending.push_back({tmp, target, path});
+      write_to(tmp, path, content);
+    }
+  } catch (...) {
+    remove_pending();
+    throw;
   }
-  // A link to a regular file: replace the file it names, keep the link.
-  std::string target = path;
-  if (fs::is_symlink(fs::symlink_status(path, ec))) {
-    const auto resolved = fs::canonical(path, ec);
-    if (!ec)
-      target = resolved.string();
-  }
-  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw InputError(path, "", "cannot write the file (expected a writable path)");
-    out << content;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw InputError(path, "", "writing the file failed");
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    std::error_code ec;
+    fs::rename(pending[i].tmp, pending[i].target, ec);
+    if (ec) {
+      for (std::size_t j = i; j < pending.size(); ++j)
+        std::remove(pending[j].tmp.c_str());
+      throw InputError(pending[i].shown, "", "cannot write the file: " + ec.message());
     }
   }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "", "cannot write the file: " + ec.message());
-  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& content)
+{
+  write_files_atomically({{path, content}});
 }
 
 }  // namespace dtsim

@@ -1,12 +1,24 @@
-// Writes an output file all at once: into a temporary beside it, renamed into place on success, so
-// a failure never leaves a half-written file behind.
+// Writes output files all at once: each into a temporary beside it, renamed into place on success,
+// so a failure never leaves a half-written file behind. Special files (/dev/null, a pipe) are
+// written in place, never replaced.
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dtsim {
 
 /// Throws InputError (exit 2) when the file cannot be written.
 void write_file_atomically(const std::string& path, const std::string& content);
+
+/// Several outputs of one command, all or none: every content is written (temporaries, special
+/// files in place) before any temporary is renamed into place; on a failure the temporaries are
+/// removed and InputError names the path that failed.
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
+
+/// Checks, before any work, that `path` can be an output file: not a directory, its folder exists.
+/// Throws InputError naming the path and `flag` (the option that gave it).
+void check_output_path(const std::string& path, const std::string& flag);
 
 }  // namespace dtsim

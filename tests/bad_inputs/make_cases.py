@@ -186,6 +186,149 @@ case("validate_gpu_order_nccl_log", "--gpu-order", "-", f"validate {V100} --topo
 case("sweep_vary_unknown_path", "--vary trainig.batch_per_gpu", "/trainig",
      f"sweep {DDP} --vary trainig.batch_per_gpu=1,2")
 
+# Measured training runs (dtsim validate RUNS.csv): every message names the CSV (its line and column,
+# or the pointer of the row's scenario).
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("runs_"):
+        case("validate_" + f[:-4], f, "-", f"validate {F}{f}")
+case("validate_runs_missing", "absent.csv", "-", "validate tests/bad_inputs/files/absent.csv")
+
+# The input pipeline through --set: the loader block, and the host's cores.
+for key, values in [
+        ("training.loader", ["5", "[1]", "\"fast\""]),
+        ("training.loader.dataset", ["imagenet-png", "7", "[]"]),
+        ("training.loader.workers", ["\"4\"", "true", "1e9"]),
+        ("training.loader.per_sample_ms", ["1e5", "1e300", "-0.5", "nan"]),
+        ("training.loader.input_bytes_per_sample", ["-1", "1e11", "x"]),
+        ("training.loader.prefetch", ["2"]),
+        ("cluster.host.cores", ["0", "-1", "1.5", "5000", "\"8\"", "4294967296"]),
+        ("cluster.host.threads_per_core", ["0", "9"]),
+        ("cluster.host.cpu", ["7"]),
+        ("cluster.host.sockets", ["2"]),
+        ("cluster.host", ["64"])]:
+    for i, v in enumerate(values):
+        pointer = "/" + key.replace(".", "/")
+        if key == "training.loader.workers" and v == "1e9":
+            pointer = "/training/loader/workers"
+        file = "seed-4gpu-ddp.json"
+        if key in ("training.loader.prefetch", "cluster.host.sockets"):  # a member only --set brought in
+            file = "--set " + key
+        if v == "nan":  # not JSON: the bare word "nan" is a string
+            pass
+        name = "set_" + key.replace(".", "_") + f"_{i}"
+        case(name, file, pointer if key != "cluster.host.cores" or True else "-", f"run {DDP} --set {key}={v}")
+
+# A host whose cores all go to the training processes' main threads: the workers would never load a batch.
+case("set_host_cores_below_processes", "seed-4gpu-ddp.json", "/cluster/host/cores",
+     f"run {DDP} --set cluster.host.cores=1 --set training.loader.workers=4096")
+case("set_host_cores_equal_processes_smt", "seed-4gpu-ddp.json", "/cluster/host/cores",
+     f"run {DDP} --set cluster.host.cores=2 --set cluster.host.threads_per_core=1")
+case("runs_host_cores_below_processes", "runs_host_cores_one.csv", "-", f"validate {F}runs_host_cores_one.csv")
+
+# Strategy options that gave negative or absurd compute and host times (accepted before)
+case("set_ddp_half_efficiency_negative", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.half_efficiency_samples=-1")
+case("set_ddp_half_efficiency_huge", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.half_efficiency_samples=1e18")
+case("set_dp_half_efficiency_negative", "seed-4gpu-ddp.json", "/strategy/half_efficiency_samples",
+     f"run {DDP} --set strategy.kind=dp --set strategy.half_efficiency_samples=-63")
+case("set_dp_launch_overhead_huge", "seed-4gpu-ddp.json", "/strategy/launch_overhead_us_per_layer",
+     f"run {DDP} --set strategy.kind=dp --set strategy.launch_overhead_us_per_layer=1e18")
+case("set_dp_replicate_huge", "seed-4gpu-ddp.json", "/strategy/replicate_us_per_module",
+     f"run {DDP} --set strategy.kind=dp --set strategy.replicate_us_per_module=1e7")
+case("set_pipeline_half_efficiency_huge", "seed-2gpu-pipelined.json", "/strategy/half_efficiency_samples",
+     f"run {PIPE} --set strategy.half_efficiency_samples=1e12")
+
+# run --html / --trace: bad flags and outputs before any work, and no output left when one fails
+case("run_html_directory", "tests/bad_inputs", "-", f"run {DDP} --html tests/bad_inputs")
+case("run_html_missing_dir", "/nonexistent/r.html", "-", f"run {DDP} --html /nonexistent/r.html")
+case("run_gpus_shown_out_of_range", "--gpus-shown", "-", f"run {DDP} --html @OUT@ --gpus-shown 0-99")
+case("run_gpus_shown_reversed", "--gpus-shown", "-", f"run {DDP} --html @OUT@ --gpus-shown 3-1")
+case("run_gpus_shown_text", "--gpus-shown", "-", f"run {DDP} --html @OUT@ --gpus-shown first")
+case("run_gpus_shown_negative", "--gpus-shown", "-", f"run {DDP} --html @OUT@ --gpus-shown -1")
+case("run_gpus_shown_empty_piece", "--gpus-shown", "-", f"run {DDP} --html @OUT@ --gpus-shown 0,,1")
+case("run_trace_then_bad_gpus_shown", "--gpus-shown", "-", f"run {DDP} --trace @OUT@ --html @OUT@.html --gpus-shown 9")
+case("run_trace_then_html_directory", "tests/bad_inputs", "-", f"run {DDP} --trace @OUT@ --html tests/bad_inputs")
+case("run_links_shown_negative", "command line", "-", f"run {DDP} --html @OUT@ --links-shown -1")
+case("run_links_shown_text", "command line", "-", f"run {DDP} --html @OUT@ --links-shown many")
+
+# report
+case("report_output_directory", "tests/bad_inputs", "-", f"report {DDP} -o tests/bad_inputs")
+case("report_output_missing_dir", "/nonexistent/r.html", "-", f"report {DDP} -o /nonexistent/r.html")
+case("report_output_missing", "command line", "-", f"report {DDP}")
+case("report_scaling_zero", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus 0,4")
+case("report_scaling_text", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus four")
+case("report_scaling_negative", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus -2")
+case("report_scaling_huge", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus 1,4294967296")
+case("report_scaling_empty_piece", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus 1,,4")
+case("report_scaling_too_many", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus " + ",".join(["1"] * 65))
+case("report_gpus_shown_bad", "--gpus-shown", "-", f"report {DDP} -o @OUT@ --scaling-gpus none --gpus-shown 0-4")
+case("report_compare_unknown", "--compare-strategies", "-", f"report {DDP} -o @OUT@ --compare-strategies dp,zero")
+case("report_compare_empty_piece", "--compare-strategies", "-", f"report {DDP} -o @OUT@ --compare-strategies dp,")
+case("report_jobs_zero", "command line", "-", f"report {DDP} -o @OUT@ -j 0")
+case("report_jobs_text", "command line", "-", f"report {DDP} -o @OUT@ -j many")
+case("report_bad_set", "seed-4gpu-ddp.json", "/gpus", f"report {DDP} -o @OUT@ --set gpus=0")
+case("report_scenario_missing", "absent.json", "-", "report tests/bad_inputs/files/absent.json -o @OUT@")
+
+# compare
+case("compare_strategy_unknown", "--strategies", "-", f"compare {DDP} --strategies ddp,zero")
+case("compare_strategy_empty_piece", "--strategies", "-", f"compare {DDP} --strategies ,ddp")
+case("compare_html_directory", "tests/bad_inputs", "-", f"compare {DDP} --html tests/bad_inputs")
+case("compare_html_missing_dir", "/nonexistent/c.html", "-", f"compare {DDP} --html /nonexistent/c.html")
+case("compare_scenario_missing", "absent.json", "-", f"compare {DDP} tests/bad_inputs/files/absent.json --html @OUT@")
+case("compare_bad_set", "seed-4gpu-ddp.json", "/training/epochs", f"compare {DDP} --set training.epochs=0 --html @OUT@")
+case("compare_jobs_zero", "command line", "-", f"compare {DDP} -j 0")
+case("compare_jobs_huge", "command line", "-", f"compare {DDP} -j 100000")
+case("compare_no_scenario", "command line", "-", "compare --strategies ddp")
+
+# sweep: --vary grammar and values, --gpus, outputs, --emit, -j
+vary_cases = [
+    ("no_equals", "--vary", "gpus"), ("empty_key", "--vary", "=1,2"), ("empty_values", "--vary", "gpus="),
+    ("empty_value", "--vary", "training.epochs=1,,2"), ("empty_component", "--vary", "training..epochs=1,2"),
+    ("unbalanced_brace", "--vary", "name={1,2"), ("unbalanced_quote", "--vary", 'name="a,b'),
+    ("value_1e400", "--vary", "training.epochs=1,1e400"), ("gpus_zero", "--vary", "gpus=0,4"),
+    ("gpus_text", "--vary", "gpus=four"), ("gpus_huge", "--vary", "gpus=4,2000000"), ("gpus_fraction", "--vary", "gpus=1.5"),
+    ("twice", "--vary", "training.epochs=1,2 --vary training.epochs=3"),
+    ("grid_too_large", "--vary", "training.epochs=" + ",".join(str(i) for i in range(1, 102)) +
+     " --vary training.batch_per_gpu=" + ",".join(str(i) for i in range(1, 102))),
+]
+for name, file, args in vary_cases:
+    case("sweep_vary_" + name, file, "-", f"sweep {DDP} --vary {args}")
+case("sweep_vary_bad_point", "seed-4gpu-ddp.json", "/training/epochs", f"sweep {DDP} --vary training.epochs=1,-1 --csv @OUT@")
+case("sweep_vary_unknown_key", "--vary training.epoch", "/training/epoch", f"sweep {DDP} --vary training.epoch=1,2 --csv @OUT@")
+case("sweep_vary_and_gpus", "--vary", "-", f"sweep {DDP} --gpus 1,2 --vary gpus=4")
+case("sweep_gpus_zero", "--gpus", "-", f"sweep {DDP} --gpus 0,4")
+case("sweep_gpus_text", "command line", "-", f"sweep {DDP} --gpus 1,x")
+case("sweep_gpus_too_many", "seed-4gpu-ddp.json", "-", f"sweep {DDP} --gpus 1,8 --set cluster.nodes=1 --csv @OUT@")
+case("sweep_nothing_varied", "command line", "-", f"sweep {DDP}")
+case("sweep_no_scenario", "command line", "-", "sweep --gpus 1,2")
+case("sweep_csv_directory", "tests/bad_inputs", "-", f"sweep {DDP} --gpus 1,2 --csv tests/bad_inputs")
+case("sweep_html_missing_dir", "/nonexistent/s.html", "-", f"sweep {DDP} --gpus 1,2 --html /nonexistent/s.html")
+case("sweep_csv_then_html_directory", "tests/bad_inputs", "-", f"sweep {DDP} --gpus 1,2 --csv @OUT@ --html tests/bad_inputs")
+case("sweep_jobs_zero", "command line", "-", f"sweep {DDP} --gpus 1,2 -j 0")
+case("sweep_jobs_huge", "command line", "-", f"sweep {DDP} --gpus 1,2 -j 1000")
+case("sweep_emit_onto_file", "README.md", "-", f"sweep {DDP} --gpus 1,2 --emit README.md")
+case("sweep_emit_bad_point", "seed-4gpu-ddp.json", "/training/epochs", f"sweep {DDP} --vary training.epochs=1,0 --emit @OUT@")
+case("sweep_emit_and_collect", "command line", "-", f"sweep {DDP} --gpus 1,2 --collect tests/bad_inputs")
+
+# sweep --collect of damaged folders
+for d in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if not d.startswith("collect_"):
+        continue
+    file, pointer = d + "/manifest.json", "-"
+    if d.startswith("collect_result_") and d != "collect_result_missing":
+        file = d + "/results/0000.json"
+    if d == "collect_result_missing":
+        file = d
+    pointers = {"collect_id_escape": "/points/0/id", "collect_id_absolute": "/points/0/id", "collect_id_number": "/points/0/id",
+                "collect_values_not_object": "/points/0/values", "collect_points_not_array": "/points",
+                "collect_varied_number": "/varied/0", "collect_result_gpus_huge": "/gpus",
+                "collect_result_gpus_string": "/gpus", "collect_result_time_string": "/iteration_time_s",
+                "collect_result_scenario_number": "/scenario", "collect_manifest_unknown_member": "/extra"}
+    case("sweep_" + d, file, pointers.get(d, "-"), f"sweep --collect {F}{d} --csv @OUT@")
+case("sweep_collect_missing", "tests/bad_inputs/files/absent", "-", "sweep --collect tests/bad_inputs/files/absent")
+case("sweep_collect_file", "README.md", "-", "sweep --collect README.md")
+
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")
     out.write("# Written by make_cases.py; each must exit 2 with one line on stderr and leave no @OUT@ file.\n")

@@ -223,4 +223,126 @@ write("bw_csv_value_text.csv", "gpu,h2d_pinned_GBps\nA100,fast\n")
 write("bw_csv_value_negative.csv", "gpu,h2d_pinned_GBps\nA100,-3\n")
 write("bw_csv_ragged.csv", "gpu,h2d_pinned_GBps\nA100,3,4\n")
 write("bw_empty.txt", "")
+
+# --- topology host (dtsim topology check FILE) -----------------------------------------------------
+for name, (path, value) in {
+    "topo_host_cores_zero": (["host", "cores"], 0),
+    "topo_host_cores_negative": (["host", "cores"], -8),
+    "topo_host_cores_fraction": (["host", "cores"], 7.5),
+    "topo_host_cores_string": (["host", "cores"], "64"),
+    "topo_host_cores_huge": (["host", "cores"], 100000),
+    "topo_host_cores_2pow32": (["host", "cores"], 4294967296),
+    "topo_host_threads_zero": (["host", "threads_per_core"], 0),
+    "topo_host_threads_nine": (["host", "threads_per_core"], 9),
+    "topo_host_cpu_number": (["host", "cpu"], 7),
+    "topo_host_unknown_member": (["host", "sockets"], 2),
+    "topo_host_not_object": (["host"], 64),
+}.items():
+    write(name + ".json", mutated(topo, path, value))
+d = copy.deepcopy(topo); d["host"] = {"threads_per_core": 2}
+write("topo_host_threads_without_cores.json", json.dumps(d, indent=1))
+
+# --- measured training runs (dtsim validate RUNS.csv) ----------------------------------------------
+with open(os.path.join(ROOT, "tests/data/training/runs.csv")) as f:
+    runs_lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+runs_header = runs_lines[0].split(",")
+# Two rows on presets (no topology file beside the CSV): a 1-GPU baseline and an 8-GPU run of it.
+RUN_BASE = dict(zip(runs_header, ["base", "", "dgx1-v100", "", "", "1", "1", "resnet50", "fp32", "64", "single", "4",
+                                  "imagenet-jpeg", "throughput=360", "360", "samples/s", "test"]))
+RUN_8 = dict(RUN_BASE, id="eight", baseline="base", gpus="8", strategy="ddp", measured="2600")
+def runs_csv(rows, header=runs_header):
+    out = [",".join(header)]
+    for r in rows:
+        out.append(",".join(r.get(c, "") for c in header))
+    return "\n".join(out) + "\n"
+def runs_with(**kw):
+    return runs_csv([RUN_BASE, dict(RUN_8, **kw)])
+runs_cases = {
+    "runs_measured_nan": dict(measured="nan"), "runs_measured_negative": dict(measured="-2600"),
+    "runs_measured_zero": dict(measured="0"), "runs_measured_text": dict(measured="fast"),
+    "runs_measured_1e400": dict(measured="1e400"), "runs_measured_inf": dict(measured="inf"),
+    "runs_measured_comma": dict(measured='"2,600"'), "runs_measured_hex": dict(measured="0x10"),
+    "runs_nodes_zero": dict(nodes="0"), "runs_nodes_fraction": dict(nodes="1.5"), "runs_nodes_huge": dict(nodes="100000"),
+    "runs_nodes_2pow32": dict(nodes="4294967297"), "runs_gpus_text": dict(gpus="eight"), "runs_gpus_zero": dict(gpus="0"),
+    "runs_gpus_too_many": dict(gpus="9"), "runs_gpus_exponent": dict(gpus="8e0"),
+    "runs_batch_zero": dict(batch_per_gpu="0"), "runs_batch_2pow31": dict(batch_per_gpu="2147483648"),
+    "runs_batch_negative": dict(batch_per_gpu="-64"),
+    "runs_cluster_unknown": dict(cluster="dgx9-z100"), "runs_cluster_empty": dict(cluster=""),
+    "runs_cluster_escape": dict(cluster="../../../topologies/pcie-box.json"),
+    "runs_cluster_absolute": dict(cluster="/etc/dtsim-topology.json"), "runs_cluster_missing_file": dict(cluster="absent.json"),
+    "runs_model_unknown": dict(model="resnet5000"), "runs_model_escape": dict(model="../../../models/resnet50.json"),
+    "runs_model_empty": dict(model=""), "runs_precision_unknown": dict(precision="fp7"), "runs_precision_empty": dict(precision=""),
+    "runs_strategy_unknown": dict(strategy="zero"), "runs_strategy_empty": dict(strategy=""),
+    "runs_unit_unknown": dict(unit="images/s"), "runs_unit_empty": dict(unit=""),
+    "runs_compute_kind_unknown": dict(compute="speed=3"), "runs_compute_no_equals": dict(compute="360"),
+    "runs_compute_throughput_text": dict(compute="throughput=fast"), "runs_compute_throughput_zero": dict(compute="throughput=0"),
+    "runs_compute_step_time_huge": dict(compute="step_time=1e9"), "runs_compute_efficiency_two": dict(compute="efficiency=2", gpu="V100-SXM2-16GB"),
+    "runs_compute_efficiency_no_gpu": dict(compute="efficiency=0.5"),
+    "runs_gpu_unknown": dict(gpu="H900"), "runs_host_cores_zero": dict(host_cores="0"),
+    "runs_host_cores_huge": dict(host_cores="5000"), "runs_host_cores_one": dict(host_cores="1"), "runs_host_cores_text": dict(host_cores="many"),
+    "runs_workers_negative": dict(loader_workers="-1"), "runs_workers_huge": dict(loader_workers="5000"),
+    "runs_workers_fraction": dict(loader_workers="2.5"), "runs_dataset_unknown": dict(dataset="imagenet-png"),
+    "runs_baseline_unknown": dict(baseline="nobody"), "runs_baseline_self": dict(baseline="eight"),
+    "runs_id_duplicate": dict(id="base"), "runs_id_empty": dict(id=""),
+}
+for name, kw in runs_cases.items():
+    write(name + ".csv", runs_with(**kw))
+write("runs_baseline_later.csv", runs_csv([dict(RUN_8), dict(RUN_BASE)]))
+write("runs_missing_measured_column.csv", runs_csv([RUN_BASE, RUN_8], [c for c in runs_header if c != "measured"]))
+write("runs_missing_id_column.csv", runs_csv([RUN_BASE, RUN_8], [c for c in runs_header if c != "id"]))
+write("runs_unknown_column.csv", runs_csv([RUN_BASE, RUN_8], runs_header + ["notes"]))
+write("runs_duplicate_column.csv", runs_csv([RUN_BASE, RUN_8], runs_header + ["gpus"]))
+write("runs_short_row.csv", runs_csv([RUN_BASE, RUN_8]).rstrip("\n").rsplit(",", 2)[0] + "\n")
+write("runs_long_row.csv", runs_csv([RUN_BASE, RUN_8]).rstrip("\n") + ",extra\n")
+write("runs_unclosed_quote.csv", runs_csv([RUN_BASE, dict(RUN_8, source='"NVIDIA, 2021')]))
+write("runs_header_only.csv", ",".join(runs_header) + "\n")
+write("runs_empty.csv", "")
+write("runs_comments_only.csv", "# nothing measured\n")
+write("runs_binary.csv", bytes(range(256)) * 4)
+write("runs_bad_utf8_id.csv", runs_with(id="ab").encode().replace(b"ab", b"a\xff\xfeb"))
+write("runs_control_char_id.csv", runs_with(id="a\x1bb"))
+write("runs_too_many_rows.csv", runs_csv([RUN_BASE] + [dict(RUN_8, id=f"r{i}") for i in range(1000)]))
+write("runs_many_commas.csv", "," * 100000 + "\n")
+write("runs_semicolons.csv", runs_csv([RUN_BASE, RUN_8]).replace(",", ";"))
+
+# --- sweep --collect folders (dtsim sweep --collect DIR) -------------------------------------------
+RESULT = {"scenario": "seed-4gpu-ddp", "strategy": "ddp", "topology": "pcie-box", "gpus": 4, "nodes_used": 1,
+          "iteration_time_s": 0.8, "compute_time_s": 0.7, "comm_time_s": 0.2, "exposed_comm_time_s": 0.1,
+          "throughput_samples_per_s": 320.0, "speedup_vs_1gpu": 3.5, "scaling_efficiency": 0.87,
+          "epoch_time_s": 4000.0, "total_time_days": 4.6, "ideal_linear_total_days": 4.0}
+def collect_dir(name, manifest=None, results=None):
+    """manifest: a dict or raw text (None: no manifest); results: {id: dict or raw text}."""
+    d = os.path.join(OUT, name)
+    os.makedirs(os.path.join(d, "results"), exist_ok=True)
+    if manifest is not None:
+        with open(os.path.join(d, "manifest.json"), "w") as f:
+            f.write(manifest if isinstance(manifest, str) else json.dumps(manifest, indent=1))
+    for rid, content in (results or {}).items():
+        with open(os.path.join(d, "results", rid + ".json"), "w") as f:
+            f.write(content if isinstance(content, str) else json.dumps(content, indent=1))
+    with open(os.path.join(d, "results", ".keep"), "w") as f:
+        f.write("")
+MANIFEST = {"scenario": "scenarios/seed-4gpu-ddp.json", "varied": ["gpus"],
+            "points": [{"id": "0000", "values": {"gpus": 4}}]}
+def manifest_with(**kw):
+    m = copy.deepcopy(MANIFEST); m.update(kw); return m
+collect_dir("collect_no_manifest")
+collect_dir("collect_manifest_truncated", json.dumps(MANIFEST)[:30])
+collect_dir("collect_manifest_array", "[]")
+collect_dir("collect_manifest_unknown_member", manifest_with(extra=1), {"0000": RESULT})
+collect_dir("collect_points_not_array", manifest_with(points={"0000": {}}))
+collect_dir("collect_varied_number", manifest_with(varied=[3]), {"0000": RESULT})
+collect_dir("collect_id_escape", manifest_with(points=[{"id": "../../../../README", "values": {"gpus": 4}}]))
+collect_dir("collect_id_number", manifest_with(points=[{"id": 0, "values": {"gpus": 4}}]))
+collect_dir("collect_id_absolute", manifest_with(points=[{"id": "/etc/hostname", "values": {"gpus": 4}}]))
+collect_dir("collect_values_not_object", manifest_with(points=[{"id": "0000", "values": 4}]), {"0000": RESULT})
+collect_dir("collect_result_missing", MANIFEST)
+collect_dir("collect_result_truncated", MANIFEST, {"0000": json.dumps(RESULT)[:50]})
+collect_dir("collect_result_array", MANIFEST, {"0000": "[1, 2]"})
+collect_dir("collect_result_empty", MANIFEST, {"0000": ""})
+collect_dir("collect_result_gpus_huge", MANIFEST, {"0000": dict(RESULT, gpus=1e30)})
+collect_dir("collect_result_gpus_string", MANIFEST, {"0000": dict(RESULT, gpus="4")})
+collect_dir("collect_result_time_string", MANIFEST, {"0000": dict(RESULT, iteration_time_s="0.8")})
+collect_dir("collect_result_scenario_number", MANIFEST, {"0000": dict(RESULT, scenario=5)})
+collect_dir("collect_result_1e400", MANIFEST, {"0000": json.dumps(RESULT).replace("320.0", "1e400")})
 print("wrote", len(os.listdir(OUT)), "files to", OUT)

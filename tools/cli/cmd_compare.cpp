@@ -30,16 +30,19 @@ struct CompareArgs {
 
 int run_compare(const CompareArgs& a)
 {
+  if (!a.html.empty())
+    check_output_path(a.html, "--html");
   std::vector<Override> base;
   for (const auto& s : a.sets)
     base.push_back(parse_override(s));
+  const auto strategies = a.strategies.empty() ? std::vector<std::string>{} : strategy_list(a.strategies, "--strategies");
   std::vector<PointJob> jobs;
   for (const auto& file : a.scenarios) {
     if (a.strategies.empty()) {
       jobs.push_back({file, base});
       continue;
     }
-    for (const auto& kind : split_trimmed(a.strategies, ',')) {
+    for (const auto& kind : strategies) {
       auto o = base;
       o.push_back({"strategy", nlohmann::json{{"kind", kind}}.dump()});
       jobs.push_back({file, o});

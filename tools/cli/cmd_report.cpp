@@ -33,6 +33,9 @@ struct ReportArgs {
   TimelineArgs timeline;
 };
 
+/// Most points of a scaling curve: each is a simulation, and a chart of more is unreadable.
+constexpr std::size_t kMaxScalingPoints = 64;
+
 std::vector<int> scaling_counts(const ReportArgs& a, int gpus)
 {
   if (a.scaling_gpus == "none")
@@ -40,7 +43,10 @@ std::vector<int> scaling_counts(const ReportArgs& a, int gpus)
   if (a.scaling_gpus.empty())
     return gpus > 1 ? powers_of_two_up_to(gpus) : std::vector<int>{};
   std::vector<int> out;
-  for (const auto& t : split_trimmed(a.scaling_gpus, ',')) {
+  const auto counts = split_trimmed(a.scaling_gpus, ',');
+  if (counts.size() > kMaxScalingPoints)
+    throw InputError("--scaling-gpus", "", fmt::format("expected at most {} GPU counts, got {}", kMaxScalingPoints, counts.size()));
+  for (const auto& t : counts) {
     if (const auto n = parse_int(t, 1, 1 << 20)) {
       out.push_back(static_cast<int>(*n));
       continue;
@@ -52,23 +58,25 @@ std::vector<int> scaling_counts(const ReportArgs& a, int gpus)
 
 int run_report(const ReportArgs& a)
 {
+  check_output_path(a.output, "-o");
   std::vector<Override> overrides;
   for (const auto& s : a.sets)
     overrides.push_back(parse_override(s));
+  const auto strategies = a.compare.empty() ? std::vector<std::string>{} : strategy_list(a.compare, "--compare-strategies");
   const Scenario scenario = load_scenario(a.scenario, overrides);
+  const auto counts = scaling_counts(a, scenario.gpus);
+  const TimelineOptions timeline = timeline_options(a.timeline, scenario.gpus);  // bad flags before the work
   const Prediction p = predict(scenario);
 
   HtmlReportInput in;
   in.title = fmt::format("dtsim: {}", p.result.scenario);
   in.run = {&p.topology, &p.plan, &p.spans, &p.result};
-  in.timeline = timeline_options(a.timeline, p.result.gpus);
+  in.timeline = timeline;
   in.command = command_line();
 
   std::vector<std::vector<Override>> points;
-  const auto counts = scaling_counts(a, scenario.gpus);
   for (const int n : counts)
     points.push_back(with_gpus(a.scenario, overrides, n));
-  const auto strategies = a.compare.empty() ? std::vector<std::string>{} : split_trimmed(a.compare, ',');
   for (const auto& kind : strategies) {
     auto o = overrides;
     o.push_back({"strategy", nlohmann::json{{"kind", kind}}.dump()});

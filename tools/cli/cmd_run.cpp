@@ -48,19 +48,26 @@ void add_run_command(CLI::App& app, Action& action)
       std::vector<Override> overrides;
       for (const auto& s : args->sets)
         overrides.push_back(parse_override(s));
+      if (!args->trace.empty())
+        check_output_path(args->trace, "--trace");
+      if (!args->html.empty())
+        check_output_path(args->html, "--html");
       const Scenario scenario = load_scenario(args->scenario, overrides);
+      const TimelineOptions timeline = timeline_options(args->timeline, scenario.gpus);  // a bad flag before the work
       const Prediction p = predict(scenario);
       const TraceOptions trace = trace_options(args->trace_iterations, p.plan);  // checked even without --trace
+      std::vector<std::pair<std::string, std::string>> outputs;
       if (!args->trace.empty())
-        write_file_atomically(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans, trace));
+        outputs.emplace_back(args->trace, chrome_trace(p.topology, p.plan.graph, p.spans, trace));
       if (!args->html.empty()) {
         HtmlReportInput in;
         in.title = fmt::format("dtsim: {}", p.result.scenario);
         in.run = {&p.topology, &p.plan, &p.spans, &p.result};
-        in.timeline = timeline_options(args->timeline, p.result.gpus);
+        in.timeline = timeline;
         in.command = command_line();
-        write_file_atomically(args->html, html_report(in));
+        outputs.emplace_back(args->html, html_report(in));
       }
+      write_files_atomically(outputs);
       if (args->json)
         fmt::print("{}\n", json_report(p.result).dump(2));
       else

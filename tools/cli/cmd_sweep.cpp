@@ -77,6 +77,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
                  r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0));
     }
   }
+  std::vector<std::pair<std::string, std::string>> outputs;
   if (!args.csv.empty()) {
     std::string csv;
     for (const auto& c : columns)
@@ -95,7 +96,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
                          r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
                          r.value("ideal_linear_total_days", 0.0));
     }
-    write_file_atomically(args.csv, csv);
+    outputs.emplace_back(args.csv, csv);
   }
   if (!args.html.empty()) {
     HtmlReportInput in;
@@ -109,12 +110,17 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       else
         in.sweep.push_back({values[i], rows[i]});
     }
-    write_file_atomically(args.html, html_report(in));
+    outputs.emplace_back(args.html, html_report(in));
   }
+  write_files_atomically(outputs);
 }
 
 int run_sweep(const SweepArgs& args)
 {
+  if (!args.csv.empty())
+    check_output_path(args.csv, "--csv");
+  if (!args.html.empty())
+    check_output_path(args.html, "--html");
   if (!args.collect.empty()) {
     if (!args.scenario.empty() || !args.vary.empty() || !args.gpus.empty() || !args.emit.empty())
       throw InputError("command line", "", "--collect DIR takes no scenario, --vary, --gpus or --emit");

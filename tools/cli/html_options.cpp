@@ -6,6 +6,7 @@
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -51,6 +52,19 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
       o.gpu_ranks.push_back(static_cast<int>(r));
   }
   return o;
+}
+
+std::vector<std::string> strategy_list(const std::string& text, const std::string& flag)
+{
+  static const std::vector<std::string> kinds = {"single", "dp", "ddp", "pipeline", "hybrid"};  // scenario_loader.cpp
+  std::vector<std::string> out;
+  for (const auto& kind : split_trimmed(text, ',')) {
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+      throw InputError(flag, "", fmt::format("expected strategies among {} separated by commas, got '{}'",
+                                             fmt::join(kinds, ", "), kind));
+    out.push_back(kind);
+  }
+  return out;
 }
 
 std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus)

@@ -26,6 +26,10 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus);
 /// them) unless `overrides` set cluster.nodes themselves.
 std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus);
 
+/// The strategy kinds of a comma-separated list ("dp,ddp,pipeline"); InputError naming `flag` for an
+/// empty piece or a kind the scenario format does not have, before any point runs.
+std::vector<std::string> strategy_list(const std::string& text, const std::string& flag);
+
 /// argv as main() received it (shown at the foot of the HTML page).
 void set_command_line(int argc, char** argv);
 const std::vector<std::string>& command_line();

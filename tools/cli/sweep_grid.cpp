@@ -21,14 +21,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// A --vary value as --set reads it: JSON, else a bare word (a string); a number beyond a double or
+/// nesting too deep is refused, naming --vary.
 nlohmann::json value_of(const std::string& text)
 {
   try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
+    return parse_json_text(text, "--vary");
+  } catch (const InputError& e) {
+    if (e.problem().rfind("malformed JSON", 0) != 0)
+      throw;
     return text;  // a bare word, as --set takes it
   }
 }
+
+/// Most points of one sweep (the product of the --vary lists): each is a simulation.
+constexpr std::size_t kMaxSweepPoints = 10000;
 
 // Shell quoting for the generated command lines.
 std::string quoted(const std::string& s)
@@ -54,7 +61,11 @@ VariedField parse_vary(const std::string& text)
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
     throw InputError("--vary", "", fmt::format("expected key.path=value1,value2,..., got \"{}\"", text));
   VariedField f{text.substr(0, eq), {}};
-  parse_override(f.path + "=0");  // the path's own checks
+  try {
+    parse_override(text);  // the path's own checks, UTF-8
+  } catch (const InputError& e) {
+    throw InputError("--vary", "", e.problem());
+  }
   int depth = 0;
   bool in_string = false;
   std::string current;
@@ -74,9 +85,13 @@ VariedField parse_vary(const std::string& text)
     current += c;
   }
   f.values.push_back(current);
-  for (const auto& v : f.values)
+  if (depth != 0 || in_string)
+    throw InputError("--vary", "", fmt::format("unbalanced brackets or quotes in \"{}\"", text));
+  for (const auto& v : f.values) {
     if (v.empty())
       throw InputError("--vary", "", fmt::format("empty value in \"{}\"", text));
+    (void)value_of(v);
+  }
   return f;
 }
 
@@ -87,6 +102,12 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
     for (std::size_t j = 0; j < i; ++j)
       if (fields[i].path == fields[j].path)
         throw InputError("--vary", "", fmt::format("{} is varied twice", fields[i].path));
+  std::size_t total = 1;
+  for (const auto& f : fields) {
+    total *= f.values.size();
+    if (total > kMaxSweepPoints)
+      throw InputError("--vary", "", fmt::format("more than {} points in the grid (each is a simulation)", kMaxSweepPoints));
+  }
   const bool nodes_varied = std::any_of(fields.begin(), fields.end(), [](const auto& f) {
     return f.path == "cluster.nodes" || f.path == "cluster";
   });
@@ -131,7 +152,12 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
 void emit_sweep(const std::string& dir, const std::string& scenario, const std::vector<std::string>& varied,
                 const std::vector<GridPoint>& points)
 {
+  std::vector<Scenario> scenarios;  // every point checked before anything is written
+  for (const auto& p : points)
+    scenarios.push_back(load_scenario(scenario, p.overrides));
   std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw InputError(dir, "", "is not a directory (expected a folder to write the sweep into, for --emit)");
   fs::create_directories(fs::path(dir) / "points", ec);
   fs::create_directories(fs::path(dir) / "results", ec);
   if (ec)
@@ -143,7 +169,7 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   std::string jobs;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const std::string id = fmt::format("{:04d}", i);
-    Scenario s = load_scenario(scenario, points[i].overrides);  // a bad point fails here, before the cluster
+    const Scenario& s = scenarios[i];
     // Relative files named by the scenario (models, profiles, calibrations) resolve from the working
     // directory first: the jobs run from the one the sweep was emitted in.
     const fs::path point_file = root / "points" / (id + ".json");
@@ -172,8 +198,37 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   fs::permissions(root / "slurm.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
 }
 
+namespace {
+
+/// A point's result as `dtsim run --json` writes it: an object whose figures the outputs read have
+/// their types (numbers finite, counts integers that fit an int).
+void check_result(const nlohmann::json& doc, const std::string& file)
+{
+  const JsonReader r(doc, file);
+  if (!r.is_object())
+    r.fail(fmt::format("expected the object `dtsim run --json` writes, got {}", describe_json(doc)));
+  for (const char* key : {"scenario", "strategy", "topology"})
+    if (auto v = r.find(key))
+      (void)v->as_string();
+  for (const char* key : {"gpus", "nodes_used"})
+    if (auto v = r.find(key))
+      (void)v->as_int_in(0, 1 << 30);
+  for (const char* key : {"iteration_time_s", "compute_time_s", "comm_time_s", "exposed_comm_time_s", "straggler_wait_s",
+                          "input_wait_s", "throughput_samples_per_s", "speedup_vs_1gpu", "scaling_efficiency",
+                          "epoch_time_s", "total_time_days", "ideal_linear_total_days"})
+    if (auto v = r.find(key))
+      (void)v->as_number();
+}
+
+}  // namespace
+
 CollectedSweep collect_sweep(const std::string& dir)
 {
+  std::error_code ec;
+  if (!fs::exists(dir, ec))
+    throw InputError(dir, "", "no such folder (expected the folder of a `dtsim sweep --emit`, for --collect)");
+  if (!fs::is_directory(dir, ec))
+    throw InputError(dir, "", "is not a directory (expected the folder of a `dtsim sweep --emit`, for --collect)");
   const fs::path root = dir;
   const std::string manifest_file = (root / "manifest.json").string();
   const nlohmann::json manifest = load_json_file(manifest_file);
@@ -183,16 +238,26 @@ CollectedSweep collect_sweep(const std::string& dir)
   out.scenario = m.at("scenario").as_string();
   for (const auto& v : m.at("varied").items())
     out.varied.push_back(v.as_string());
+  if (m.at("points").items().size() > kMaxSweepPoints)
+    m.at("points").fail(fmt::format("expected at most {} points", kMaxSweepPoints));
   std::vector<std::string> missing;
   for (const auto& p : m.at("points").items()) {
-    const std::string id = p.at("id").as_string();
+    const auto id_reader = p.at("id");
+    const std::string id = id_reader.as_string();
+    // The ids emit writes (0000, 0001, ...): a name inside results/, never a path out of it.
+    if (id.empty() || id.size() > 16 || id.find_first_not_of("0123456789") != std::string::npos)
+      id_reader.fail(fmt::format("expected a point id of digits such as \"0007\", got \"{}\"", id));
+    const auto values = p.at("values");
+    if (!values.is_object())
+      values.fail(fmt::format("expected an object of the varied fields' values, got {}", describe_json(values.json())));
     const fs::path result = root / "results" / (id + ".json");
     if (!fs::exists(result)) {
       missing.push_back(id);
       continue;
     }
-    out.values.push_back(p.at("values").json());
+    out.values.push_back(values.json());
     out.results.push_back(load_json_file(result.string()));
+    check_result(out.results.back(), result.string());
   }
   if (!missing.empty())
     throw InputError(dir, "", fmt::format("{} of {} points have no result yet (results/{}.json{}): run the jobs of "
