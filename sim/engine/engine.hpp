@@ -15,4 +15,24 @@ namespace dtsim {
 /// any number of times.
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph);
 
+/// When a run of several training iterations may end early: as soon as every task of the first k
+/// iterations has finished (k >= min_iterations) and iterations k-1 and k-2 took the same time
+/// within `tolerance` (relative), the steady state has converged: later iterations would repeat it.
+/// Tasks must carry their iteration (Task::iteration) and those of one iteration may not wait on a
+/// later one.
+struct SteadyStateStop {
+  std::vector<int> iteration_end;  ///< per iteration: the task that closes it
+  int min_iterations = 3;          ///< k at least this: a warm-up and two measured iterations
+  double tolerance = 1e-6;
+};
+
+struct Simulation {
+  std::vector<Span> spans;  ///< per task; tasks after an early stop may not have run (-1)
+  int iterations = 0;       ///< leading iterations whose every task ran (all, unless stopped early)
+};
+
+/// simulate() that stops once the steady state has converged (see SteadyStateStop). Every span of
+/// the iterations it returns is the one the full run gives: the run is the same until it stops.
+Simulation simulate_until_steady(const Topology& topology, const TaskGraph& graph, const SteadyStateStop& stop);
+
 }  // namespace dtsim

@@ -42,6 +42,8 @@ public:
   int add_transfer(int src, int dst, double bytes, std::string name, std::string category,
                    std::vector<int> after = {});
   void add_dependency(int task, int must_finish_first);
+  /// Drops every task from `count` on (those of iterations not simulated, when they come last).
+  void keep_first(int count) { tasks_.resize(static_cast<std::size_t>(count)); }
 
   Task& operator[](int id) { return tasks_[static_cast<std::size_t>(id)]; }
   const Task& operator[](int id) const { return tasks_[static_cast<std::size_t>(id)]; }
