@@ -97,23 +97,25 @@ Platform build_platform(const Topology& topology, const TaskGraph& graph)
 
 Simulation run_simgrid(const Topology& topology, const TaskGraph& graph, const SteadyStateStop* stop)
 {
-  int argc = 1;
+  // Actors (simgrid_runner.hpp) only wait on SimGrid: small stacks, allocated without guard pages
+  // (a guard page splits each stack's mapping in two, and the kernel allows 65,530 mappings per
+  // process). AddressSanitizer does not follow SimGrid's own stack switching: threads there. The
+  // context factory is chosen when the engine starts, so it goes on the command line.
   char name[] = "dtsim";
-  char* argv[] = {name, nullptr};
+  char quiet[] = "--log=root.thresh:critical";
+#if DTSIM_ASAN
+  char factory[] = "--cfg=contexts/factory:thread";
+  char* argv[] = {name, quiet, factory, nullptr};
+#else
+  char* argv[] = {name, quiet, nullptr};
+#endif
+  int argc = static_cast<int>(sizeof argv / sizeof argv[0]) - 1;
   sg4::Engine engine(&argc, argv);
   xbt_log_control_set("root.thresh:critical");
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
-  // Worker actors (simgrid_runner.hpp) only wait on SimGrid: small stacks, allocated without guard
-  // pages (a guard page splits each stack's mapping in two, and the kernel allows 65,530 mappings
-  // per process). AddressSanitizer does not follow SimGrid's own stack switching: threads there.
-#if DTSIM_ASAN
-  sg4::Engine::set_config("contexts/factory:thread");
-  sg4::Engine::set_config("contexts/stack-size:1024");
-#else
-  sg4::Engine::set_config("contexts/stack-size:16");
-#endif
+  sg4::Engine::set_config(DTSIM_ASAN ? "contexts/stack-size:1024" : "contexts/stack-size:16");
   sg4::Engine::set_config("contexts/guard-size:0");
 
   const Platform p = build_platform(topology, graph);
