@@ -52,6 +52,17 @@ int positive_int(const JsonReader& r)
   return static_cast<int>(v);
 }
 
+/// A count of devices or links of one node (NICs, CPU sockets, PCIe switches, NVLink lanes): at most
+/// 256, as gpus_per_node. Real nodes have up to 10 NICs (DGX H100: 8 compute + 2 storage), 8 sockets,
+/// 18 NVLink lanes per GPU (H100); a larger count only builds a graph of millions of devices.
+constexpr int kMaxPerNode = 256;
+
+int per_node_count(const JsonReader& r, int min)
+{
+  const auto v = r.as_int_in(min, kMaxPerNode);
+  return static_cast<int>(v);
+}
+
 int non_negative_int(const JsonReader& r)
 {
   const auto v = r.as_int();
@@ -167,7 +178,7 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
     s.nvlink_latency = us(layers.at({"intra_node", "nvlink_latency_us"}));
   }
   if (s.intra_kind == IntraNodeKind::NvSwitch) {
-    s.nvlink_lanes_per_gpu = positive_int(layers.at({"intra_node", "nvlink_lanes_per_gpu"}));
+    s.nvlink_lanes_per_gpu = per_node_count(layers.at({"intra_node", "nvlink_lanes_per_gpu"}), 1);
     s.max_gpus = positive_int(layers.at({"intra_node", "max_gpus"}));
     if (s.gpus_per_node > s.max_gpus)
       gpus_at.fail(fmt::format("the NVSwitch fabric takes at most {} GPUs (intra_node.max_gpus), got gpus_per_node {}",
@@ -186,12 +197,12 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   if (auto p2p = layers.find({"intra_node", "p2p"}))
     s.p2p = p2p->as_bool();
   if (auto sockets = layers.find({"intra_node", "cpu_sockets"}))
-    s.cpu_sockets = positive_int(*sockets);
+    s.cpu_sockets = per_node_count(*sockets, 1);
   if (auto switches = layers.find({"intra_node", "pcie_switches"}))
-    s.pcie_switches = non_negative_int(*switches);
+    s.pcie_switches = per_node_count(*switches, 0);
   if (s.pcie_switches > 0) {
     const JsonReader per = layers.at({"intra_node", "gpus_per_pcie_switch"});
-    s.gpus_per_pcie_switch = positive_int(per);
+    s.gpus_per_pcie_switch = per_node_count(per, 1);
     if (s.gpus_per_node > s.pcie_switches * s.gpus_per_pcie_switch)
       gpus_at.fail(fmt::format("{} PCIe switches of {} GPUs hold at most {} GPUs, got gpus_per_node {}", s.pcie_switches,
                                s.gpus_per_pcie_switch, s.pcie_switches * s.gpus_per_pcie_switch, s.gpus_per_node));
@@ -225,7 +236,7 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   }
 
   // NICs and the network between nodes.
-  s.nics_per_node = non_negative_int(layers.at({"nic", "count_per_node"}));
+  s.nics_per_node = per_node_count(layers.at({"nic", "count_per_node"}), 0);
   if (s.nics_per_node > 0 || s.nodes > 1) {
     if (s.nics_per_node == 0)
       layers.at({"nic", "count_per_node"}).fail(fmt::format("{} nodes need at least one NIC per node, got 0", s.nodes));

@@ -61,6 +61,10 @@ topo_cases = {
     "topo_sockets_huge": (["intra_node", "cpu_sockets"], 2147483648),
     "topo_base_unknown": (["base"], "pcie-box-9000"),
     "topo_missing_gpu": (["gpu"], DELETE),
+    # fuzz_topology's timeout: 130017 NICs per node on 8 nodes built 1 M devices (11 s per check)
+    "topo_nic_count_huge": (["nic", "count_per_node"], 130017),
+    "topo_pcie_switches_huge": (["intra_node", "pcie_switches"], 100000),
+    "topo_sockets_many": (["intra_node", "cpu_sockets"], 300),
 }
 for name, (path, value) in topo_cases.items():
     write(name + ".json", mutated(topo, path, value))
