@@ -147,6 +147,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   }
   if (!options.ideal)
     x.protocol_factor *= params.protocol_rate_scale(static_cast<int>(cost.proto));
+  const int first_task = graph.size();
   const double latency = options.ideal ? 0.0 : collective_startup_us(collective_latency_parts(layout.system, call.op, cost), cost, params,
                                                                         options.gpus_per_thread) * 1e-6;
   for (int r = 0; r < n; ++r)
@@ -173,6 +174,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   } else {
     out.done = expand_ring(x);
   }
+  graph.mark_collective(first_task, out.done);
   out.algorithm = fmt::format("{}/{}", to_string(cost.algo), to_string(cost.proto));
   out.predicted_us = cost.time_us;
   out.channels = std::max(1, cost.channels);

@@ -64,6 +64,23 @@ void TaskGraph::add_dependency(int task, int must_finish_first)
   tasks_[static_cast<std::size_t>(task)].after.push_back(must_finish_first);
 }
 
+void TaskGraph::keep_first(int count)
+{
+  tasks_.resize(static_cast<std::size_t>(count));
+  while (!collectives_.empty() && collectives_.back().end > count)
+    collectives_.pop_back();
+}
+
+void TaskGraph::mark_collective(int first, std::vector<int> done)
+{
+  if (first < 0 || first > size() || (!collectives_.empty() && first < collectives_.back().end))
+    throw std::logic_error("TaskGraph: a collective's tasks must come after the previous collective's");
+  for (int d : done)
+    if (d < first || d >= size())
+      throw std::logic_error("TaskGraph: a collective's done task must be one of its own");
+  collectives_.push_back({first, size(), std::move(done)});
+}
+
 double union_length(std::vector<Span> spans)
 {
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });

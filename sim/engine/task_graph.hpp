@@ -34,6 +34,15 @@ struct Task {
   std::vector<int> after;  ///< tasks that must finish before this one starts
 };
 
+/// The tasks one collective expanded into: ids [first, end), added one after the other, so that it
+/// can be recognised, simulated once on its own and replayed (collective_replay.hpp). done[i] is the
+/// task after which its rank i has the result; no task outside the range waits on another of it.
+struct CollectiveRange {
+  int first = 0;
+  int end = 0;
+  std::vector<int> done;
+};
+
 class TaskGraph {
 public:
   int add(Task task);
@@ -43,7 +52,10 @@ public:
                    std::vector<int> after = {});
   void add_dependency(int task, int must_finish_first);
   /// Drops every task from `count` on (those of iterations not simulated, when they come last).
-  void keep_first(int count) { tasks_.resize(static_cast<std::size_t>(count)); }
+  void keep_first(int count);
+  /// Records that tasks [first, size()) are one collective, with each rank's last task.
+  void mark_collective(int first, std::vector<int> done);
+  const std::vector<CollectiveRange>& collectives() const { return collectives_; }
 
   Task& operator[](int id) { return tasks_[static_cast<std::size_t>(id)]; }
   const Task& operator[](int id) const { return tasks_[static_cast<std::size_t>(id)]; }
@@ -56,6 +68,7 @@ public:
 
 private:
   std::vector<Task> tasks_;
+  std::vector<CollectiveRange> collectives_;
   int iteration_ = 0;
   int group_ = -1;
 };

@@ -36,6 +36,7 @@ sets = [
     (DDP, "simulation.warmup", ["4294967296", "0", "100", "-3"]),
     (DDP, "simulation.iterations", ["1000", "1", "4294967296"]),
     (DDP, "simulation.extra", ["1"]),
+    (DDP, "simulation.collectives", ["fast", "1"]),
     (DDP, "gpus", ["0", "5", "4294967296", "-1", "four", "2.5"]),
     (DDP, "cluster.nodes", ["0", "100000", "-1", "1.5"]),
     (DDP, "cluster.gpus_per_node", ["0", "1000"]),

@@ -1,0 +1,343 @@
+#include "sim/engine/collective_replay.hpp"
+
+#include "sim/engine/engine.hpp"
+
+#include <boost/container_hash/hash.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+namespace dtsim {
+
+namespace {
+
+/// Per task: the index of the collective it belongs to, or -1.
+std::vector<int> collective_of_tasks(const TaskGraph& g)
+{
+  std::vector<int> owner(static_cast<std::size_t>(g.size()), -1);
+  const auto& ranges = g.collectives();
+  for (std::size_t k = 0; k < ranges.size(); ++k)
+    for (int t = ranges[k].first; t < ranges[k].end; ++t)
+      owner[static_cast<std::size_t>(t)] = static_cast<int>(k);
+  return owner;
+}
+
+/// A task reference as seen from inside a range: its offset there, or -1 for any task before it.
+int relative(int id, const CollectiveRange& r) { return id >= r.first ? id - r.first : -1; }
+
+std::size_t content_hash(const TaskGraph& g, const CollectiveRange& r)
+{
+  std::size_t h = 0;
+  boost::hash_combine(h, r.end - r.first);
+  for (int id = r.first; id < r.end; ++id) {
+    const Task& t = g[id];
+    boost::hash_combine(h, static_cast<int>(t.kind));
+    boost::hash_combine(h, t.device);
+    boost::hash_combine(h, t.src);
+    boost::hash_combine(h, t.dst);
+    boost::hash_combine(h, t.bytes);
+    boost::hash_combine(h, t.seconds);
+    for (int dep : t.after)
+      boost::hash_combine(h, relative(dep, r));
+  }
+  for (int d : r.done)
+    boost::hash_combine(h, relative(d, r));
+  return h;
+}
+
+/// True when two ranges would run the same way on their own: the same tasks in the same order,
+/// with the same dependencies among them (those on earlier tasks all become the start).
+bool same_content(const TaskGraph& g, const CollectiveRange& a, const CollectiveRange& b)
+{
+  if (a.end - a.first != b.end - b.first || a.done.size() != b.done.size())
+    return false;
+  for (std::size_t i = 0; i < a.done.size(); ++i)
+    if (relative(a.done[i], a) != relative(b.done[i], b))
+      return false;
+  for (int i = 0; i < a.end - a.first; ++i) {
+    const Task& x = g[a.first + i];
+    const Task& y = g[b.first + i];
+    if (x.kind != y.kind || x.device != y.device || x.src != y.src || x.dst != y.dst || x.bytes != y.bytes ||
+        x.seconds != y.seconds || x.rate_cap != y.rate_cap || x.link_latency != y.link_latency ||
+        x.after.size() != y.after.size())
+      return false;
+    for (std::size_t j = 0; j < x.after.size(); ++j)
+      if (relative(x.after[j], a) != relative(y.after[j], b))
+        return false;
+  }
+  return true;
+}
+
+/// The first task outside a collective that waits on one of its inner tasks (not a rank's result),
+/// or -1: such a graph cannot be replayed.
+int reaches_inside(const TaskGraph& g, const std::vector<int>& owner)
+{
+  const auto& ranges = g.collectives();
+  std::vector<char> is_done(static_cast<std::size_t>(g.size()), 0);
+  for (const auto& r : ranges)
+    for (int d : r.done)
+      is_done[static_cast<std::size_t>(d)] = 1;
+  for (int id = 0; id < g.size(); ++id) {
+    const int own = owner[static_cast<std::size_t>(id)];
+    auto inner_of_other = [&](int dep) {
+      const int k = owner[static_cast<std::size_t>(dep)];
+      return k >= 0 && k != own && !is_done[static_cast<std::size_t>(dep)];
+    };
+    const Task& t = g[id];
+    if (std::any_of(t.after.begin(), t.after.end(), inner_of_other) ||
+        (t.sender_joined >= 0 && owner[static_cast<std::size_t>(t.sender_joined)] >= 0 &&
+         owner[static_cast<std::size_t>(t.sender_joined)] != own))
+      return id;
+  }
+  return -1;
+}
+
+struct Isolated {
+  std::vector<Span> offsets;  ///< per task of the range, relative to its start
+};
+
+/// Simulates the distinct collectives one after the other in one run (each starts once the one
+/// before has ended, all its ranks at once), and returns each one's spans from its own start.
+std::vector<Isolated> simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct)
+{
+  const auto& ranges = g.collectives();
+  TaskGraph iso;
+  std::vector<int> gates;
+  int previous_end = -1;
+  for (int k : distinct) {
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
+    const int device = g[r.done[0]].device;
+    const int gate = iso.add_delay(device, 0.0, "replay gate", "marker",
+                                   previous_end >= 0 ? std::vector<int>{previous_end} : std::vector<int>{});
+    gates.push_back(gate);
+    const int base = iso.size();
+    auto remap = [&](int id) { return id >= r.first ? base + (id - r.first) : gate; };
+    for (int id = r.first; id < r.end; ++id) {
+      Task t = g[id];
+      for (int& dep : t.after)
+        dep = remap(dep);
+      std::sort(t.after.begin(), t.after.end());
+      t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
+      t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
+      iso.set_iteration(t.iteration);
+      iso.add(std::move(t));
+    }
+    std::vector<int> done;
+    for (int d : r.done)
+      done.push_back(remap(d));
+    previous_end = iso.add_delay(device, 0.0, "replay end", "marker", std::move(done));
+  }
+  const std::vector<Span> spans = simulate(topology, iso);
+  std::vector<Isolated> out;
+  for (std::size_t c = 0; c < distinct.size(); ++c) {
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
+    const double t0 = spans[static_cast<std::size_t>(gates[c])].end;
+    Isolated one;
+    for (int i = 0; i < r.end - r.first; ++i) {
+      const Span& s = spans[static_cast<std::size_t>(gates[c] + 1 + i)];
+      one.offsets.push_back({s.start - t0, s.end - t0});
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+/// The graph with each collective replaced by a join of its ranks' start dependencies and, per
+/// rank, a delay of that rank's isolated time to its result. `join[k]` receives collective k's join.
+TaskGraph replayed_graph(const TaskGraph& g, const std::vector<int>& owner, const std::vector<const Isolated*>& runs,
+                         std::vector<int>& to_replayed, std::vector<int>& join)
+{
+  const auto& ranges = g.collectives();
+  TaskGraph out;
+  to_replayed.assign(static_cast<std::size_t>(g.size()), -1);
+  join.assign(ranges.size(), -1);
+  auto mapped = [&](const std::vector<int>& deps) {
+    std::vector<int> m;
+    for (int d : deps)
+      m.push_back(to_replayed[static_cast<std::size_t>(d)]);
+    std::sort(m.begin(), m.end());
+    m.erase(std::unique(m.begin(), m.end()), m.end());
+    return m;
+  };
+  for (int id = 0; id < g.size();) {
+    const int k = owner[static_cast<std::size_t>(id)];
+    if (k < 0) {
+      Task t = g[id];
+      t.after = mapped(t.after);
+      t.sender_joined = -1;  // a transfer outside a collective has no collective to join
+      out.set_iteration(t.iteration);
+      to_replayed[static_cast<std::size_t>(id)] = out.add(std::move(t));
+      ++id;
+      continue;
+    }
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
+    std::vector<int> starts;
+    for (int i = r.first; i < r.end; ++i)
+      for (int dep : g[i].after)
+        if (dep < r.first)
+          starts.push_back(dep);
+    const Task& first_done = g[r.done[0]];
+    out.set_iteration(first_done.iteration);
+    Task gate;
+    gate.kind = TaskKind::Delay;
+    gate.device = first_done.device;
+    gate.name = first_done.name + " (replay: every rank has joined)";
+    gate.category = first_done.category;
+    gate.group = first_done.group;
+    gate.after = mapped(starts);
+    join[static_cast<std::size_t>(k)] = out.add(std::move(gate));
+    for (int d : r.done) {
+      if (to_replayed[static_cast<std::size_t>(d)] >= 0)
+        continue;
+      Task t = g[d];
+      t.kind = TaskKind::Delay;
+      t.seconds = runs[static_cast<std::size_t>(k)]->offsets[static_cast<std::size_t>(d - r.first)].end;
+      t.after = {join[static_cast<std::size_t>(k)]};
+      t.sender_joined = -1;
+      t.src = t.dst = -1;
+      t.bytes = 0;
+      to_replayed[static_cast<std::size_t>(d)] = out.add(std::move(t));
+    }
+    id = r.end;
+  }
+  return out;
+}
+
+/// Directed link (link, forward) as one index.
+int link_key(const Hop& h) { return 2 * h.link + (h.forward ? 1 : 0); }
+
+/// The directed links a collective's transfers cross.
+std::vector<int> links_of(const Topology& topology, const TaskGraph& g, const CollectiveRange& r)
+{
+  std::vector<char> seen(2 * topology.links().size(), 0);
+  std::vector<int> keys;
+  for (int id = r.first; id < r.end; ++id) {
+    const Task& t = g[id];
+    if (t.kind != TaskKind::Transfer)
+      continue;
+    for (const Hop& h : topology.route(t.src, t.dst)) {
+      char& was = seen[static_cast<std::size_t>(link_key(h))];
+      if (!was)
+        keys.push_back(link_key(h));
+      was = 1;
+    }
+  }
+  return keys;
+}
+
+/// A collective that shared a directed link with other traffic while it ran, as one line, or "".
+/// run_of[k]: the distinct collective that collective k is a copy of (the same links).
+std::string first_overlap(const Topology& topology, const TaskGraph& g, const std::vector<int>& owner,
+                          const std::vector<int>& run_of, const std::vector<int>& distinct, const std::vector<Span>& spans)
+{
+  const auto& ranges = g.collectives();
+  struct Busy {
+    double start, end;
+    int who;  ///< collective index, or -(task id) - 1 for a transfer outside collectives
+  };
+  std::vector<std::vector<int>> links;
+  for (int k : distinct)
+    links.push_back(links_of(topology, g, ranges[static_cast<std::size_t>(k)]));
+  std::unordered_map<int, std::vector<Busy>> by_link;
+  for (std::size_t k = 0; k < ranges.size(); ++k) {
+    const CollectiveRange& r = ranges[k];
+    double start = std::numeric_limits<double>::infinity(), end = -start;
+    for (int id = r.first; id < r.end; ++id) {
+      start = std::min(start, spans[static_cast<std::size_t>(id)].start);
+      end = std::max(end, spans[static_cast<std::size_t>(id)].end);
+    }
+    for (int key : links[static_cast<std::size_t>(run_of[k])])
+      by_link[key].push_back({start, end, static_cast<int>(k)});
+  }
+  for (int id = 0; id < g.size(); ++id) {
+    const Task& t = g[id];
+    const Span& s = spans[static_cast<std::size_t>(id)];
+    if (owner[static_cast<std::size_t>(id)] >= 0 || t.kind != TaskKind::Transfer || !(s.end > s.start))
+      continue;
+    for (const Hop& h : topology.route(t.src, t.dst))
+      if (auto it = by_link.find(link_key(h)); it != by_link.end())
+        it->second.push_back({s.start, s.end, -id - 1});
+  }
+  // Overlaps shorter than this are rounding, not sharing (spans come from sums of doubles).
+  constexpr double kSlack = 1e-12;
+  auto name_of = [&](int who) {
+    return who >= 0 ? g[ranges[static_cast<std::size_t>(who)].done[0]].name : g[-who - 1].name;
+  };
+  for (auto& [key, busy] : by_link) {
+    std::sort(busy.begin(), busy.end(), [](const Busy& a, const Busy& b) { return a.start < b.start; });
+    Busy any{0, -std::numeric_limits<double>::infinity(), 0}, collective = any;
+    for (const Busy& b : busy) {
+      const Busy& against = b.who >= 0 ? any : collective;
+      if (b.start < against.end - kSlack && against.who != b.who)
+        return fmt::format("'{}' and '{}' shared link {} ({}) while the collective ran", name_of(against.who),
+                           name_of(b.who), topology.link(key / 2).name, key % 2 ? "forward" : "backward");
+      if (b.end > any.end)
+        any = b;
+      if (b.who >= 0 && b.end > collective.end)
+        collective = b;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph)
+{
+  ReplayedRun out;
+  const auto& ranges = graph.collectives();
+  out.collectives = static_cast<int>(ranges.size());
+  if (ranges.empty()) {
+    out.why_not = "the plan has no collective";
+    return out;
+  }
+  const std::vector<int> owner = collective_of_tasks(graph);
+  if (const int t = reaches_inside(graph, owner); t >= 0) {
+    out.why_not = fmt::format("'{}' waits on a collective's inner task", graph[t].name);
+    return out;
+  }
+  // Distinct collectives by content; each instance points at the run of its first copy.
+  std::unordered_map<std::size_t, std::vector<int>> by_hash;
+  std::vector<int> distinct, run_of(ranges.size(), -1);
+  for (std::size_t k = 0; k < ranges.size(); ++k) {
+    auto& candidates = by_hash[content_hash(graph, ranges[k])];
+    for (int c : candidates)
+      if (same_content(graph, ranges[static_cast<std::size_t>(distinct[static_cast<std::size_t>(c)])], ranges[k]))
+        run_of[k] = c;
+    if (run_of[k] < 0) {
+      run_of[k] = static_cast<int>(distinct.size());
+      candidates.push_back(run_of[k]);
+      distinct.push_back(static_cast<int>(k));
+    }
+  }
+  out.distinct = static_cast<int>(distinct.size());
+  const std::vector<Isolated> isolated = simulate_isolated(topology, graph, distinct);
+  std::vector<const Isolated*> runs;
+  for (int c : run_of)
+    runs.push_back(&isolated[static_cast<std::size_t>(c)]);
+
+  std::vector<int> to_replayed, join;
+  const TaskGraph replayed = replayed_graph(graph, owner, runs, to_replayed, join);
+  const std::vector<Span> replayed_spans = simulate(topology, replayed);
+
+  out.spans.resize(static_cast<std::size_t>(graph.size()));
+  for (int id = 0; id < graph.size(); ++id) {
+    const int k = owner[static_cast<std::size_t>(id)];
+    if (k < 0) {
+      out.spans[static_cast<std::size_t>(id)] = replayed_spans[static_cast<std::size_t>(to_replayed[static_cast<std::size_t>(id)])];
+      continue;
+    }
+    const double t0 = replayed_spans[static_cast<std::size_t>(join[static_cast<std::size_t>(k)])].end;
+    const Span& offset = runs[static_cast<std::size_t>(k)]->offsets[static_cast<std::size_t>(id - ranges[static_cast<std::size_t>(k)].first)];
+    out.spans[static_cast<std::size_t>(id)] = {t0 + offset.start, t0 + offset.end};
+  }
+  out.why_not = first_overlap(topology, graph, owner, run_of, distinct, out.spans);
+  out.applied = out.why_not.empty();
+  if (!out.applied)
+    out.spans.clear();
+  return out;
+}
+
+}  // namespace dtsim
