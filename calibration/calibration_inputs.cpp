@@ -66,11 +66,12 @@ std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const
 {
   std::vector<std::string> tables(1);
   bool rows_seen = false;
+  int lines = 0;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
+  for (std::string line; std::getline(in, line); ++lines) {
     const bool comment = line.empty() || line[0] == '#';
     if (comment && rows_seen && is_table_header(line)) {
-      tables.emplace_back();
+      tables.emplace_back(static_cast<std::size_t>(lines), '\n');  // errors keep the file's line numbers
       rows_seen = false;
     }
     if (!comment && line.find_first_not_of(" \t\r") != std::string::npos)

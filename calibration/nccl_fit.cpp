@@ -35,7 +35,7 @@ struct FitRow {
 namespace {
 
 /// One linearised fit from `start` (see fit_nccl_params).
-NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>& logs, const NcclParams& start,
+NcclFitResult fit_once(const Topology& machine, const std::vector<NcclTestsLog>& logs, const NcclParams& start,
                        std::uint64_t max_bytes)
 {
   // The physics per class: every row belongs to the (algorithm, protocol) NCCL picks for it; its
@@ -47,10 +47,11 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
   fit.params = start;
   CollectiveOptions options;
   options.params = start;
-  const int n = static_cast<int>(topology.gpus().size());
-  const NcclSystem system = make_comm_layout(topology, topology.gpus()).system;
   std::vector<FitRow> rows;
   for (const auto& log : logs) {
+    const Topology topology = log_topology(machine, log);  // the GPUs the log's run used
+    const int n = static_cast<int>(topology.gpus().size());
+    const NcclSystem system = make_comm_layout(topology, topology.gpus()).system;
     check_log_ranks(topology, log);
     const CollectiveOp op = log_collective(log);
     options.gpus_per_thread = log_gpus_per_thread(topology, log);
@@ -244,7 +245,7 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
   // class that bounds no fitted row (a 2-node NVLSTree run never loads its NICs to the limit).
   nlohmann::json kept = nlohmann::json::object();
   fit.efficiency_kept.clear();
-  for (const std::string& name : candidate_link_efficiencies(topology)) {
+  for (const std::string& name : candidate_link_efficiencies(machine)) {
     const auto e = std::find(effs.begin(), effs.end(), name);
     if (e != effs.end() && moved(latency_cols + static_cast<std::size_t>(e - effs.begin())))
       continue;
@@ -262,7 +263,7 @@ NcclFitResult fit_once(const Topology& topology, const std::vector<NcclTestsLog>
   options.filter = {};  // validate_log applies each log's own
   std::vector<double> large, small;
   for (const auto& log : logs) {
-    fit.after.push_back(validate_log(topology, log, options));
+    fit.after.push_back(validate_log(machine, log, options));
     for (const auto& r : fit.after.back().rows)
       (static_cast<double>(r.size) >= kMiB ? large : small).push_back(r.busbw_error);
   }

@@ -187,6 +187,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
   std::istringstream in(text);
   int line_no = 0;
   int rank_lines = 0;
+  std::vector<std::pair<std::string, int>> rank_devices;
   int header_ranks = 0;
   std::optional<bool> header_has_root;
   std::string op_from_header;
@@ -203,8 +204,13 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
         op_from_header = op_in(line.substr(starting));
       else if (op_from_header.empty() && line.find("_perf") != std::string::npos)
         op_from_header = op_in(line);
-      if (line.find("#  Rank") == 0)
+      if (line.find("#  Rank") == 0) {
         ++rank_lines;
+        static const std::regex on_device(R"(\son\s+(\S+)\s+device\s+(\d{1,6})\b)");
+        std::smatch m;
+        if (std::regex_search(line, m, on_device))
+          rank_devices.emplace_back(m[1].str(), std::stoi(m[2].str()));
+      }
       const auto ngpus = line.find("nGpus ");
       const auto nthread = line.find("nThread ");
       if (ngpus != std::string::npos && nthread != std::string::npos) {
@@ -292,6 +298,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       log.ranks = std::clamp(log.ranks, lo, hi);
     }
   }
+  if (rank_lines > 0 && static_cast<int>(rank_devices.size()) == rank_lines)
+    log.rank_devices = std::move(rank_devices);
   if (log.ranks == 0 && header_ranks > 1)
     log.ranks = log.ranks_min = log.ranks_max = header_ranks;
   return log;

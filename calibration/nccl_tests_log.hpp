@@ -40,6 +40,10 @@ struct NcclTestsLog {
   /// whose 2-decimal rounding cannot tell 994 from 1024 ranks.
   int ranks_min = 0, ranks_max = 0;
   int gpus_per_thread = 0;    ///< nGpus of the "# nThread T nGpus G" header (-g); 0 if absent
+  /// Per "#  Rank" line, in order: the host and the CUDA device it names ("... on HOST device D
+  /// [...]"); empty unless every rank line names both. A run on a subset of a node's GPUs (-g 4 on
+  /// an 8-GPU machine) lists only the GPUs it used.
+  std::vector<std::pair<std::string, int>> rank_devices;
   std::vector<NcclTestsRow> rows;
   std::optional<double> avg_busbw;  ///< the "# Avg bus bandwidth" footer
   /// NCCL_* settings named outside the data rows: "NAME=value" (an exported variable, mpirun's

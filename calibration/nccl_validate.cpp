@@ -6,7 +6,9 @@
 #include "sim/util/units.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dtsim {
@@ -31,6 +33,60 @@ void check_log_ranks(const Topology& topology, const NcclTestsLog& log)
                                  log.ranks_min == log.ranks_max ? fmt::format("{}", log.ranks)
                                                                 : fmt::format("{}-{}", log.ranks_min, log.ranks_max),
                                  topology.name, n));
+}
+
+Topology log_topology(const Topology& machine, const NcclTestsLog& log)
+{
+  const int all = static_cast<int>(machine.gpus().size());
+  if (log.ranks <= 0 || log.ranks >= all || log.ranks_min != log.ranks_max)
+    return machine;
+  std::vector<int> used;
+  if (static_cast<int>(log.rank_devices.size()) == log.ranks) {
+    std::vector<std::string> hosts;
+    for (const auto& [host, device] : log.rank_devices) {
+      auto h = std::find(hosts.begin(), hosts.end(), host);
+      if (h == hosts.end())
+        h = hosts.insert(hosts.end(), host);
+      const int node = static_cast<int>(h - hosts.begin());
+      const std::vector<int> gpus = node < machine.nodes ? machine.gpus_of_node(node) : std::vector<int>{};
+      if (device < 0 || device >= static_cast<int>(gpus.size()))
+        throw InputError(log.path, "",
+                         fmt::format("the log's rank {} runs on {} device {}, but the topology '{}' has {} node(s) of {} "
+                                     "GPUs (use --nodes or another topology)",
+                                     used.size(), host, device, machine.name, machine.nodes, machine.gpus_per_node));
+      if (std::find(used.begin(), used.end(), gpus[static_cast<std::size_t>(device)]) != used.end())
+        throw InputError(log.path, "", fmt::format("the log lists {} device {} twice", host, device));
+      used.push_back(gpus[static_cast<std::size_t>(device)]);
+    }
+  } else if (machine.nodes == 1) {
+    used.assign(machine.gpus().begin(), machine.gpus().begin() + log.ranks);
+  } else {
+    return machine;  // which GPUs of which nodes: unknown, check_log_ranks says so
+  }
+  // The same machine (devices, links, their calibrated rates) with only `used` as ranks.
+  Topology subset;
+  for (const Device& d : machine.devices())
+    subset.add_device(d.name, d.kind, d.node, d.local_index);
+  for (const Link& l : machine.links())
+    subset.add_link(l.name, l.kind, l.a, l.b, l.bandwidth, l.latency, l.lanes);
+  for (int d : used)
+    subset.add_gpu_rank(d);
+  subset.name = machine.name;
+  subset.gpu = machine.gpu;
+  subset.nodes = machine.nodes;
+  subset.gpu_forwarding = machine.gpu_forwarding;
+  subset.pcie_p2p = machine.pcie_p2p;
+  subset.host = machine.host;
+  int per_node = 0, nodes = 0;
+  for (int node = 0; node < machine.nodes; ++node) {
+    const int here = static_cast<int>(subset.gpus_of_node(node).size());
+    per_node = std::max(per_node, here);
+    nodes += here > 0 ? 1 : 0;
+  }
+  subset.gpus_per_node = per_node;
+  if (nodes == 1 && !subset.gpus_of_node(0).empty())
+    subset.nodes = 1;
+  return subset;
 }
 
 std::vector<std::uint64_t> log_sizes(const NcclTestsLog& log)
@@ -81,13 +137,18 @@ CollectiveOptions log_run_options(const Topology& topology, const NcclTestsLog& 
   return run;
 }
 
-ValidationResult validate_log(const Topology& topology, const NcclTestsLog& log, const CollectiveOptions& options)
+ValidationResult validate_log(const Topology& machine, const NcclTestsLog& log, const CollectiveOptions& options)
 {
+  const Topology topology = log_topology(machine, log);
   check_log_ranks(topology, log);
   const CollectiveOptions run = log_run_options(topology, log, options);
   const auto points = simulate_nccl_tests_sweep(topology, log_collective(log), log_sizes(log), run);
   ValidationResult result = compare_with_log(log, points, static_cast<int>(topology.gpus().size()));
   result.gpus_per_thread = run.gpus_per_thread;
+  result.machine_gpus = static_cast<int>(machine.gpus().size());
+  if (topology.gpus().size() < machine.gpus().size())
+    for (int d : topology.gpus())
+      result.subset.push_back(topology.device(d).name);
   return result;
 }
 
@@ -96,6 +157,9 @@ std::string format_validation(const NcclTestsLog& log, const ValidationResult& r
   std::string out = fmt::format("# dtsim validate: {} ({}, {} rows)\n", log.path, log.op, log.rows.size());
   out += fmt::format("# kernel launches per thread: {} ({})\n", result.gpus_per_thread,
                      log.gpus_per_thread > 0 ? "the log's nGpus" : "no nGpus in the log: the usual run, -g <GPUs> on one node, -g 1 across nodes");
+  if (!result.subset.empty())
+    out += fmt::format("# GPUs: the {} of the machine's {} that the log's run used: {}\n", result.subset.size(),
+                       result.machine_gpus, fmt::join(result.subset, ", "));
   if (const std::string env = describe_nccl_env(log.nccl_env); !env.empty())
     out += fmt::format("# NCCL settings of the run: {}\n", env);
   out += fmt::format("# {:>12}  {:>10}  {:>10}  {:>8}  {:>8}  {:>8}  {:>7}  {}\n", "size (B)", "meas (us)", "pred (us)",

@@ -27,6 +27,9 @@ struct ValidationResult {
   double median_abs_error_large = 0;  ///< |busbw error|, sizes >= 1 MiB (NaN when none)
   double median_abs_error_small = 0;  ///< sizes < 1 MiB (NaN when none)
   int gpus_per_thread = 1;            ///< kernel launches per thread simulated (nccl-tests -g)
+  /// The GPUs simulated, when the log ran on a subset of the machine's (log_topology); else empty.
+  std::vector<std::string> subset;
+  int machine_gpus = 0;
 };
 
 /// The collective a log measured; throws InputError when dtsim cannot simulate it.
@@ -41,6 +44,11 @@ NcclFilter log_filter(const NcclTestsLog& log);
 /// topology (usual_gpus_per_thread).
 int log_gpus_per_thread(const Topology& topology, const NcclTestsLog& log);
 
+/// The machine with only the GPUs the log's run used as ranks: its "#  Rank ... on HOST device D"
+/// lines (hosts in order of appearance are nodes 0, 1, ...; D the GPU of that node), else, on one
+/// node, GPUs 0..ranks-1 (nccl-tests -g N takes the first N devices). `machine` itself when the log
+/// used every GPU or does not say. Throws InputError naming the log when a device is not on the machine.
+Topology log_topology(const Topology& machine, const NcclTestsLog& log);
 /// Throws InputError when the topology's GPU count is not one the log allows.
 void check_log_ranks(const Topology& topology, const NcclTestsLog& log);
 /// The sizes of the log's rows, in order.

@@ -93,9 +93,11 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
   out += fmt::format("\nPer parameter update: {} steps move data between GPUs (☆), {} GPU-to-GPU transfers\n",
                      t.inter_gpu_steps, t.inter_gpu_transfers);
   if (!plan.comm_per_iteration.empty()) {
-    out += "Payload per iteration:";
+    out += "Payload per iteration (the tensors one group's calls are made on, summed over its calls):";
     for (const auto& c : plan.comm_per_iteration)
-      out += fmt::format("\n  {:<14} {:<40} {:>10.2f} MB", c.op, c.label, c.bytes / 1e6);
+      out += fmt::format("\n  {:<14} {:<40} {:>10.2f} MB{}{}", c.op, c.label, c.bytes / 1e6,
+                         c.calls > 1 ? fmt::format(" in {} calls", c.calls) : "",
+                         c.groups > 1 ? fmt::format(", x {} groups", c.groups) : "");
     out += "\n";
   }
   return out;

@@ -6,6 +6,7 @@
 #include "sim/model/model.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/memory.hpp"
 #include "sim/strategies/dp.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/topology/topology_builder.hpp"
@@ -288,10 +289,16 @@ Prediction predict_scenario(const Scenario& s)
     r.memory_fits = r.memory_fits && row.fits;
   r.pipeline_stages = p.plan.pipeline_stages;
   r.microbatches = p.plan.microbatches;
-  double idle = 0;
-  for (const auto& u : r.per_gpu)
-    idle += u.idle_s;
-  r.bubble_fraction = r.per_gpu.empty() ? 0 : idle / static_cast<double>(r.per_gpu.size()) / r.iteration_time_s;
+  const GpuMemory whole = replica_memory(model, memory_rules(s), 0, model.layers.size(), 1.0, r.batch_per_gpu);
+  r.single_gpu_memory_bytes = whole.total();
+  r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.total() <= p.topology.gpu.memory_bytes;
+  // A bubble is a pipeline's: elsewhere idle time is waiting for input or communication, shown per GPU.
+  if (r.pipeline_stages > 1) {
+    double idle = 0;
+    for (const auto& u : r.per_gpu)
+      idle += u.idle_s;
+    r.bubble_fraction = r.per_gpu.empty() ? 0 : idle / static_cast<double>(r.per_gpu.size()) / r.iteration_time_s;
+  }
   return p;
 }
 

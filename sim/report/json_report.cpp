@@ -8,11 +8,11 @@ nlohmann::json json_report(const RunResult& r)
 {
   nlohmann::json comm = nlohmann::json::array();
   for (const auto& c : r.comm_per_iteration)
-    comm.push_back({{"label", c.label}, {"op", c.op}, {"bytes", c.bytes}});
+    comm.push_back({{"label", c.label}, {"op", c.op}, {"bytes", c.bytes}, {"calls", c.calls}, {"groups", c.groups}});
   nlohmann::json critical = nlohmann::json::array();
   for (const auto& p : r.critical_path)
     critical.push_back({{"category", p.category}, {"seconds", p.seconds}});
-  return {
+  nlohmann::json out = {
       {"scenario", r.scenario},
       {"strategy", r.strategy},
       {"model", r.model},
@@ -49,12 +49,25 @@ nlohmann::json json_report(const RunResult& r)
       {"total_time_s", r.total_time_s},
       {"total_time_days", r.total_time_days},
       {"single_gpu_total_days", r.single_gpu_total_days},
+      {"single_gpu_memory_bytes", r.single_gpu_memory_bytes},
+      {"single_gpu_fits", r.single_gpu_fits},
       {"ideal_linear_total_days", r.ideal_linear_total_days},
       {"notes", r.notes},
       {"per_gpu", per_gpu_json(r)},
       {"memory", memory_json(r)},
-      {"pipeline_bubble_fraction", r.bubble_fraction},
+      {"pipeline_bubble_fraction", r.pipeline_stages > 1 ? nlohmann::json(r.bubble_fraction) : nlohmann::json()},
   };
+  if (r.reference.single_gpu_throughput > 0) {
+    const auto& ref = r.reference;
+    out["reference_compute"] = {{"single_gpu_throughput", ref.single_gpu_throughput},
+                                {"source", ref.source},
+                                {"throughput_samples_per_s", ref.throughput},
+                                {"iteration_time_s", ref.iteration_time_s},
+                                {"scaling_efficiency", ref.scaling_efficiency},
+                                {"total_time_days", ref.total_days},
+                                {"single_gpu_total_days", ref.single_gpu_total_days}};
+  }
+  return out;
 }
 
 }  // namespace dtsim

@@ -70,7 +70,23 @@ struct RunResult {
   bool memory_fits = true;
   int pipeline_stages = 1;
   int microbatches = 1;
-  double bubble_fraction = 0;   ///< mean idle share of the GPUs in one iteration
+  double bubble_fraction = 0;   ///< pipelines only: mean idle share of the GPUs in one iteration
+  /// The whole model at batch_per_gpu on one GPU (weights, gradients, optimizer state, activations;
+  /// memory.hpp): when it exceeds one GPU, the single-GPU figures are arithmetic only.
+  double single_gpu_memory_bytes = 0;
+  bool single_gpu_fits = true;
+
+  /// The same scenario with its reference_compute (a sourced single-GPU throughput) in place of
+  /// its own compute, shown beside it; single_gpu_throughput 0 when the scenario has none.
+  struct Reference {
+    double single_gpu_throughput = 0;  ///< samples/s, from the source
+    std::string source;
+    double throughput = 0;             ///< predicted, all GPUs
+    double iteration_time_s = 0;
+    double scaling_efficiency = 0;
+    double total_days = 0;
+    double single_gpu_total_days = 0;
+  } reference;
 };
 
 /// `result` arrives with the descriptive fields and training sizes filled; this fills the rest.

@@ -39,11 +39,17 @@ std::string duration(double seconds)
   return fmt::format("{:.3f} ms", seconds * 1e3);
 }
 
+// "all_reduce bucket 0 7.8 MiB, send_recv stage 0->1 activations 117.2 MiB in 10 calls x 2 groups"
 std::string sizes_mib(const std::vector<CommGroup>& groups)
 {
   std::string out;
-  for (const auto& g : groups)
+  for (const auto& g : groups) {
     out += fmt::format("{}{} {} {:.1f} MiB", out.empty() ? "" : ", ", g.op, g.label, g.bytes / kMiB);
+    if (g.calls > 1)
+      out += fmt::format(" in {} calls", g.calls);
+    if (g.groups > 1)
+      out += fmt::format(" x {} groups", g.groups);
+  }
   return out;
 }
 
@@ -61,7 +67,8 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  strategy   {}", r.strategy));
   line(fmt::format("  compute    {}", r.compute_source));
   if (!r.comm_per_iteration.empty())
-    line(fmt::format("  per step   {}", sizes_mib(r.comm_per_iteration)));
+    line(fmt::format("  per step   {}   (per group of GPUs: the tensors its calls are made on, summed over one iteration)",
+                     sizes_mib(r.comm_per_iteration)));
   line("");
   line(fmt::format("One iteration (steady state: mean of {} simulated after {} warm-up; spread {:.2f}%)",
                    r.simulated_iterations - r.warmup_iterations, r.warmup_iterations, r.iteration_spread * 100));
@@ -98,11 +105,24 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  single GPU (by hand)     {:>12}   = {} batches of {} x {:.4g} s x {} epochs",
                    duration(r.single_gpu_total_days * kSecondsPerDay), thousands(r.single_gpu_iterations_per_epoch),
                    r.batch_per_gpu, r.single_gpu_iteration_s, r.epochs));
+  if (!r.single_gpu_fits)
+    line(fmt::format("  WARNING: the whole model at batch {} needs {:.1f} GiB, more than one {}'s {:.1f} GiB: the "
+                     "single-GPU figures are arithmetic, not a run one GPU could do",
+                     r.batch_per_gpu, r.single_gpu_memory_bytes / kGiB, r.gpu, r.gpu_memory_bytes / kGiB));
   line(fmt::format("  ideal linear, {:>3} GPUs   {:>12}   = single GPU / {}", r.gpus,
                    duration(r.ideal_linear_total_days * kSecondsPerDay), r.gpus));
   line(fmt::format("  simulated,    {:>3} GPUs   {:>12}   = {} iterations x {:.6f} s x {} epochs (epoch {})", r.gpus,
                    duration(r.total_time_s), thousands(r.iterations_per_epoch), r.iteration_time_s, r.epochs,
                    duration(r.epoch_time_s)));
+  if (r.reference.single_gpu_throughput > 0) {
+    const auto& ref = r.reference;
+    line(fmt::format("  NOTE: this compute is {:.1f} samples/s per GPU; {} measured {:.1f}. With that figure:",
+                     r.single_gpu_throughput, ref.source, ref.single_gpu_throughput));
+    line(fmt::format("  {:<25}{:>12}", "  single GPU", duration(ref.single_gpu_total_days * kSecondsPerDay)));
+    line(fmt::format("  {:<25}{:>12}   = {:.6f} s per iteration, {:.1f} samples/s, scaling efficiency {:.1f}%",
+                     fmt::format("  simulated, {:>3} GPUs", r.gpus), duration(ref.total_days * kSecondsPerDay),
+                     ref.iteration_time_s, ref.throughput, ref.scaling_efficiency * 100));
+  }
   if (!r.per_gpu.empty())
     out += "\n" + per_gpu_text(r);
   if (!r.memory.empty())

@@ -72,6 +72,10 @@ struct Scenario {
   TrainingSpec training;
   std::string strategy;        ///< strategy.kind
   int gpus = 0;
+  /// Optional "reference_compute": a sourced single-GPU throughput to show beside the scenario's
+  /// own compute (e.g. a realistic figure beside the seed's arithmetic); 0 when absent.
+  double reference_throughput = 0;
+  std::string reference_source;
 
   JsonReader reader() const { return JsonReader(doc, file); }
   JsonReader cluster() const { return reader().at("cluster"); }

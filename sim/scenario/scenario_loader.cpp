@@ -73,7 +73,8 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   const JsonReader root = s.reader();
   if (!root.is_object())
     root.fail("expected a scenario object with cluster, model, training, strategy and gpus");
-  root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation"});
+  root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation",
+                       "reference_compute"});
   s.name = root.string_or("name", "");
   root.at("cluster");  // must exist; the topology builder validates its content
   s.model = root.at("model").as_string();
@@ -85,6 +86,11 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   if (n > 1'000'000)
     gpus.fail(fmt::format("expected a GPU count up to 1000000, got {}", n));  // then at most the cluster's
   s.gpus = static_cast<int>(n);
+  if (const auto ref = root.find("reference_compute")) {
+    ref->reject_unknown({"single_gpu_throughput", "source"});
+    s.reference_throughput = ref->at("single_gpu_throughput").as_positive_at_most(1e9);
+    s.reference_source = ref->at("source").as_string();
+  }
   return s;
 }
 

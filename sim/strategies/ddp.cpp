@@ -174,7 +174,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   std::vector<std::vector<int>> ready(n);  // per rank: what the next step waits for
   if (n > 1) {
     CollectiveCall params{CollectiveOp::Broadcast, plan.ranks,
-                          static_cast<double>(model.params()) * 4.0 + buffer_bytes, 0, "parameter broadcast", "broadcast"};
+                          static_cast<double>(model.params()) * 4.0 + buffer_bytes, 0, "parameters", "broadcast"};
     const auto bc = add_collective(g, topology, params, ready, collectives);
     for (std::size_t r = 0; r < n; ++r)
       ready[r] = {bc.done[r]};
@@ -191,7 +191,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     for (int micro = 0; micro < opt.gradient_accumulation; ++micro) {
       const bool sync = micro + 1 == opt.gradient_accumulation && n > 1;
       if (sync_buffers && micro == 0) {
-        CollectiveCall call{CollectiveOp::Broadcast, plan.ranks, buffer_bytes, 0, "buffer broadcast", "broadcast"};
+        CollectiveCall call{CollectiveOp::Broadcast, plan.ranks, buffer_bytes, 0, "buffers", "broadcast"};
         const auto bc = add_collective(g, topology, call, ready, collectives);
         for (std::size_t r = 0; r < n; ++r)
           ready[r] = {bc.done[r]};
@@ -259,8 +259,11 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.notes.push_back(!times.note.empty() ? times.note
                                            : fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
                                                          describe_compute_source(scenario)));
-  plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
-                                   buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));
+  if (n > 1)
+    plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
+                                     buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));
+  else
+    plan.notes.push_back("one GPU: no gradient buckets, no communication");
   const MemoryRules mem = memory_rules(scenario);
   for (int dev : plan.ranks) {
     GpuMemory m = replica_memory(model, mem, 0, model.layers.size(), 1.0, batch);

@@ -102,10 +102,13 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   plan.single_gpu_iteration_s = times.step();
   plan.samples_per_iteration = batch * static_cast<double>(n);
   if (n > 1) {
-    plan.comm_per_iteration = {{"input chunks", "scatter", in_bytes * static_cast<double>(n - 1)},
+    // The tensors the calls are made on (plan.hpp): the whole batch scattered, the whole output
+    // gathered (GPU0's own chunk stays where it is).
+    const double N = static_cast<double>(n);
+    plan.comm_per_iteration = {{"input batch", "scatter", in_bytes * N},
                                {"replicate", "broadcast", param_bytes},
-                               {"outputs", "gather", out_bytes * static_cast<double>(n - 1)},
-                               {"loss gradient", "scatter", out_bytes * static_cast<double>(n - 1)},
+                               {"outputs", "gather", out_bytes * N},
+                               {"loss gradient", "scatter", out_bytes * N},
                                {"gradients reduce_add", "reduce", grad_bytes}};
   }
 

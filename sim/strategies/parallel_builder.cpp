@@ -99,17 +99,24 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   plan.compute_per_iteration_s = busiest;
   plan.single_gpu_iteration_s = full.step();
   plan.samples_per_iteration = batch * D;
-  for (int s = 0; s + 1 < P; ++s)
-    plan.comm_per_iteration.push_back({fmt::format("stage {}->{} activations + gradients", s, s + 1), "send_recv",
-                                       2 * sc[static_cast<std::size_t>(s)].send_bytes * M * D});
+  // Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
+  // the boundary once per micro-batch each way; each replica's tensor group AllReduces once per
+  // micro-batch each way; each (stage, tensor rank) AllReduces its gradients across the replicas.
+  for (int s = 0; s + 1 < P; ++s) {
+    const double message = sc[static_cast<std::size_t>(s)].send_bytes / T;
+    plan.comm_per_iteration.push_back({fmt::format("stage {}->{} activations", s, s + 1), "send_recv", message * M, M, D * T});
+    plan.comm_per_iteration.push_back({fmt::format("stage {}->{} gradients", s + 1, s), "send_recv", message * M, M, D * T});
+  }
   if (T > 1)
     for (int s = 0; s < P; ++s)
       plan.comm_per_iteration.push_back({fmt::format("stage {} tensor-parallel", s), "all_reduce",
-                                         2 * sc[static_cast<std::size_t>(s)].tp_bytes * M});
+                                         2 * sc[static_cast<std::size_t>(s)].tp_bytes * M, 2 * M, D});
   if (D > 1)
-    for (int s = 0; s < P; ++s)
-      plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "all_reduce",
-                                         sc[static_cast<std::size_t>(s)].params / T * grad_elem});
+    for (int s = 0; s < P; ++s) {
+      const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
+      const int buckets = std::max(1, static_cast<int>(std::ceil(bytes / (cfg.bucket_cap_mb * kMiB))));
+      plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "all_reduce", bytes, buckets, T});
+    }
 
   TaskGraph& g = plan.graph;
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));

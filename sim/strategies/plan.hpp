@@ -11,10 +11,16 @@
 
 namespace dtsim {
 
+/// One kind of collective in an iteration, as the framework calls it. Every figure is for one
+/// communicator (one group of GPUs running it): `bytes` is the size of the tensors it is called on
+/// (for scatter / gather the whole tensor, for send_recv the message), summed over its `calls` in
+/// one iteration; `groups` communicators run the same side by side (replicas, tensor ranks).
 struct CommGroup {
   std::string label;   ///< "bucket 0", "replicate", ...
   std::string op;      ///< "all_reduce", "broadcast", ...
-  double bytes = 0;
+  double bytes = 0;    ///< per communicator and iteration, summed over `calls`
+  int calls = 1;       ///< calls per iteration on one communicator
+  int groups = 1;      ///< communicators running it side by side
 };
 
 /// What one GPU holds during training (bytes).

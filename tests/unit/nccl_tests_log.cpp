@@ -115,3 +115,16 @@ TEST_CASE("rank lines fix the rank count exactly")
   CHECK(log.ranks_min == 2);
   CHECK(log.ranks_max == 2);
 }
+
+TEST_CASE("rank lines name the host and device of each rank (a -g 4 run on 4 of 8 GPUs)")
+{
+  const std::string text = "# nThread 1 nGpus 2 minBytes 8 maxBytes 8 step: 2(factor)\n"
+                           "#  Rank  0 Group  0 Pid  41234 on     dgx1a device  2 [0x0a] Tesla V100-SXM2-16GB\n"
+                           "#  Rank  1 Group  0 Pid  41234 on     dgx1a device  3 [0x0b] Tesla V100-SXM2-16GB\n"
+                           "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                           "    33554432       8388608     float     sum      -1   300.00  111.85  111.85      0   300.00  111.85  111.85      0\n";
+  const auto log = parse_nccl_tests_log(text, "g2.txt");
+  REQUIRE(log.rank_devices.size() == 2);
+  CHECK(log.rank_devices[0] == std::pair<std::string, int>{"dgx1a", 2});
+  CHECK(log.rank_devices[1] == std::pair<std::string, int>{"dgx1a", 3});
+}

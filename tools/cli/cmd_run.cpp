@@ -1,4 +1,4 @@
-// dtsim run SCENARIO.json [--json] [--trace FILE [--trace-iterations all|K|A-B]] [--html FILE [--gpus-shown 0-7]] [--set key.path=value ...]
+// dtsim run SCENARIO.json [--json] [--trace FILE [--trace-iterations 1|K|A-B|all]] [--html FILE [--gpus-shown 0-7]] [--set key.path=value ...]
 #include "tools/cli/command.hpp"
 #include "tools/cli/html_options.hpp"
 
@@ -20,11 +20,21 @@ struct RunArgs {
   std::string scenario;
   bool json = false;
   std::string trace;
-  std::string trace_iterations = "all";
+  std::string trace_iterations = "1";  // the last simulated iteration: a steady-state one, a small file
   std::string html;
   TimelineArgs timeline;
   std::vector<std::string> sets;
 };
+// The scenario again with its reference_compute as the single-GPU throughput.
+RunResult::Reference reference_run(const std::string& file, std::vector<Override> overrides, const Scenario& scenario)
+{
+  overrides.push_back({"training.compute.single_gpu_throughput", fmt::format("{}", scenario.reference_throughput),
+                       "reference_compute"});
+  const RunResult ref = predict(load_scenario(file, overrides)).result;
+  return {scenario.reference_throughput, scenario.reference_source, ref.throughput_samples_per_s,
+          ref.iteration_time_s, ref.scaling_efficiency, ref.total_time_days, ref.single_gpu_total_days};
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, Action& action)
@@ -35,7 +45,9 @@ void add_run_command(CLI::App& app, Action& action)
   cmd->add_flag("--json", args->json, "Print the figures as JSON");
   cmd->add_option("--trace", args->trace, "Write every simulated span as a Chrome trace (Perfetto)");
   cmd->add_option("--trace-iterations", args->trace_iterations,
-                  "Iterations in the trace: all (default, with the set-up), K (the last K) or A-B (0-based)");
+                  "Iterations in the trace: 1 (default: the last simulated iteration, a steady-state one), K (the "
+                  "last K), A-B (0-based) or all (every simulated iteration with the set-up, e.g. DDP's parameter "
+                  "broadcast; a much larger file)");
   cmd->add_option("--set", args->sets,
                   "Override a scenario field: key.path=value (JSON value or bare string; null removes the key; "
                   "setting one training.compute source removes the others)")
@@ -54,7 +66,9 @@ void add_run_command(CLI::App& app, Action& action)
         check_output_path(args->html, "--html");
       const Scenario scenario = load_scenario(args->scenario, overrides);
       const TimelineOptions timeline = timeline_options(args->timeline, scenario.gpus);  // a bad flag before the work
-      const Prediction p = predict(scenario);
+      Prediction p = predict(scenario);
+      if (scenario.reference_throughput > 0)
+        p.result.reference = reference_run(args->scenario, overrides, scenario);
       const TraceOptions trace = trace_options(args->trace_iterations, p.plan);  // checked even without --trace
       std::vector<std::pair<std::string, std::string>> outputs;
       if (!args->trace.empty())

@@ -1,4 +1,4 @@
-// dtsim topology show|check|dot NAME|FILE [--nodes N]
+// dtsim topology show|check|dot NAME|FILE [--nodes N] [--json]
 #include "tools/cli/command.hpp"
 
 #include "sim/topology/topology_builder.hpp"
@@ -70,18 +70,38 @@ void add_topology_command(CLI::App& app, Action& action)
           return 0;
         };
       });
-  add_verb(cmd, "check", "Build and check the topology: exit 0, or 2 with the problem", *args)->callback([&action, args] {
+  auto* check = add_verb(cmd, "check", "Build and check the topology: exit 0, or 2 with the problem", *args);
+  check->add_flag("--json", args->json, "Print the result as JSON (a problem still exits 2 with its line on stderr)");
+  check->callback([&action, args] {
     action = [args] {
       const Topology t = load_topology(args->target, nodes_of(*args));
+      if (args->json) {
+        fmt::print("{}\n", nlohmann::json{{"topology", args->target}, {"name", t.name}, {"ok", true}, {"nodes", t.nodes},
+                                          {"gpus", t.gpus().size()}, {"devices", t.devices().size()},
+                                          {"links", t.links().size()}}
+                               .dump(2));
+        return 0;
+      }
       fmt::print("{}: ok ({} node{}, {} GPUs, {} devices, {} links)\n", args->target, t.nodes, t.nodes == 1 ? "" : "s",
                  t.gpus().size(),
                  t.devices().size(), t.links().size());
       return 0;
     };
   });
-  add_verb(cmd, "dot", "Graphviz description of the topology graph", *args)->callback([&action, args] {
+  auto* dot = add_verb(cmd, "dot", "Graphviz description of the topology graph", *args);
+  dot->add_flag("--json", args->json,
+                "Print the graph as JSON: the devices (nodes) and links (edges) as `show --json` has them, and the "
+                "Graphviz text under \"dot\"");
+  dot->callback([&action, args] {
     action = [args] {
-      fmt::print("{}", topology_dot(load_topology(args->target, nodes_of(*args))));
+      const Topology t = load_topology(args->target, nodes_of(*args));
+      if (args->json) {
+        nlohmann::json out = topology_json(t);
+        out["dot"] = topology_dot(t);
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+      }
+      fmt::print("{}", topology_dot(t));
       return 0;
     };
   });

@@ -157,26 +157,42 @@ void add_validate_command(CLI::App& app, Action& action)
       }
       if (!gpu_order.empty())
         throw InputError("--gpu-order", "", "applies to a GPU-to-GPU bandwidth matrix, not to an nccl-tests log");
-      NcclTestsLog log = load_nccl_tests_log(args->log);
-      log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
-      const auto result = validate_log(topology, log, options);
-      std::vector<std::string> calibration_notes;
-      if (!args->calibration.empty())
-        calibration_notes =
-            rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration));
+      // Each "# Collective test starting:" table of the file on its own (split_nccl_tests_tables).
+      std::vector<NcclTestsLog> logs = calibration::split_nccl_tests_tables(read_input_file(args->log, "an nccl-tests output log"), args->log);
+      if (logs.empty())
+        logs.push_back(load_nccl_tests_log(args->log));  // throws: no data rows
+      nlohmann::json tables = nlohmann::json::array();
+      if (!args->json)
+        fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
+                   args->calibration.empty() ? "none" : args->calibration);
+      for (std::size_t i = 0; i < logs.size(); ++i) {
+        NcclTestsLog& log = logs[i];
+        log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
+        const auto result = validate_log(topology, log, options);
+        std::vector<std::string> calibration_notes;
+        if (!args->calibration.empty())
+          calibration_notes =
+              rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration));
+        if (args->json) {
+          nlohmann::json table = nccl_json(log, result);
+          table["calibration_notes"] = calibration_notes;
+          tables.push_back(std::move(table));
+          continue;
+        }
+        fmt::print("{}{}", i > 0 ? "\n" : "", format_validation(log, result));
+        for (const auto& line : calibration_notes)
+          fmt::print("# calibration: {}\n", line);
+      }
       if (args->json) {
+        // One table: its fields at the top level; several: "tables", one object each.
         nlohmann::json out = header;
         out["kind"] = "nccl_tests";
-        out.update(nccl_json(log, result));
-        out["calibration_notes"] = calibration_notes;
+        if (tables.size() == 1)
+          out.update(tables[0]);
+        else
+          out["tables"] = std::move(tables);
         fmt::print("{}\n", out.dump(2));
-        return 0;
       }
-      fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
-                 args->calibration.empty() ? "none" : args->calibration);
-      fmt::print("{}", format_validation(log, result));
-      for (const auto& line : calibration_notes)
-        fmt::print("# calibration: {}\n", line);
       return 0;
     };
   });
