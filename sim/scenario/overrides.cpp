@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <system_error>
 
 namespace dtsim {
 
@@ -64,6 +66,35 @@ Override parse_override(const std::string& text)
   return o;
 }
 
+namespace {
+
+/// The array element a --set path component names: a decimal index below the array's size
+/// (RFC 6901: no leading zeros), or, where `append` allows it, "-" for a new last element.
+std::size_t array_slot(const nlohmann::json& array, const std::string& part, const nlohmann::json::json_pointer& at,
+                       const Override& o, bool append)
+{
+  const std::size_t size = array.size();
+  const std::string expected =
+      size == 0 ? std::string(append ? "the array is empty: \"-\" appends" : "the array is empty")
+                : fmt::format("expected an index 0 to {}{}", size - 1, append ? " or \"-\" (appends)" : "");
+  if (part == "-") {
+    if (append)
+      return size;
+    throw InputError("--set", at.to_string(),
+                     fmt::format("cannot set {}: \"-\" (a new element) may only end the path; {}", o.path, expected));
+  }
+  std::size_t index = 0;
+  const char* end = part.data() + part.size();
+  const auto [stop, ec] = std::from_chars(part.data(), end, index);
+  if (ec != std::errc() || stop != end || (part.size() > 1 && part[0] == '0') || index >= size)
+    throw InputError("--set", at.to_string(),
+                     fmt::format("cannot set {}: \"{}\" is not an element of the array of {} ({})", o.path, part, size,
+                                 expected));
+  return index;
+}
+
+}  // namespace
+
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides)
 {
   for (const auto& o : overrides) {
@@ -75,21 +106,43 @@ void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides
         throw;      // a number beyond a double, nesting too deep: not a word either
       value = o.value;  // a bare word: a string
     }
-    // Walk to the parent with nlohmann's JSON pointers, creating missing objects on the way.
+    // Walk down with nlohmann's JSON pointers (each dotted component one reference token, escaped
+    // by json_pointer), creating missing objects on the way; an array takes an element's index.
     const auto parts = split_override_path(o.path);
-    nlohmann::json::json_pointer parent;
+    nlohmann::json::json_pointer at;
+    nlohmann::json* node = &doc;
     for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-      if (!doc[parent].is_object())
-        throw InputError("--set", parent.to_string(), fmt::format("cannot set {}: the value at {} is not an object",
-                                                                  o.path, parent.to_string()));
-      parent /= parts[i];
-      if (doc[parent].is_null())
-        doc[parent] = nlohmann::json::object();
+      if (node->is_array()) {
+        node = &(*node)[array_slot(*node, parts[i], at, o, false)];
+      } else if (node->is_object()) {
+        nlohmann::json& child = (*node)[parts[i]];
+        if (child.is_null())
+          child = nlohmann::json::object();
+        node = &child;
+      } else {
+        throw InputError("--set", at.to_string(),
+                         fmt::format("cannot set {}: the value at {} is {}, not an object or array", o.path,
+                                     at.empty() ? "/" : at.to_string(), describe_json(*node)));
+      }
+      at /= parts[i];
     }
-    nlohmann::json* node = &doc[parent];
-    if (!node->is_object())
-      throw InputError("--set", parent.to_string(), fmt::format("cannot set {}: its parent is not an object", o.path));
     const std::string& key = parts.back();
+    if (node->is_array()) {
+      if (key == "-" && value.is_null())
+        throw InputError("--set", at.to_string(),
+                         fmt::format("cannot set {}=null: \"-\" names a new element, there is none to remove", o.path));
+      const std::size_t slot = array_slot(*node, key, at, o, !value.is_null());
+      if (value.is_null())
+        node->erase(slot);
+      else if (slot == node->size())
+        node->push_back(value);
+      else
+        (*node)[slot] = value;
+      continue;
+    }
+    if (!node->is_object())
+      throw InputError("--set", at.to_string(),
+                       fmt::format("cannot set {}: its parent is {}, not an object or array", o.path, describe_json(*node)));
     if (value.is_null()) {
       node->erase(key);
       continue;

@@ -66,11 +66,14 @@ void add_fabric(Topology& t, const TopologySpec& s)
       std::vector<int> rails;
       for (int r = 0; r < s.nics_per_node; ++r)
         rails.push_back(t.add_device(fmt::format("fabric.rail{}", r), DeviceKind::NetworkSwitch, -1, r));
-      for (int n = 0; n < s.nodes; ++n) {
-        const auto node_nics = t.nics_of_node(n);
-        for (std::size_t i = 0; i < node_nics.size(); ++i)
-          connect_nic(t, s, node_nics[i], rails[i]);
-      }
+      // NIC i of every node on rail i; the NICs are listed before the links go in, since each new
+      // link clears the topology's index (asking per node in the loop rebuilt it once per node).
+      std::vector<std::vector<int>> node_nics;
+      for (int n = 0; n < s.nodes; ++n)
+        node_nics.push_back(t.nics_of_node(n));
+      for (const auto& nics_of_node : node_nics)
+        for (std::size_t i = 0; i < nics_of_node.size(); ++i)
+          connect_nic(t, s, nics_of_node[i], rails[i]);
       add_spine(t, s, rails, s.nodes);
       break;
     }

@@ -7,8 +7,12 @@
 namespace dtsim {
 
 namespace {
-/// Walks `path` down from `root`; nullopt when a member is absent (a non-object on the way is an error).
-std::optional<JsonReader> walk(const JsonReader& root, std::initializer_list<std::string> path)
+enum class Found { Value, Absent, Deleted };
+
+/// Walks `path` down from `root`: the value, Absent when a member is missing (lower layers may
+/// have it), or Deleted when a member on the way is null (JSON merge patch, RFC 7396: null removes
+/// the member from the layers below). A non-object on the way is an error.
+Found walk(const JsonReader& root, std::initializer_list<std::string> path, std::optional<JsonReader>& out)
 {
   std::optional<JsonReader> at = root;
   for (const auto& key : path) {
@@ -16,9 +20,12 @@ std::optional<JsonReader> walk(const JsonReader& root, std::initializer_list<std
       at->fail(fmt::format("expected an object with a \"{}\" member, got {}", key, describe_json(at->json())));
     at = at->find(key);
     if (!at)
-      return std::nullopt;
+      return Found::Absent;
+    if (at->json().is_null())
+      return Found::Deleted;
   }
-  return at;
+  out = at;
+  return Found::Value;
 }
 }  // namespace
 
@@ -32,8 +39,12 @@ void LayeredJson::add_layer(const JsonReader& root, std::shared_ptr<const nlohma
 std::optional<JsonReader> LayeredJson::find(std::initializer_list<std::string> path) const
 {
   for (const auto& layer : layers_) {
-    if (auto value = walk(layer, path))
+    std::optional<JsonReader> value;
+    const Found found = walk(layer, path, value);
+    if (found == Found::Value)
       return value;
+    if (found == Found::Deleted)
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -54,11 +65,15 @@ std::vector<JsonReader> LayeredJson::objects_at(std::initializer_list<std::strin
 {
   std::vector<JsonReader> out;
   for (const auto& layer : layers_) {
-    if (auto value = walk(layer, path)) {
-      if (!value->is_object())
-        value->fail(fmt::format("expected an object, got {}", describe_json(value->json())));
-      out.push_back(*value);
-    }
+    std::optional<JsonReader> value;
+    const Found found = walk(layer, path, value);
+    if (found == Found::Deleted)
+      break;
+    if (found == Found::Absent)
+      continue;
+    if (!value->is_object())
+      value->fail(fmt::format("expected an object, got {}", describe_json(value->json())));
+    out.push_back(*value);
   }
   return out;
 }

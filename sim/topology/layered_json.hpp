@@ -1,6 +1,7 @@
 // A topology description made of layers: the user's object (or file) first, then the preset it
-// names in "base", then that preset's base, ... Objects are deep-merged by member, arrays and
-// scalars are replaced whole. Each value is read from the first layer that has it, so an error
+// names in "base", then that preset's base, ... Layers combine as JSON merge patches (RFC 7396):
+// objects are merged by member, arrays and scalars are replaced whole, and a null removes the
+// member (a required one is then missing, an optional one takes its default). Each value is read from the first layer that has it, so an error
 // names the file and JSON pointer the offending value really came from.
 #pragma once
 

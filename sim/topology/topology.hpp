@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -118,12 +119,12 @@ private:
   struct RoutingGraph;
   mutable std::shared_ptr<const RoutingGraph> routing_graph_;
   mutable std::map<std::pair<int, int>, Route> route_cache_;
-  /// Per route source: the hop by which Dijkstra reached each device (link -1: not reached).
-  mutable std::map<int, std::vector<Hop>> arrivals_;
+  /// Per route source and destination node: the hop by which Dijkstra reached each device it reached.
+  mutable std::map<std::pair<int, int>, std::unordered_map<int, Hop>> arrivals_;
   mutable bool cached_forwarding_ = false; ///< gpu_forwarding the caches were computed with
   mutable bool cached_p2p_ = true;         ///< pcie_p2p the caches were computed with
   void reset_routes() const;
-  const std::vector<Hop>& arrivals_from(int from) const;
+  const std::unordered_map<int, Hop>& arrivals_from(int from, int to_node) const;
   Route shortest_route(int from, int to) const;
 };
 

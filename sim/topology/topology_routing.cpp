@@ -15,9 +15,13 @@
 // through a host buffer: a route from a GPU to another GPU or to a NIC that uses no NVLink goes up
 // to the GPU's own CPU socket (the nearest one) and from there to the destination.
 //
-// One Dijkstra per source keeps, for every device, the hop it was reached by (a few bytes per
-// device); routes are materialised and cached only for the pairs asked for, so 1,000+ GPU
-// clusters stay cheap.
+// A node's devices carry only that node's own traffic: a route leaves its source's node, crosses
+// the fabric and enters its destination's node, never a third node (hosts do not route for
+// others; in the assembled fabrics a detour through a third node is never shorter anyway). So one
+// Dijkstra per (source, destination node) runs on those two nodes and the fabric only, and keeps
+// the hop each device it reached was reached by; routes are materialised and cached only for the
+// pairs asked for. The work grows with the nodes a run talks to, not with the nodes the cluster
+// has: 128 GPUs of a 1,000-node cluster cost about what they cost on 16 nodes.
 #include "sim/topology/topology.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
@@ -30,6 +34,7 @@
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace dtsim {
 
@@ -43,27 +48,33 @@ struct Arc {
 using ArcGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, Arc>;
 using ArcDesc = boost::graph_traits<ArcGraph>::edge_descriptor;
 
-/// Keeps an arc unless it leaves a GPU other than the route's source (GPUs do not relay).
+/// Keeps an arc unless it leaves a GPU other than the route's source (GPUs do not relay) or enters
+/// a node other than the source's and the destination's (nodes do not relay).
 struct NoGpuTransit {
   const ArcGraph* graph = nullptr;
   const std::vector<Device>* devices = nullptr;
   std::size_t source = 0;
+  int source_node = -1;
+  int target_node = -1;
   bool forwarding = false;
   bool operator()(const ArcDesc& e) const
   {
     const auto from = boost::source(e, *graph);
+    const int to_node = (*devices)[boost::target(e, *graph)].node;
+    if (to_node >= 0 && to_node != source_node && to_node != target_node)
+      return false;
     return forwarding || from == source || (*devices)[from].kind != DeviceKind::Gpu;
   }
 };
 
 /// Records, for each vertex, the arc that last lowered its distance.
 struct ArrivalRecorder : boost::default_dijkstra_visitor {
-  std::vector<Hop>* arrivals = nullptr;
+  std::unordered_map<int, Hop>* arrivals = nullptr;
   template <class G>
   void edge_relaxed(const ArcDesc& e, const G& g)
   {
     const Arc& arc = g[e];
-    (*arrivals)[boost::target(e, g)] = Hop{arc.link, arc.forward};
+    (*arrivals)[static_cast<int>(boost::target(e, g))] = Hop{arc.link, arc.forward};
   }
 };
 
@@ -83,9 +94,9 @@ void Topology::reset_routes() const
   cached_p2p_ = pcie_p2p;
 }
 
-const std::vector<Hop>& Topology::arrivals_from(int from) const
+const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_node) const
 {
-  if (auto it = arrivals_.find(from); it != arrivals_.end())
+  if (auto it = arrivals_.find({from, to_node}); it != arrivals_.end())
     return it->second;
   const std::size_t n = devices_.size();
   if (!routing_graph_) {  // the same arcs for every source: built once per change of the machine
@@ -101,10 +112,11 @@ const std::vector<Hop>& Topology::arrivals_from(int from) const
     routing_graph_ = std::move(built);
   }
   const ArcGraph& graph = routing_graph_->arcs;
-  NoGpuTransit keep{&graph, &devices_, static_cast<std::size_t>(from), gpu_forwarding};
+  NoGpuTransit keep{&graph, &devices_, static_cast<std::size_t>(from), devices_[static_cast<std::size_t>(from)].node,
+                    to_node, gpu_forwarding};
   boost::filtered_graph<ArcGraph, NoGpuTransit> view(graph, keep);
 
-  std::vector<Hop> arrivals(n, Hop{-1, true});
+  std::unordered_map<int, Hop> arrivals;
   std::vector<double> distance(n, std::numeric_limits<double>::infinity());
   ArrivalRecorder recorder;
   recorder.arrivals = &arrivals;
@@ -113,15 +125,16 @@ const std::vector<Hop>& Topology::arrivals_from(int from) const
       boost::weight_map(boost::get(&Arc::cost, graph))
           .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph)))
           .visitor(recorder));
-  return arrivals_.emplace(from, std::move(arrivals)).first->second;
+  return arrivals_.emplace(std::make_pair(from, to_node), std::move(arrivals)).first->second;
 }
 
 Route Topology::shortest_route(int from, int to) const
 {
-  const std::vector<Hop>& arrivals = arrivals_from(from);
+  const auto& arrivals = arrivals_from(from, devices_[static_cast<std::size_t>(to)].node);
   Route route;
   for (int v = to; v != from;) {
-    const Hop& hop = arrivals[static_cast<std::size_t>(v)];
+    const auto it = arrivals.find(v);
+    const Hop hop = it == arrivals.end() ? Hop{-1, true} : it->second;
     if (hop.link < 0 || route.size() > devices_.size())
       throw std::runtime_error(fmt::format("no route from {} to {}{}", devices_[from].name, devices_[to].name,
                                            gpu_forwarding ? "" : " (GPUs do not forward traffic)"));
@@ -152,11 +165,12 @@ const Route& Topology::route(int from, int to) const
                       (to_kind == DeviceKind::Gpu || to_kind == DeviceKind::Nic) &&
                       std::none_of(route.begin(), route.end(),
                                    [this](const Hop& h) { return links_[h.link].kind == LinkKind::NvLink; });
-  if (staged) {
+  if (staged) {  // up to the nearest socket of the GPU's own node (a route enters no third node)
     int home = -1;
     Route up;
-    for (int c = 0; c < n; ++c) {
-      if (devices_[c].kind != DeviceKind::Cpu || arrivals_from(from)[c].link < 0)
+    const auto& reached = arrivals_from(from, devices_[from].node);
+    for (int c : devices_of_node(devices_[from].node)) {
+      if (devices_[c].kind != DeviceKind::Cpu || !reached.count(c))
         continue;
       Route candidate = shortest_route(from, c);
       if (home < 0 || candidate.size() < up.size()) {

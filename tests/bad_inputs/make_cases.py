@@ -95,6 +95,22 @@ case("set_no_equals", "--set", "-", f"run {DDP} --set gpus")
 case("set_empty_key", "--set", "-", f"run {DDP} --set =3")
 case("set_empty_component", "--set", "-", f"run {DDP} --set training..epochs=1")
 case("set_parent_not_object", "--set", "/training/batch_per_gpu", f"run {DDP} --set training.batch_per_gpu.x=1")
+# --set paths are JSON pointers: an array element by its index ("-" appends), escaped keys
+case("set_array_index_out_of_range", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.2=3")
+case("set_array_index_huge", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.18446744073709551616=3")
+case("set_array_index_leading_zero", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.01=3")
+case("set_array_index_word", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.first=3")
+case("set_array_index_negative", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.-1=3")
+case("set_array_dash_not_last", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.-.x=3")
+case("set_array_dash_null", "--set", "/strategy/balance", f"run {PIPE} --set strategy.balance.-=null")
+case("set_array_element_bad", "seed-2gpu-pipelined.json", "/strategy/balance/1", f"run {PIPE} --set strategy.balance.1=-4")
+case("set_array_appended_bad", "seed-2gpu-pipelined.json", "/strategy/balance", f"run {PIPE} --set strategy.balance.-=1")
+case("set_index_into_string", "--set", "/strategy/kind", f"run {PIPE} --set strategy.kind.0=x")
+case("set_key_with_slash", "--set training.a/b", "/training/a~1b", f"run {DDP} --set training.a/b=1")
+case("set_key_with_tilde", "--set training.a~1b", "/training/a~01b", f"run {DDP} --set training.a~1b=1")
+# Topology layers are merge patches: a null removes the preset's member (here a required one)
+case("set_cluster_null_removes_required", "seed-4gpu-ddp.json", "/cluster",
+     f'run {DDP} --set cluster.intra_node={{"pcie_latency_us":null}}')
 case("set_value_1e400", "--set training.epochs", "-", f"run {DDP} --set training.epochs=1e400")
 
 # Scenario files

@@ -90,6 +90,49 @@ TEST_CASE("--set overrides any field, and a compute source replaces the others")
   CHECK_FALSE(d["cluster"].contains("nic"));
 }
 
+TEST_CASE("--set paths are JSON pointers: escaped keys, array indices, \"-\" appends")
+{
+  json d = base();
+  d["strategy"]["balance"] = json::array({3, 3, 2});
+  apply_overrides(d, {parse_override("strategy.balance.1=4"), parse_override("strategy.balance.-=1")});
+  CHECK(d["strategy"]["balance"] == json::parse("[3, 4, 2, 1]"));
+  apply_overrides(d, {parse_override("strategy.balance.0=null")});  // null removes the element
+  CHECK(d["strategy"]["balance"] == json::parse("[4, 2, 1]"));
+
+  // Keys with "/" and "~" are one reference token each (escaped ~1 and ~0 in the pointer).
+  d = base();
+  apply_overrides(d, {parse_override("training.a/b~c=1")});
+  CHECK(d["training"]["a/b~c"] == 1);
+  CHECK(error_of(d).find("s.json: at /training/a~1b~0c: unknown member \"a/b~c\"") == 0);
+
+  const auto set_error = [](json doc, const std::string& text) -> std::string {
+    try {
+      apply_overrides(doc, {parse_override(text)});
+    } catch (const InputError& e) {
+      CHECK(e.file() == "--set");
+      return e.what();
+    }
+    FAIL("expected an InputError for --set " << text);
+    return {};
+  };
+  d = base();
+  d["strategy"]["balance"] = json::array({3, 3});
+  CHECK(set_error(d, "strategy.balance.2=1").find("--set: at /strategy/balance: cannot set strategy.balance.2: "
+                                                  "\"2\" is not an element of the array of 2 (expected an index 0 to 1 "
+                                                  "or \"-\" (appends))") == 0);
+  CHECK(set_error(d, "strategy.balance.01=1").find("\"01\" is not an element") != std::string::npos);
+  CHECK(set_error(d, "strategy.balance.x=1").find("\"x\" is not an element") != std::string::npos);
+  CHECK(set_error(d, "strategy.balance.18446744073709551616=1").find("is not an element") != std::string::npos);
+  CHECK(set_error(d, "strategy.balance.-=null").find("\"-\" names a new element, there is none to remove") !=
+        std::string::npos);
+  CHECK(set_error(d, "strategy.balance.-.x=1").find("\"-\" (a new element) may only end the path") !=
+        std::string::npos);
+  CHECK(set_error(d, "strategy.kind.0=1").find("--set: at /strategy/kind: cannot set strategy.kind.0: its parent is the "
+                                               "string \"ddp\"") == 0);
+  CHECK(set_error(d, "strategy.kind.a.b=1").find("--set: at /strategy/kind: cannot set strategy.kind.a.b: the value at "
+                                                 "/strategy/kind is the string \"ddp\"") == 0);
+}
+
 TEST_CASE("malformed --set is bad input")
 {
   CHECK_THROWS_AS(parse_override("gpus"), InputError);

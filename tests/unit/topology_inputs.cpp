@@ -55,6 +55,23 @@ TEST_CASE("inline overrides are deep-merged over the preset")
   CHECK(t.route_bandwidth(t.route(t.gpus()[0], t.gpus()[8])) == doctest::Approx(25e9));
 }
 
+TEST_CASE("layers combine as JSON merge patches: null removes a member of the preset")
+{
+  // An optional member removed: its default (no host cores given), not the preset's value.
+  const nlohmann::json value = nlohmann::json::parse(R"({"base": "hgx-h100", "host": null})");
+  CHECK(build_topology(JsonReader(value, "scenario.json", "/cluster")).host.cores == 0);
+  // Only the member removed: the preset's cpu stays, and without cores it means nothing (an error
+  // that names the preset file, where the cpu came from).
+  const auto host = error_of_inline(R"({"base": "hgx-h100", "host": {"cores": null}})");
+  CHECK(contains(host.file, "hgx-h100.json"));
+  CHECK(host.pointer == "/host/cpu");
+  // A required member removed is missing, named at the most specific layer.
+  const auto e = error_of_inline(R"({"base": "hgx-h100", "nic": {"gbps": null}})");
+  CHECK(e.file == "scenario.json");
+  CHECK(e.pointer == "/cluster");
+  CHECK(contains(e.message, "missing member \"nic/gbps\""));
+}
+
 TEST_CASE("--nodes overrides the file; files may start from a base preset")
 {
   CHECK(load_topology("dgx-a100", 2).gpus().size() == 16);

@@ -55,6 +55,33 @@ TEST_CASE("GPUs do not relay unless gpu_forwarding is set")
   CHECK(t.route(t.device_index("g2"), t.device_index("g1")).size() == 1);
 }
 
+TEST_CASE("nodes do not relay: a route enters no node but its ends")
+{
+  // Nodes 0 and 1 reach each other through a slow spine or, as many hops and faster, through a
+  // dual-port NIC of node 2 on both leaves; the route takes the spine.
+  Topology t;
+  const int g0 = t.add_device("n0.gpu", DeviceKind::Gpu, 0, 0);
+  const int g1 = t.add_device("n1.gpu", DeviceKind::Gpu, 1, 0);
+  const int nic = t.add_device("n2.nic", DeviceKind::Nic, 2, 0);
+  const int s0 = t.add_device("leaf0", DeviceKind::NetworkSwitch, -1, 0);
+  const int s1 = t.add_device("leaf1", DeviceKind::NetworkSwitch, -1, 1);
+  const int spine = t.add_device("spine", DeviceKind::NetworkSwitch, -1, 0);
+  t.add_link("g0-leaf0", LinkKind::Network, g0, s0, 50e9, 1e-6);
+  t.add_link("g1-leaf1", LinkKind::Network, g1, s1, 50e9, 1e-6);
+  t.add_link("leaf0-n2", LinkKind::Network, s0, nic, 50e9, 1e-6);
+  t.add_link("n2-leaf1", LinkKind::Network, nic, s1, 50e9, 1e-6);
+  t.add_link("leaf0-spine", LinkKind::Network, s0, spine, 10e9, 1e-6);
+  t.add_link("spine-leaf1", LinkKind::Network, spine, s1, 10e9, 1e-6);
+  for (int g : {g0, g1})
+    t.add_gpu_rank(g);
+  const Route& r = t.route(g0, g1);
+  REQUIRE(r.size() == 4);
+  CHECK(t.link(r[1].link).name == "leaf0-spine");
+  CHECK(t.route_bandwidth(r) == doctest::Approx(10e9));
+  // Node 2's devices are reached as the end of a route.
+  CHECK(t.route(g0, nic).size() == 2);
+}
+
 TEST_CASE("route to self is empty; accessors")
 {
   Topology t = small_box();
