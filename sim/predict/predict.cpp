@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace dtsim {
 
@@ -120,35 +121,42 @@ SingleGpuRun simulated_single_gpu_iteration(const Scenario& s, const Topology& t
 // A measured single-GPU step time or throughput is the whole iteration as the user ran it, host-to-
 // device input copy included. dtsim simulates that copy itself, so the compute it schedules is the
 // measured step less the part of the copy that the one-GPU simulation leaves exposed; the one-GPU
-// prediction then reproduces the measurement. Returns the scenario to build plans from, with a note
-// (empty when nothing was taken off).
-Scenario compute_net_of_modelled_overheads(const Scenario& s, const Topology& topology, const Model& model,
-                                           const SimulationSettings& sim, std::string& note)
+// prediction then reproduces the measurement.
+struct NetCompute {
+  Scenario scenario;  ///< to build plans from
+  std::string note;   ///< empty when nothing was taken off
+  /// The one-GPU iteration of `scenario` when already simulated here (it was left as given).
+  std::optional<double> single_gpu_iteration_s;
+};
+
+NetCompute compute_net_of_modelled_overheads(const Scenario& s, const Topology& topology, const Model& model,
+                                             const SimulationSettings& sim)
 {
   auto& spec = s.training.compute;
   const bool measured = spec.source == ComputeSpec::Source::StepTime || spec.source == ComputeSpec::Source::Throughput;
   if (!measured || !(s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single"))
-    return s;
+    return {s, {}, std::nullopt};
   const SingleGpuRun one = simulated_single_gpu_iteration(s, topology, model, sim);
   // What the simulation adds to the measured step, beyond the DataLoader's own pace (a loader slower
   // than the measurement is a contradiction of the inputs, reported by the input-bound line, not
   // something to take off compute).
   const double exposed = one.iteration_s - std::max(one.compute_s, one.input_s);
   if (!(exposed > 1e-9 * one.compute_s))
-    return s;
+    return {s, {}, one.iteration_s};
   if (exposed > 0.5 * one.compute_s) {
-    note = fmt::format("the simulated one-GPU iteration adds {:.2f} ms of input copy to the measured {:.2f} ms step: "
+    return {s, fmt::format("the simulated one-GPU iteration adds {:.2f} ms of input copy to the measured {:.2f} ms step: "
                        "more than half of it, so compute is left as measured (check the loader's input_bytes_per_sample)",
-                       exposed * 1e3, one.compute_s * 1e3);
-    return s;
+                       exposed * 1e3, one.compute_s * 1e3),
+            one.iteration_s};
   }
   const double scale = (one.compute_s - exposed) / one.compute_s;
   Scenario net = s;
   net.training.compute.compute_share_of_step = scale;
-  note = fmt::format("the measured single-GPU step ({:.2f} ms) includes the input copy dtsim simulates ({:.2f} ms exposed "
-                     "on one GPU): compute is the remaining {:.2f} ms",
-                     one.compute_s * 1e3, exposed * 1e3, (one.compute_s - exposed) * 1e3);
-  return net;
+  return {net,
+          fmt::format("the measured single-GPU step ({:.2f} ms) includes the input copy dtsim simulates ({:.2f} ms "
+                      "exposed on one GPU): compute is the remaining {:.2f} ms",
+                      one.compute_s * 1e3, exposed * 1e3, (one.compute_s - exposed) * 1e3),
+          std::nullopt};
 }
 
 // True when the plan can end after any leading number of iterations: its tasks come in iteration
@@ -253,16 +261,17 @@ Prediction predict_scenario(const Scenario& s)
     collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
   }
   const Model model = load_model(s.model, s.file, "/model");
-  std::string net_note;
-  const Scenario net = compute_net_of_modelled_overheads(s, p.topology, model, sim, net_note);
-  p.plan = build_plan(net, p.topology, model, sim, collectives);
-  if (!net_note.empty())
-    p.plan.notes.push_back(net_note);
+  const NetCompute net = compute_net_of_modelled_overheads(s, p.topology, model, sim);
+  p.plan = build_plan(net.scenario, p.topology, model, sim, collectives);
+  if (!net.note.empty())
+    p.plan.notes.push_back(net.note);
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate_plan(p.topology, p.plan, sim);
   if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
-    p.plan.single_gpu_iteration_s = simulated_single_gpu_iteration(net, p.topology, model, sim).iteration_s;
+    p.plan.single_gpu_iteration_s = net.single_gpu_iteration_s
+                                         ? *net.single_gpu_iteration_s
+                                         : simulated_single_gpu_iteration(net.scenario, p.topology, model, sim).iteration_s;
 
   RunResult& r = p.result;
   r.scenario = s.name.empty() ? s.file : s.name;

@@ -9,6 +9,7 @@
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/predict/predict.hpp"
+#include "two_gpu_pair.hpp"
 
 #include <doctest/doctest.h>
 
@@ -145,15 +146,7 @@ TEST_CASE("pipeline and hybrid: the replay refuses where activations cross its l
 
 TEST_CASE("a collective that shares a link with another transfer is not replayed")
 {
-  Topology t;
-  t.name = "pair";
-  const int sw = t.add_device("switch", DeviceKind::NetworkSwitch);
-  for (int g = 0; g < 2; ++g) {
-    const int d = t.add_device("gpu" + std::to_string(g), DeviceKind::Gpu, 0, g);
-    t.add_link("l" + std::to_string(g), LinkKind::Network, d, sw, 10e9, 1e-6);
-    t.add_gpu_rank(d);
-  }
-  t.gpus_per_node = 2;
+  const Topology t = testing::two_gpu_pair();
   const int a = t.gpus()[0], b = t.gpus()[1];
   auto graph_with = [&](bool concurrent_copy) {
     TaskGraph g;

@@ -7,6 +7,7 @@
 // not apply. And the stop rule itself on iterations that do or do not repeat.
 #include "sim/engine/engine.hpp"
 #include "sim/predict/predict.hpp"
+#include "two_gpu_pair.hpp"
 
 #include <doctest/doctest.h>
 
@@ -147,15 +148,7 @@ namespace {
 template <class Seconds>
 Simulation run_iterations(int iterations, Seconds seconds)
 {
-  Topology t;
-  t.name = "pair";
-  const int sw = t.add_device("switch", DeviceKind::NetworkSwitch);
-  for (int g = 0; g < 2; ++g) {
-    const int d = t.add_device("gpu" + std::to_string(g), DeviceKind::Gpu, 0, g);
-    t.add_link("l" + std::to_string(g), LinkKind::Network, d, sw, 10e9, 1e-6);
-    t.add_gpu_rank(d);
-  }
-  t.gpus_per_node = 2;
+  const Topology t = testing::two_gpu_pair();
   TaskGraph g;
   SteadyStateStop stop;
   int last = -1;
