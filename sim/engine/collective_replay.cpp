@@ -1,5 +1,6 @@
 #include "sim/engine/collective_replay.hpp"
 
+#include "sim/engine/collective_symmetry.hpp"
 #include "sim/engine/engine.hpp"
 
 #include <boost/container_hash/hash.hpp>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 
 namespace dtsim {
@@ -98,48 +100,95 @@ struct Isolated {
   std::vector<Span> offsets;  ///< per task of the range, relative to its start
 };
 
-/// Simulates the distinct collectives one after the other in one run (each starts once the one
-/// before has ended, all its ranks at once), and returns each one's spans from its own start.
-std::vector<Isolated> simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct)
+/// What the isolated runs handed SimGrid.
+struct IsolatedRuns {
+  std::vector<Isolated> runs;  ///< per distinct collective
+  int folded = 0;              ///< distinct collectives folded by a symmetry
+  long long tasks = 0;         ///< tasks simulated (representatives only, where folded)
+  long long whole = 0;         ///< tasks of the distinct collectives
+};
+
+/// Simulates the distinct collectives on their own, each folded by its symmetry where it has one
+/// (collective_symmetry.hpp): one after the other (each starts once the one before has ended, all
+/// its ranks at once), in as few SimGrid runs as their pinned routes allow. Returns each one's spans
+/// from its own start, every task with its representative's.
+IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
 {
   const auto& ranges = g.collectives();
-  TaskGraph iso;
-  std::vector<int> gates;
-  int previous_end = -1;
-  for (int k : distinct) {
-    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
-    const int device = g[r.done[0]].device;
-    const int gate = iso.add_delay(device, 0.0, "replay gate", "marker",
-                                   previous_end >= 0 ? std::vector<int>{previous_end} : std::vector<int>{});
-    gates.push_back(gate);
-    const int base = iso.size();
-    auto remap = [&](int id) { return id >= r.first ? base + (id - r.first) : gate; };
-    for (int id = r.first; id < r.end; ++id) {
-      Task t = g[id];
-      for (int& dep : t.after)
-        dep = remap(dep);
-      std::sort(t.after.begin(), t.after.end());
-      t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
-      t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
-      iso.set_iteration(t.iteration);
-      iso.add(std::move(t));
-    }
-    std::vector<int> done;
-    for (int d : r.done)
-      done.push_back(remap(d));
-    previous_end = iso.add_delay(device, 0.0, "replay end", "marker", std::move(done));
-  }
-  const std::vector<Span> spans = simulate(topology, iso);
-  std::vector<Isolated> out;
+  IsolatedRuns out;
+  out.runs.resize(distinct.size());
+  std::vector<CollectiveFold> folds;
+  std::vector<FoldedMachine> machines;
+  std::vector<std::vector<std::size_t>> batches;
   for (std::size_t c = 0; c < distinct.size(); ++c) {
     const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
-    const double t0 = spans[static_cast<std::size_t>(gates[c])].end;
-    Isolated one;
-    for (int i = 0; i < r.end - r.first; ++i) {
-      const Span& s = spans[static_cast<std::size_t>(gates[c] + 1 + i)];
-      one.offsets.push_back({s.start - t0, s.end - t0});
+    if (fold) {
+      folds.push_back(fold_collective(topology, g, r));
+    } else {
+      folds.emplace_back();
+      folds.back().representative.resize(static_cast<std::size_t>(r.end - r.first));
+      std::iota(folds.back().representative.begin(), folds.back().representative.end(), 0);
     }
-    out.push_back(std::move(one));
+    out.folded += folds.back().representatives() < r.end - r.first;
+    out.tasks += folds.back().representatives();
+    out.whole += r.end - r.first;
+    std::size_t b = 0;
+    while (b < machines.size() && !machines[b].admit(g, r, folds.back()))
+      ++b;
+    if (b == machines.size()) {
+      machines.emplace_back(topology);
+      batches.emplace_back();
+      machines.back().admit(g, r, folds.back());
+    }
+    batches[b].push_back(c);
+  }
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    TaskGraph iso;
+    std::vector<int> gates;
+    std::vector<std::vector<int>> iso_of;  // per collective of the batch, per offset: its representative's task
+    int previous_end = -1;
+    for (std::size_t c : batches[b]) {
+      const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
+      const std::vector<int>& rep = folds[c].representative;
+      const int device = g[r.done[0]].device;
+      const int gate = iso.add_delay(device, 0.0, "replay gate", "marker",
+                                     previous_end >= 0 ? std::vector<int>{previous_end} : std::vector<int>{});
+      gates.push_back(gate);
+      std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
+      auto remap = [&](int id) {
+        return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;
+      };
+      for (int i = 0; i < r.end - r.first; ++i) {
+        if (rep[static_cast<std::size_t>(i)] != i)
+          continue;
+        Task t = g[r.first + i];
+        for (int& dep : t.after)
+          dep = remap(dep);
+        std::sort(t.after.begin(), t.after.end());
+        t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
+        t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
+        iso.set_iteration(t.iteration);
+        ids[static_cast<std::size_t>(i)] = iso.add(std::move(t));
+      }
+      std::vector<int> done;
+      for (int d : r.done)
+        done.push_back(remap(d));
+      std::sort(done.begin(), done.end());
+      done.erase(std::unique(done.begin(), done.end()), done.end());
+      previous_end = iso.add_delay(device, 0.0, "replay end", "marker", std::move(done));
+      iso_of.push_back(std::move(ids));
+    }
+    const std::vector<Span> spans = simulate(machines[b].build(), iso);
+    for (std::size_t j = 0; j < batches[b].size(); ++j) {
+      const std::size_t c = batches[b][j];
+      const std::vector<int>& rep = folds[c].representative;
+      const double t0 = spans[static_cast<std::size_t>(gates[j])].end;
+      Isolated& one = out.runs[c];
+      for (std::size_t i = 0; i < rep.size(); ++i) {
+        const Span& s = spans[static_cast<std::size_t>(iso_of[j][static_cast<std::size_t>(rep[i])])];
+        one.offsets.push_back({s.start - t0, s.end - t0});
+      }
+    }
   }
   return out;
 }
@@ -284,7 +333,7 @@ std::string first_overlap(const Topology& topology, const TaskGraph& g, const st
 
 }  // namespace
 
-ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph)
+ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph, const ReplayOptions& options)
 {
   ReplayedRun out;
   const auto& ranges = graph.collectives();
@@ -313,10 +362,13 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
     }
   }
   out.distinct = static_cast<int>(distinct.size());
-  const std::vector<Isolated> isolated = simulate_isolated(topology, graph, distinct);
+  const IsolatedRuns isolated = simulate_isolated(topology, graph, distinct, options.fold);
+  out.folded = isolated.folded;
+  out.isolated_tasks = isolated.tasks;
+  out.distinct_tasks = isolated.whole;
   std::vector<const Isolated*> runs;
   for (int c : run_of)
-    runs.push_back(&isolated[static_cast<std::size_t>(c)]);
+    runs.push_back(&isolated.runs[static_cast<std::size_t>(c)]);
 
   std::vector<int> to_replayed, join;
   const TaskGraph replayed = replayed_graph(graph, owner, runs, to_replayed, join);

@@ -1,6 +1,7 @@
 // A faster run of a TaskGraph for large machines: each distinct collective (TaskGraph::collectives,
 // recognised by its content: the same transfers, delays and dependencies) is simulated once on its
-// own, flow by flow on the whole topology; the graph then runs with every collective replaced by
+// own, flow by flow on the whole topology (one channel of each set that a rotation of the nodes'
+// GPUs maps onto one another, on folded links: collective_symmetry.hpp); the graph then runs with every collective replaced by
 // its replay: a join of all its ranks' start dependencies, then each rank's own time to its result
 // in the isolated run. Its tasks get the isolated run's spans, shifted to that join, so traces,
 // bytes and link figures stay whole.
@@ -26,11 +27,21 @@ struct ReplayedRun {
   std::vector<Span> spans;  ///< per task of the graph, as simulate() returns them
   int collectives = 0;      ///< collective instances in the graph
   int distinct = 0;         ///< of which simulated (the others are copies of one of them)
+  int folded = 0;           ///< distinct collectives folded by a symmetry (collective_symmetry.hpp)
+  long long distinct_tasks = 0;  ///< tasks of the distinct collectives
+  long long isolated_tasks = 0;  ///< of which simulated (one per orbit where folded)
+};
+
+struct ReplayOptions {
+  /// Fold each distinct collective by its symmetry where it has one (collective_symmetry.hpp);
+  /// false runs every task of it (how the tests check the fold).
+  bool fold = true;
 };
 
 /// Runs `graph` with its collectives replayed (see above). Refuses (applied = false) when the
 /// graph has no collective, a task outside a collective waits on one of its inner tasks, or a
 /// collective shared a link with other traffic (another collective, an input copy) while it ran.
-ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph);
+ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph,
+                                               const ReplayOptions& options = {});
 
 }  // namespace dtsim

@@ -66,6 +66,9 @@ public:
   /// cost, preferring higher bandwidth (NVLink over PCIe); GPUs never forward traffic for others
   /// unless `gpu_forwarding` is set. Cached. Empty when from == to; throws if unreachable.
   const Route& route(int from, int to) const;
+  /// Fixes the route from `from` to `to` that route() returns, until the next change to the machine
+  /// (a folded collective's route through links that stand for several: collective_symmetry.hpp).
+  void pin_route(int from, int to, Route route);
   /// Bottleneck bandwidth and total latency along a route.
   double route_bandwidth(const Route& route) const;
   double route_latency(const Route& route) const;

@@ -187,6 +187,19 @@ const Route& Topology::route(int from, int to) const
   return route_cache_.emplace(std::make_pair(from, to), std::move(route)).first->second;
 }
 
+void Topology::pin_route(int from, int to, Route route)
+{
+  const int n = static_cast<int>(devices_.size());
+  if (from < 0 || from >= n || to < 0 || to >= n || from == to)
+    throw std::out_of_range(fmt::format("pin_route({}, {}): no such pair of devices", from, to));
+  for (const Hop& hop : route)
+    if (hop.link < 0 || hop.link >= static_cast<int>(links_.size()))
+      throw std::out_of_range(fmt::format("pin_route({}, {}): no link {}", from, to, hop.link));
+  if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
+    reset_routes();
+  route_cache_[{from, to}] = std::move(route);
+}
+
 double Topology::route_bandwidth(const Route& route) const
 {
   if (route.empty())

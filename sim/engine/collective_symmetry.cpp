@@ -1,0 +1,386 @@
+#include "sim/engine/collective_symmetry.hpp"
+
+#include <boost/container_hash/hash.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace dtsim {
+
+namespace {
+
+/// A task as the rotation must preserve it: everything that decides how it runs, with devices and
+/// dependencies possibly mapped (dependencies as offsets in the range; -1: the collective's start).
+struct Shape {
+  TaskKind kind = TaskKind::Compute;
+  int device = -1, src = -1, dst = -1, joined = -1;
+  double seconds = 0, bytes = 0, rate_cap = 0;
+  bool link_latency = true;
+  std::vector<int> after;
+  bool operator==(const Shape&) const = default;
+};
+
+std::size_t hash_of(const Shape& s)
+{
+  std::size_t h = 0;
+  boost::hash_combine(h, static_cast<int>(s.kind));
+  boost::hash_combine(h, s.device);
+  boost::hash_combine(h, s.src);
+  boost::hash_combine(h, s.dst);
+  boost::hash_combine(h, s.joined);
+  boost::hash_combine(h, s.seconds);
+  boost::hash_combine(h, s.bytes);
+  boost::hash_combine(h, s.rate_cap);
+  boost::hash_combine(h, s.link_latency);
+  boost::hash_range(h, s.after.begin(), s.after.end());
+  return h;
+}
+
+/// A delay or an empty compute: a timer, whose device does not change when it ends (a join on a
+/// node's first GPU for the whole node, say).
+bool is_timer(const Task& task)
+{
+  return task.kind == TaskKind::Delay || (task.kind == TaskKind::Compute && !(task.seconds > 0));
+}
+
+/// `task`'s shape with its devices through `device` and its dependencies (offsets) through `dep`.
+template <class DeviceMap, class DepMap>
+Shape shape_of(const Task& task, const CollectiveRange& r, DeviceMap device, DepMap dep)
+{
+  auto offset = [&](int id) { return id >= r.first ? dep(id - r.first) : -1; };
+  Shape s;
+  s.kind = task.kind;
+  s.device = task.device >= 0 && !is_timer(task) ? device(task.device) : -1;
+  s.src = task.src >= 0 ? device(task.src) : -1;
+  s.dst = task.dst >= 0 ? device(task.dst) : -1;
+  s.joined = task.sender_joined >= 0 ? offset(task.sender_joined) : -1;
+  s.seconds = task.seconds;
+  s.bytes = task.bytes;
+  s.rate_cap = task.rate_cap;
+  s.link_latency = task.link_latency;
+  for (int d : task.after)
+    s.after.push_back(offset(d));
+  std::sort(s.after.begin(), s.after.end());
+  s.after.erase(std::unique(s.after.begin(), s.after.end()), s.after.end());
+  return s;
+}
+
+/// The range's tasks as shapes, each task's class (`alias`) the first task of its shape. Timers of
+/// one shape end at the same moment; transfers of one shape (the same two devices, bytes and
+/// dependencies: rings that share a node's inner hops) start together on one route and share it
+/// equally, so they end together too. Dependencies go to classes, which makes the rotation's image
+/// of a task unambiguous (it maps classes); every transfer of a class is still a flow of its own.
+struct Shapes {
+  std::vector<Shape> of;   ///< per task, dependencies through `alias`
+  std::vector<int> alias;  ///< per task: the first task of its shape (itself for a compute)
+};
+
+Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
+{
+  const int n = r.end - r.first;
+  Shapes out;
+  out.alias.resize(static_cast<std::size_t>(n));
+  std::unordered_map<std::size_t, std::vector<int>> seen;
+  for (int i = 0; i < n; ++i) {
+    const Task& t = g[r.first + i];
+    out.of.push_back(shape_of(t, r, [](int d) { return d; },
+                              [&](int o) { return o < i ? out.alias[static_cast<std::size_t>(o)] : o; }));
+    int& alias = out.alias[static_cast<std::size_t>(i)];
+    alias = i;
+    if (is_timer(t) || t.kind == TaskKind::Transfer) {
+      auto& same = seen[hash_of(out.of.back())];
+      for (int j : same)
+        if (out.of[static_cast<std::size_t>(j)] == out.of.back()) {
+          alias = j;
+          break;
+        }
+      if (alias == i)
+        same.push_back(i);
+    }
+  }
+  return out;
+}
+
+constexpr int kNotRotated = -2;  ///< a device the rotation does not map (its kind does not divide)
+
+/// The rotation of every node's devices by `shift` GPU positions: a node's devices of one kind, by
+/// local index, turn by shift x (their count) / (the node's GPUs); a kind with one device stays.
+/// Fabric devices (no node) stay.
+std::vector<int> rotation_of(const Topology& topology, int shift)
+{
+  const auto& devices = topology.devices();
+  std::vector<int> image(devices.size());
+  std::iota(image.begin(), image.end(), 0);
+  for (int node = 0; node < topology.nodes; ++node) {
+    std::map<DeviceKind, std::vector<int>> by_kind;
+    for (int d : topology.devices_of_node(node))
+      by_kind[devices[static_cast<std::size_t>(d)].kind].push_back(d);
+    const auto gpus = static_cast<int>(by_kind[DeviceKind::Gpu].size());
+    for (auto& [kind, list] : by_kind) {
+      std::sort(list.begin(), list.end(), [&](int a, int b) {
+        return devices[static_cast<std::size_t>(a)].local_index < devices[static_cast<std::size_t>(b)].local_index;
+      });
+      const auto count = static_cast<int>(list.size());
+      if (count <= 1)
+        continue;
+      const bool divides = gpus > 0 && (shift * count) % gpus == 0;
+      const int turn = divides ? shift * count / gpus : 0;
+      for (int i = 0; i < count; ++i)
+        image[static_cast<std::size_t>(list[static_cast<std::size_t>(i)])] =
+            divides ? list[static_cast<std::size_t>((i + turn) % count)] : kNotRotated;
+    }
+  }
+  return image;
+}
+
+int key_of(const dtsim::Hop& h) { return 2 * h.link + (h.forward ? 1 : 0); }
+
+/// The task permutation `tau` (offsets) that the device rotation `image` induces on the range: each
+/// task's image is a task of the same shape on the rotated devices, waiting on the images of what
+/// it waits on (an alias maps with the task it is an alias of, and stays put itself). Returns why
+/// not ("" when every task has one).
+std::string task_image(const TaskGraph& g, const CollectiveRange& r, const Shapes& shapes, const std::vector<int>& image,
+                       std::vector<int>& tau)
+{
+  const int n = r.end - r.first;
+  std::unordered_map<std::size_t, std::vector<int>> by_hash;
+  for (int i = 0; i < n; ++i)
+    if (shapes.alias[static_cast<std::size_t>(i)] == i)
+      by_hash[hash_of(shapes.of[static_cast<std::size_t>(i)])].push_back(i);
+  tau.assign(static_cast<std::size_t>(n), -1);
+  std::vector<char> taken(static_cast<std::size_t>(n), 0);
+  bool unmapped = false;
+  auto device = [&](int d) {
+    const int m = image[static_cast<std::size_t>(d)];
+    unmapped = unmapped || m == kNotRotated;
+    return m;
+  };
+  auto dep = [&](int offset) {
+    return offset >= 0 ? tau[static_cast<std::size_t>(shapes.alias[static_cast<std::size_t>(offset)])] : -1;
+  };
+  for (int i = 0; i < n; ++i) {
+    const Task& t = g[r.first + i];
+    if (shapes.alias[static_cast<std::size_t>(i)] != i) {
+      tau[static_cast<std::size_t>(i)] = i;
+      continue;
+    }
+    if (std::any_of(t.after.begin(), t.after.end(), [&](int d) { return d >= r.first + i; }))
+      return fmt::format("'{}' waits on a later task", t.name);
+    const Shape want = shape_of(t, r, device, dep);
+    if (unmapped)
+      return fmt::format("'{}' is on a device the rotation does not map", t.name);
+    // Among tasks of that shape, the one on the rotated device first: timers of the same shape on
+    // several ranks (their start-ups) then map as the ranks do.
+    const int on = t.device >= 0 ? image[static_cast<std::size_t>(t.device)] : -1;
+    int found = -1;
+    if (const auto it = by_hash.find(hash_of(want)); it != by_hash.end())
+      for (int j : it->second)
+        if (!taken[static_cast<std::size_t>(j)] && shapes.of[static_cast<std::size_t>(j)] == want &&
+            (found < 0 || g[r.first + j].device == on)) {
+          found = j;
+          if (g[r.first + j].device == on)
+            break;
+        }
+    if (found < 0)
+      return fmt::format("'{}' has no image", t.name);
+    tau[static_cast<std::size_t>(i)] = found;
+    taken[static_cast<std::size_t>(found)] = 1;
+  }
+  return {};
+}
+
+/// Cycles of a permutation of 0..n-1: per element, its cycle's first element and the cycle's length.
+void cycles_of(const std::vector<int>& perm, std::vector<int>& first, std::vector<int>& length)
+{
+  const std::size_t n = perm.size();
+  first.assign(n, -1);
+  length.assign(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (first[i] >= 0)
+      continue;
+    int len = 0;
+    for (auto j = i; first[j] < 0; j = static_cast<std::size_t>(perm[j])) {
+      first[j] = static_cast<int>(i);
+      ++len;
+    }
+    for (auto j = i; length[j] == 0; j = static_cast<std::size_t>(perm[j]))
+      length[j] = len;
+  }
+}
+
+/// Folds `range` by the task permutation `tau`; "" when it holds on every route.
+std::string fold_by(const Topology& topology, const TaskGraph& g, const CollectiveRange& r, const Shapes& shapes,
+                    const std::vector<int>& tau, CollectiveFold& fold)
+{
+  const int n = r.end - r.first;
+  std::vector<int> first, length;
+  cycles_of(tau, first, length);
+  // The rotation on directed links, from every transfer's route and its image's.
+  std::unordered_map<int, int> pi, inverse;
+  for (int i = 0; i < n; ++i) {
+    const Task& t = g[r.first + i];
+    if (shapes.alias[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
+      continue;
+    const Task& u = g[r.first + tau[static_cast<std::size_t>(i)]];
+    const Route& a = topology.route(t.src, t.dst);
+    const Route& b = topology.route(u.src, u.dst);
+    if (a.size() != b.size())
+      return fmt::format("'{}' and its image take routes of {} and {} links", t.name, a.size(), b.size());
+    for (std::size_t h = 0; h < a.size(); ++h) {
+      const Link& la = topology.link(a[h].link);
+      const Link& lb = topology.link(b[h].link);
+      if (la.bandwidth != lb.bandwidth || la.latency != lb.latency)
+        return fmt::format("links {} and {} differ", la.name, lb.name);
+      const int ka = key_of(a[h]), kb = key_of(b[h]);
+      const auto [it, fresh] = pi.emplace(ka, kb);
+      const auto [back, fresh_back] = inverse.emplace(kb, ka);
+      if (it->second != kb || back->second != ka)
+        return fmt::format("link {} maps to two links", la.name);
+    }
+  }
+  // Orbits of directed links (the permutation is closed: every image is a route's link too).
+  std::unordered_map<int, std::pair<int, int>> orbit;  // key -> (representative key, orbit size)
+  for (const auto& [key, to] : pi) {
+    if (orbit.count(key))
+      continue;
+    std::vector<int> members{key};
+    for (int k = pi.at(key); k != key; k = pi.at(k))
+      members.push_back(k);
+    const int rep = *std::min_element(members.begin(), members.end());
+    for (int k : members)
+      orbit[k] = {rep, static_cast<int>(members.size())};
+  }
+  // A task of the orbit's first class runs; a timer there takes its class's span; a task of another
+  // class takes the span of the first task of its orbit's first class. Every transfer of the
+  // first class is a flow of its own.
+  fold.representative.resize(static_cast<std::size_t>(n));
+  fold.largest_orbit = 1;
+  for (int i = 0; i < n; ++i) {
+    const int cls = shapes.alias[static_cast<std::size_t>(i)];
+    const int lead = first[static_cast<std::size_t>(cls)];
+    const bool flow = g[r.first + i].kind != TaskKind::Delay && !is_timer(g[r.first + i]);
+    fold.representative[static_cast<std::size_t>(i)] = lead == cls && flow ? i : lead;
+    fold.largest_orbit = std::max(fold.largest_orbit, length[static_cast<std::size_t>(cls)]);
+  }
+  // Flows per folded link: m_f / |O| for each flow f that runs, the same for all on one orbit.
+  for (int i = 0; i < n; ++i) {
+    const Task& t = g[r.first + i];
+    if (fold.representative[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
+      continue;
+    std::vector<int> crossed;
+    for (const dtsim::Hop& h : topology.route(t.src, t.dst)) {
+      const auto [rep, size] = orbit.at(key_of(h));
+      if (std::find(crossed.begin(), crossed.end(), rep) != crossed.end())
+        return fmt::format("'{}' crosses two links of one orbit", t.name);
+      crossed.push_back(rep);
+      const int m = length[static_cast<std::size_t>(shapes.alias[static_cast<std::size_t>(i)])];
+      if (m % size != 0)
+        return fmt::format("'{}' stands for {} flows on {} links", t.name, m, size);
+      const auto [it, fresh] = fold.links.emplace(key_of(h), CollectiveFold::FoldedLink{rep, m / size});
+      if (it->second.flows != m / size)
+        return fmt::format("link {} carries representatives of {} and {} flows", topology.link(h.link).name,
+                           it->second.flows, m / size);
+    }
+  }
+  // Every link of an orbit has the same flows (checked per link above; the orbit's must agree).
+  std::unordered_map<int, int> flows_of_orbit;
+  for (const auto& [key, folded] : fold.links) {
+    const auto [it, fresh] = flows_of_orbit.emplace(folded.key, folded.flows);
+    if (it->second != folded.flows)
+      return fmt::format("an orbit of links carries representatives of {} and {} flows", it->second, folded.flows);
+  }
+  return {};
+}
+
+}  // namespace
+
+int CollectiveFold::representatives() const
+{
+  int count = 0;
+  for (std::size_t i = 0; i < representative.size(); ++i)
+    count += representative[i] == static_cast<int>(i);
+  return count;
+}
+
+CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, const CollectiveRange& r)
+{
+  const int n = r.end - r.first;
+  CollectiveFold out;
+  out.representative.resize(static_cast<std::size_t>(n));
+  std::iota(out.representative.begin(), out.representative.end(), 0);
+  if (n == 0)
+    return out;
+  const Shapes shapes = shapes_of(g, r);
+  std::vector<std::string> why;
+  const int gpus = topology.gpus_per_node;
+  for (int shift = 1; shift < gpus; ++shift) {
+    if (gpus % shift != 0)
+      continue;
+    std::vector<int> tau;
+    std::string broken = task_image(g, r, shapes, rotation_of(topology, shift), tau);
+    CollectiveFold fold;
+    if (broken.empty())
+      broken = fold_by(topology, g, r, shapes, tau, fold);
+    if (broken.empty() && fold.largest_orbit == 1)
+      broken = "every task is its own image";
+    if (broken.empty()) {
+      fold.rotation = shift;
+      return fold;
+    }
+    why.push_back(fmt::format("rotation by {}: {}", shift, broken));
+  }
+  out.why_not = fmt::format("{}", fmt::join(why, "; "));
+  return out;
+}
+
+bool FoldedMachine::admit(const TaskGraph& g, const CollectiveRange& r, const CollectiveFold& fold)
+{
+  std::map<std::pair<int, int>, std::vector<Hop>> wanted;
+  for (int i = 0; i < r.end - r.first; ++i) {
+    const Task& t = g[r.first + i];
+    if (fold.representative[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
+      continue;
+    std::vector<Hop> route;
+    for (const dtsim::Hop& h : original_.route(t.src, t.dst)) {
+      const auto it = fold.links.find(key_of(h));
+      route.push_back(it == fold.links.end() || (it->second.flows == 1 && it->second.key == key_of(h))
+                          ? Hop{key_of(h), 1}
+                          : Hop{it->second.key, it->second.flows});
+    }
+    const auto pair = std::make_pair(t.src, t.dst);
+    const auto pinned = pinned_.find(pair);
+    if (pinned != pinned_.end() && pinned->second != route)
+      return false;
+    const auto [it, fresh] = wanted.emplace(pair, route);
+    if (it->second != route)
+      return false;  // cannot happen: a route depends on its two devices only
+  }
+  pinned_.merge(wanted);
+  return true;
+}
+
+Topology FoldedMachine::build() const
+{
+  Topology machine = original_;
+  std::map<std::pair<int, int>, int> added;  // (directed key, flows) -> link of rate / flows
+  for (const auto& [pair, route] : pinned_)
+    for (const Hop& h : route) {
+      if (h.flows == 1 || added.count({h.key, h.flows}))
+        continue;
+      const Link& l = original_.link(h.key / 2);
+      const bool forward = h.key % 2 == 1;
+      added[{h.key, h.flows}] = machine.add_link(fmt::format("{} {} ({} flows)", l.name, forward ? "forward" : "backward", h.flows), l.kind, forward ? l.a : l.b,
+                                                 forward ? l.b : l.a, l.bandwidth / h.flows, l.latency, l.lanes);
+    }
+  for (const auto& [pair, route] : pinned_) {
+    Route pinned;
+    for (const Hop& h : route)
+      pinned.push_back(h.flows == 1 ? dtsim::Hop{h.key / 2, h.key % 2 == 1} : dtsim::Hop{added.at({h.key, h.flows}), true});
+    machine.pin_route(pair.first, pair.second, std::move(pinned));
+  }
+  return machine;
+}
+
+}  // namespace dtsim
