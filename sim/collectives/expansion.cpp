@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace dtsim {
 
@@ -87,17 +88,17 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
 
 void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds)
 {
-  std::map<std::pair<int, bool>, double> load;  // (link, forward) -> wire bytes
+  std::unordered_map<int, double> load;  // directed link (2 * link + forward) -> wire bytes
   for (int id = first; id < graph.size(); ++id) {
     const Task& t = graph[id];
     if (t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
     for (const Hop& hop : topology.route(t.src, t.dst))
-      load[{hop.link, hop.forward}] += t.bytes;
+      load[2 * hop.link + (hop.forward ? 1 : 0)] += t.bytes;
   }
   double busiest = 0;
   for (const auto& [key, bytes] : load)
-    busiest = std::max(busiest, bytes / topology.link(key.first).bandwidth);
+    busiest = std::max(busiest, bytes / topology.link(key / 2).bandwidth);
   if (busiest <= 0 || busiest >= seconds)
     return;
   const double stretch = seconds / busiest;

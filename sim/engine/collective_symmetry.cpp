@@ -75,6 +75,7 @@ Shape shape_of(const Task& task, const CollectiveRange& r, DeviceMap device, Dep
 struct Shapes {
   std::vector<Shape> of;   ///< per task, dependencies through `alias`
   std::vector<int> alias;  ///< per task: the first task of its shape (itself for a compute)
+  std::unordered_map<std::size_t, std::vector<int>> by_hash;  ///< the tasks that are their own alias
 };
 
 Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
@@ -82,23 +83,23 @@ Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
   const int n = r.end - r.first;
   Shapes out;
   out.alias.resize(static_cast<std::size_t>(n));
-  std::unordered_map<std::size_t, std::vector<int>> seen;
+  auto& seen = out.by_hash;
+  seen.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const Task& t = g[r.first + i];
     out.of.push_back(shape_of(t, r, [](int d) { return d; },
                               [&](int o) { return o < i ? out.alias[static_cast<std::size_t>(o)] : o; }));
     int& alias = out.alias[static_cast<std::size_t>(i)];
     alias = i;
-    if (is_timer(t) || t.kind == TaskKind::Transfer) {
-      auto& same = seen[hash_of(out.of.back())];
+    auto& same = seen[hash_of(out.of.back())];
+    if (is_timer(t) || t.kind == TaskKind::Transfer)
       for (int j : same)
         if (out.of[static_cast<std::size_t>(j)] == out.of.back()) {
           alias = j;
           break;
         }
-      if (alias == i)
-        same.push_back(i);
-    }
+    if (alias == i)
+      same.push_back(i);
   }
   return out;
 }
@@ -145,10 +146,6 @@ std::string task_image(const TaskGraph& g, const CollectiveRange& r, const Shape
                        std::vector<int>& tau)
 {
   const int n = r.end - r.first;
-  std::unordered_map<std::size_t, std::vector<int>> by_hash;
-  for (int i = 0; i < n; ++i)
-    if (shapes.alias[static_cast<std::size_t>(i)] == i)
-      by_hash[hash_of(shapes.of[static_cast<std::size_t>(i)])].push_back(i);
   tau.assign(static_cast<std::size_t>(n), -1);
   std::vector<char> taken(static_cast<std::size_t>(n), 0);
   bool unmapped = false;
@@ -175,7 +172,7 @@ std::string task_image(const TaskGraph& g, const CollectiveRange& r, const Shape
     // several ranks (their start-ups) then map as the ranks do.
     const int on = t.device >= 0 ? image[static_cast<std::size_t>(t.device)] : -1;
     int found = -1;
-    if (const auto it = by_hash.find(hash_of(want)); it != by_hash.end())
+    if (const auto it = shapes.by_hash.find(hash_of(want)); it != shapes.by_hash.end())
       for (int j : it->second)
         if (!taken[static_cast<std::size_t>(j)] && shapes.of[static_cast<std::size_t>(j)] == want &&
             (found < 0 || g[r.first + j].device == on)) {

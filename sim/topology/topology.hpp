@@ -121,9 +121,17 @@ private:
   /// The routing graph (Boost.Graph), built once per change of the machine, shared by all sources.
   struct RoutingGraph;
   mutable std::shared_ptr<const RoutingGraph> routing_graph_;
-  mutable std::map<std::pair<int, int>, Route> route_cache_;
+  /// Hash of a (device, device) or (device, node) pair for the caches below.
+  struct PairHash {
+    std::size_t operator()(const std::pair<int, int>& p) const
+    {
+      return std::hash<unsigned long long>()((static_cast<unsigned long long>(static_cast<unsigned>(p.first)) << 32) |
+                                             static_cast<unsigned>(p.second));
+    }
+  };
+  mutable std::unordered_map<std::pair<int, int>, Route, PairHash> route_cache_;
   /// Per route source and destination node: the hop by which Dijkstra reached each device it reached.
-  mutable std::map<std::pair<int, int>, std::unordered_map<int, Hop>> arrivals_;
+  mutable std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals_;
   mutable bool cached_forwarding_ = false; ///< gpu_forwarding the caches were computed with
   mutable bool cached_p2p_ = true;         ///< pcie_p2p the caches were computed with
   void reset_routes() const;
