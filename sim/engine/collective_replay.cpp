@@ -194,9 +194,11 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
 }
 
 /// The graph with each collective replaced by a join of its ranks' start dependencies and, per
-/// rank, a delay of that rank's isolated time to its result. `join[k]` receives collective k's join.
+/// rank, a delay of that rank's isolated time to its result; collectives marked in `expanded` keep
+/// their tasks (they run flow by flow with the rest). `join[k]` receives collective k's join (-1
+/// when expanded).
 TaskGraph replayed_graph(const TaskGraph& g, const std::vector<int>& owner, const std::vector<const Isolated*>& runs,
-                         std::vector<int>& to_replayed, std::vector<int>& join)
+                         const std::vector<char>& expanded, std::vector<int>& to_replayed, std::vector<int>& join)
 {
   const auto& ranges = g.collectives();
   TaskGraph out;
@@ -212,10 +214,10 @@ TaskGraph replayed_graph(const TaskGraph& g, const std::vector<int>& owner, cons
   };
   for (int id = 0; id < g.size();) {
     const int k = owner[static_cast<std::size_t>(id)];
-    if (k < 0) {
+    if (k < 0 || expanded[static_cast<std::size_t>(k)]) {
       Task t = g[id];
       t.after = mapped(t.after);
-      t.sender_joined = -1;  // a transfer outside a collective has no collective to join
+      t.sender_joined = k < 0 || t.sender_joined < 0 ? -1 : to_replayed[static_cast<std::size_t>(t.sender_joined)];
       out.set_iteration(t.iteration);
       to_replayed[static_cast<std::size_t>(id)] = out.add(std::move(t));
       ++id;
@@ -276,21 +278,30 @@ std::vector<int> links_of(const Topology& topology, const TaskGraph& g, const Co
   return keys;
 }
 
-/// A collective that shared a directed link with other traffic while it ran, as one line, or "".
+/// The replayed collectives that shared a directed link with other traffic while they ran (another
+/// replayed collective, or a transfer of the graph's own: outside collectives or in one run in full).
+struct Overlaps {
+  std::vector<int> collectives;  ///< indices into the graph's collectives, each once
+  std::string first;             ///< the first found, as one line ("" when none)
+};
+
 /// run_of[k]: the distinct collective that collective k is a copy of (the same links).
-std::string first_overlap(const Topology& topology, const TaskGraph& g, const std::vector<int>& owner,
-                          const std::vector<int>& run_of, const std::vector<int>& distinct, const std::vector<Span>& spans)
+Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& g, const std::vector<int>& owner,
+                                 const std::vector<char>& expanded, const std::vector<int>& run_of,
+                                 const std::vector<int>& distinct, const std::vector<Span>& spans)
 {
   const auto& ranges = g.collectives();
   struct Busy {
     double start, end;
-    int who;  ///< collective index, or -(task id) - 1 for a transfer outside collectives
+    int who;  ///< replayed collective index, or -(task id) - 1 for any other transfer
   };
   std::vector<std::vector<int>> links;
   for (int k : distinct)
     links.push_back(links_of(topology, g, ranges[static_cast<std::size_t>(k)]));
   std::unordered_map<int, std::vector<Busy>> by_link;
   for (std::size_t k = 0; k < ranges.size(); ++k) {
+    if (expanded[k])
+      continue;
     const CollectiveRange& r = ranges[k];
     double start = std::numeric_limits<double>::infinity(), end = -start;
     for (int id = r.first; id < r.end; ++id) {
@@ -303,7 +314,8 @@ std::string first_overlap(const Topology& topology, const TaskGraph& g, const st
   for (int id = 0; id < g.size(); ++id) {
     const Task& t = g[id];
     const Span& s = spans[static_cast<std::size_t>(id)];
-    if (owner[static_cast<std::size_t>(id)] >= 0 || t.kind != TaskKind::Transfer || !(s.end > s.start))
+    const int k = owner[static_cast<std::size_t>(id)];
+    if ((k >= 0 && !expanded[static_cast<std::size_t>(k)]) || t.kind != TaskKind::Transfer || !(s.end > s.start))
       continue;
     for (const Hop& h : topology.route(t.src, t.dst))
       if (auto it = by_link.find(link_key(h)); it != by_link.end())
@@ -314,22 +326,38 @@ std::string first_overlap(const Topology& topology, const TaskGraph& g, const st
   auto name_of = [&](int who) {
     return who >= 0 ? g[ranges[static_cast<std::size_t>(who)].done[0]].name : g[-who - 1].name;
   };
+  Overlaps out;
+  std::vector<char> listed(ranges.size(), 0);
+  auto offends = [&](int who) {
+    if (who >= 0 && !listed[static_cast<std::size_t>(who)]) {
+      listed[static_cast<std::size_t>(who)] = 1;
+      out.collectives.push_back(who);
+    }
+  };
   for (auto& [key, busy] : by_link) {
     std::sort(busy.begin(), busy.end(), [](const Busy& a, const Busy& b) { return a.start < b.start; });
     Busy any{0, -std::numeric_limits<double>::infinity(), 0}, collective = any;
     for (const Busy& b : busy) {
       const Busy& against = b.who >= 0 ? any : collective;
-      if (b.start < against.end - kSlack && against.who != b.who)
-        return fmt::format("'{}' and '{}' shared link {} ({}) while the collective ran", name_of(against.who),
-                           name_of(b.who), topology.link(key / 2).name, key % 2 ? "forward" : "backward");
+      if (b.start < against.end - kSlack && against.who != b.who) {
+        if (out.first.empty())
+          out.first = fmt::format("'{}' and '{}' shared link {} ({}) while the collective ran", name_of(against.who),
+                                  name_of(b.who), topology.link(key / 2).name, key % 2 ? "forward" : "backward");
+        offends(against.who);
+        offends(b.who);
+      }
       if (b.end > any.end)
         any = b;
       if (b.who >= 0 && b.end > collective.end)
         collective = b;
     }
   }
-  return {};
+  std::sort(out.collectives.begin(), out.collectives.end());
+  return out;
 }
+
+/// Rounds of the replay, each running in full the collectives found sharing links in the one before.
+constexpr int kMaxRounds = 4;
 
 }  // namespace
 
@@ -370,23 +398,38 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
   for (int c : run_of)
     runs.push_back(&isolated.runs[static_cast<std::size_t>(c)]);
 
-  std::vector<int> to_replayed, join;
-  const TaskGraph replayed = replayed_graph(graph, owner, runs, to_replayed, join);
-  const std::vector<Span> replayed_spans = simulate(topology, replayed);
-
-  out.spans.resize(static_cast<std::size_t>(graph.size()));
-  for (int id = 0; id < graph.size(); ++id) {
-    const int k = owner[static_cast<std::size_t>(id)];
-    if (k < 0) {
-      out.spans[static_cast<std::size_t>(id)] = replayed_spans[static_cast<std::size_t>(to_replayed[static_cast<std::size_t>(id)])];
-      continue;
+  // Collectives that shared links with other traffic are run in full among the others, and the
+  // check repeated on the new spans, until none does (or too many rounds: then the full run).
+  std::vector<char> expanded(ranges.size(), 0);
+  bool settled = false;
+  for (int round = 0; round < kMaxRounds && !settled; ++round) {
+    std::vector<int> to_replayed, join;
+    const TaskGraph replayed = replayed_graph(graph, owner, runs, expanded, to_replayed, join);
+    const std::vector<Span> replayed_spans = simulate(topology, replayed);
+    out.spans.resize(static_cast<std::size_t>(graph.size()));
+    for (int id = 0; id < graph.size(); ++id) {
+      const int k = owner[static_cast<std::size_t>(id)];
+      if (k < 0 || expanded[static_cast<std::size_t>(k)]) {
+        out.spans[static_cast<std::size_t>(id)] = replayed_spans[static_cast<std::size_t>(to_replayed[static_cast<std::size_t>(id)])];
+        continue;
+      }
+      const double t0 = replayed_spans[static_cast<std::size_t>(join[static_cast<std::size_t>(k)])].end;
+      const Span& offset = runs[static_cast<std::size_t>(k)]->offsets[static_cast<std::size_t>(id - ranges[static_cast<std::size_t>(k)].first)];
+      out.spans[static_cast<std::size_t>(id)] = {t0 + offset.start, t0 + offset.end};
     }
-    const double t0 = replayed_spans[static_cast<std::size_t>(join[static_cast<std::size_t>(k)])].end;
-    const Span& offset = runs[static_cast<std::size_t>(k)]->offsets[static_cast<std::size_t>(id - ranges[static_cast<std::size_t>(k)].first)];
-    out.spans[static_cast<std::size_t>(id)] = {t0 + offset.start, t0 + offset.end};
+    const Overlaps overlaps = overlapping_collectives(topology, graph, owner, expanded, run_of, distinct, out.spans);
+    settled = overlaps.collectives.empty();
+    if (out.why_not.empty())
+      out.why_not = overlaps.first;
+    for (int k : overlaps.collectives)
+      expanded[static_cast<std::size_t>(k)] = 1;
   }
-  out.why_not = first_overlap(topology, graph, owner, run_of, distinct, out.spans);
-  out.applied = out.why_not.empty();
+  out.expanded = static_cast<int>(std::count(expanded.begin(), expanded.end(), 1));
+  out.applied = settled && out.expanded < out.collectives;
+  if (!settled)
+    out.why_not = fmt::format("collectives still shared links after {} rounds ({})", kMaxRounds, out.why_not);
+  else if (!out.applied)
+    out.why_not = fmt::format("every collective shared links with other traffic ({})", out.why_not);
   if (!out.applied)
     out.spans.clear();
   return out;

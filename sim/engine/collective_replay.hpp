@@ -28,6 +28,8 @@ struct ReplayedRun {
   int collectives = 0;      ///< collective instances in the graph
   int distinct = 0;         ///< of which simulated (the others are copies of one of them)
   int folded = 0;           ///< distinct collectives folded by a symmetry (collective_symmetry.hpp)
+  int expanded = 0;         ///< collectives run in full among the others (they shared links); then
+                            ///< `why_not` says with what, first
   long long distinct_tasks = 0;  ///< tasks of the distinct collectives
   long long isolated_tasks = 0;  ///< of which simulated (one per orbit where folded)
 };
@@ -38,9 +40,11 @@ struct ReplayOptions {
   bool fold = true;
 };
 
-/// Runs `graph` with its collectives replayed (see above). Refuses (applied = false) when the
-/// graph has no collective, a task outside a collective waits on one of its inner tasks, or a
-/// collective shared a link with other traffic (another collective, an input copy) while it ran.
+/// Runs `graph` with its collectives replayed (see above). A collective that shared a link with
+/// other traffic (another collective, an input copy) while it ran is run flow by flow among the
+/// others instead, and the check repeated, for a few rounds. Refuses (applied = false) when the
+/// graph has no collective, a task outside a collective waits on one of its inner tasks, every
+/// collective had to be run in full, or sharing was still found after the last round.
 ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph,
                                                const ReplayOptions& options = {});
 

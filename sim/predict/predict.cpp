@@ -212,8 +212,12 @@ std::vector<Span> simulate_plan(const Topology& topology, Plan& plan, const Simu
         plan.notes.push_back(fmt::format("collectives replayed: each of the {} distinct collectives was simulated once on its "
                                          "own and replayed {} times in all, from the moment its last rank joined (the plan "
                                          "has {} transfers; simulation.collectives \"full\" runs every one); no other "
-                                         "traffic shared their links while they ran{}",
+                                         "traffic shared their links while they ran{}{}",
                                          run.distinct, run.collectives, transfers,
+                                         run.expanded == 0 ? std::string()
+                                                           : fmt::format(", except {} run flow by flow among the others, "
+                                                                         "which shared links (first: {})",
+                                                                         run.expanded, run.why_not),
                                          run.folded == 0 ? std::string()
                                                          : fmt::format("; {} of them folded by the symmetry of their channels "
                                                                        "and nodes' GPUs, so SimGrid ran {} of their {} tasks",

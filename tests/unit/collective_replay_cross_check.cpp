@@ -170,6 +170,32 @@ TEST_CASE("a collective that shares a link with another transfer is not replayed
   for (std::size_t i = 0; i < full.size(); ++i)
     CHECK(alone.spans[i].end == doctest::Approx(full[i].end).epsilon(1e-9));
   const ReplayedRun shared = simulate_with_replayed_collectives(t, graph_with(true));
-  CHECK_FALSE(shared.applied);
+  CHECK_FALSE(shared.applied);  // its only collective would run in full: that is the full run
   CHECK(shared.why_not.find("copy") != std::string::npos);
+}
+
+TEST_CASE("a collective that shares a link is run in full among the replayed others")
+{
+  const Topology t = testing::two_gpu_pair();
+  const int a = t.gpus()[0], b = t.gpus()[1];
+  TaskGraph g;
+  std::vector<int> ready{g.add_compute(a, 0.1, "x", "forward"), g.add_compute(b, 0.1, "y", "forward")};
+  // Three exchanges one after the other; a copy from a to b overlaps the second only.
+  for (int k = 0; k < 3; ++k) {
+    const int first = g.size();
+    const int ab = g.add_transfer(a, b, 1e9, "a->b", "allreduce", ready);
+    const int ba = g.add_transfer(b, a, 1e9, "b->a", "allreduce", ready);
+    ready = {g.add_delay(a, 0.0, "done a", "allreduce", {ba}), g.add_delay(b, 0.0, "done b", "allreduce", {ab})};
+    g.mark_collective(first, ready);
+    if (k == 0)
+      g.add_transfer(a, b, 1e9, "copy", "h2d", ready);
+  }
+  const ReplayedRun run = simulate_with_replayed_collectives(t, g);
+  REQUIRE(run.applied);
+  CHECK(run.expanded == 1);
+  CHECK(run.why_not.find("copy") != std::string::npos);
+  const auto full = simulate(t, g);
+  REQUIRE(run.spans.size() == full.size());
+  for (std::size_t i = 0; i < full.size(); ++i)
+    CHECK(run.spans[i].end == doctest::Approx(full[i].end).epsilon(1e-9));
 }
