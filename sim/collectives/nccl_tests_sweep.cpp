@@ -30,9 +30,9 @@ std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, 
 {
   const auto& ranks = topology.gpus();
   const int n = static_cast<int>(ranks.size());
-  // Sizes run one after the other in one task graph; the graph is simulated in batches of about
-  // kBatchTasks tasks, since the engine's cost grows faster than linearly with the graph.
-  constexpr int kBatchTasks = 6000;
+  // Sizes run one after the other in one task graph, simulated in batches of about kBatchTasks
+  // tasks (each a few SimGrid runs, see run_batch), which bounds the memory the graph takes.
+  constexpr int kBatchTasks = 100000;
   std::vector<NcclTestsPoint> points;
   TaskGraph graph;
   std::vector<int> barrier;               // the join marking the end of the previous size
