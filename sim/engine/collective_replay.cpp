@@ -110,8 +110,8 @@ struct IsolatedRuns {
 
 /// Simulates the distinct collectives on their own, each folded by its symmetry where it has one
 /// (collective_symmetry.hpp): one after the other (each starts once the one before has ended, all
-/// its ranks at once), in as few SimGrid runs as their pinned routes allow. Returns each one's spans
-/// from its own start, every task with its representative's.
+/// its ranks at once), in as few SimGrid runs as their pinned routes allow, run side by side.
+/// Returns each one's spans from its own start, every task with its representative's.
 IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
 {
   const auto& ranges = g.collectives();
@@ -142,10 +142,12 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
     }
     batches[b].push_back(c);
   }
+  // Per batch: its graph, each collective's gate and, per offset, its representative's task.
+  std::vector<TaskGraph> graphs(batches.size());
+  std::vector<std::vector<int>> gates(batches.size());
+  std::vector<std::vector<std::vector<int>>> iso_of(batches.size());
   for (std::size_t b = 0; b < batches.size(); ++b) {
-    TaskGraph iso;
-    std::vector<int> gates;
-    std::vector<std::vector<int>> iso_of;  // per collective of the batch, per offset: its representative's task
+    TaskGraph& iso = graphs[b];
     int previous_end = -1;
     for (std::size_t c : batches[b]) {
       const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
@@ -153,7 +155,7 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
       const int device = g[r.done[0]].device;
       const int gate = iso.add_delay(device, 0.0, "replay gate", "marker",
                                      previous_end >= 0 ? std::vector<int>{previous_end} : std::vector<int>{});
-      gates.push_back(gate);
+      gates[b].push_back(gate);
       std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
       auto remap = [&](int id) {
         return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;
@@ -176,20 +178,29 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
       std::sort(done.begin(), done.end());
       done.erase(std::unique(done.begin(), done.end()), done.end());
       previous_end = iso.add_delay(device, 0.0, "replay end", "marker", std::move(done));
-      iso_of.push_back(std::move(ids));
+      iso_of[b].push_back(std::move(ids));
     }
-    const std::vector<Span> spans = simulate(machines[b].build(), iso);
+  }
+  // The batches are independent: SimGrid runs them side by side.
+  std::vector<Topology> machines_built;
+  machines_built.reserve(batches.size());
+  std::vector<SimulationInput> inputs;
+  for (std::size_t b = 0; b < batches.size(); ++b) {
+    machines_built.push_back(machines[b].build());
+    inputs.push_back({&machines_built.back(), &graphs[b]});
+  }
+  const std::vector<std::vector<Span>> results = simulate_each(inputs);
+  for (std::size_t b = 0; b < batches.size(); ++b)
     for (std::size_t j = 0; j < batches[b].size(); ++j) {
       const std::size_t c = batches[b][j];
       const std::vector<int>& rep = folds[c].representative;
-      const double t0 = spans[static_cast<std::size_t>(gates[j])].end;
+      const double t0 = results[b][static_cast<std::size_t>(gates[b][j])].end;
       Isolated& one = out.runs[c];
       for (std::size_t i = 0; i < rep.size(); ++i) {
-        const Span& s = spans[static_cast<std::size_t>(iso_of[j][static_cast<std::size_t>(rep[i])])];
+        const Span& s = results[b][static_cast<std::size_t>(iso_of[b][j][static_cast<std::size_t>(rep[i])])];
         one.offsets.push_back({s.start - t0, s.end - t0});
       }
     }
-  }
   return out;
 }
 

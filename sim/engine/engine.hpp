@@ -15,6 +15,15 @@ namespace dtsim {
 /// any number of times.
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph);
 
+struct SimulationInput {
+  const Topology* topology = nullptr;
+  const TaskGraph* graph = nullptr;
+};
+
+/// simulate() for several independent runs, as many at once as the machine has cores (each its own
+/// child process); returns their spans in the order given.
+std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs);
+
 /// When a run of several training iterations may end early: as soon as every task of the first k
 /// iterations has finished (k >= min_iterations) and iterations k-1 and k-2 took the same time
 /// within `tolerance` (relative), the steady state has converged: later iterations would repeat it.

@@ -12,7 +12,8 @@
 // the activities in flight): simgrid_runner.hpp.
 //
 // SimGrid supports one simulation per process (its clock and configuration are global), so
-// simulate() forks: the child runs SimGrid and pipes the spans back.
+// simulate() forks: the child runs SimGrid and pipes the spans back; simulate_each() runs several
+// such children at once, as many as the machine has cores.
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 
@@ -32,9 +33,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -170,19 +173,26 @@ std::string read_all(int fd)
   return out;
 }
 
-// Runs SimGrid in a forked child, which pipes back a status byte, then the iteration count and the
-// spans (or an error message).
-Simulation simulate_in_child(const Topology& topology, const TaskGraph& graph, const SteadyStateStop* stop)
+/// A simulation running in a forked child, which pipes back a status byte, then the iteration
+/// count and the spans (or an error message).
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  int tasks = 0;
+};
+
+Child start_child(const Topology& topology, const TaskGraph& graph, const SteadyStateStop* stop)
 {
-  if (graph.size() == 0)
-    return {};
   int fds[2];
   if (::pipe(fds) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::fflush(nullptr);  // or the child would write the parent's buffered output a second time
   const pid_t pid = ::fork();
-  if (pid < 0)
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
   if (pid == 0) {
     ::close(fds[0]);
     char status = 0;
@@ -201,21 +211,35 @@ Simulation simulate_in_child(const Topology& topology, const TaskGraph& graph, c
     _exit(0);
   }
   ::close(fds[1]);
-  const std::string got = read_all(fds[0]);
-  ::close(fds[0]);
+  return {pid, fds[0], graph.size()};
+}
+
+/// Reads a child's result and reaps it. A child writes only once its simulation is done, so
+/// reading several children one after the other cannot deadlock.
+Simulation finish_child(const Child& child)
+{
+  const std::string got = read_all(child.fd);
+  ::close(child.fd);
   int wstatus = 0;
-  ::waitpid(pid, &wstatus, 0);
+  ::waitpid(child.pid, &wstatus, 0);
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || got.empty())
     throw std::runtime_error("the SimGrid simulation process failed");
   if (got[0] != 0)
     throw std::runtime_error("simulation: " + got.substr(1));
   Simulation out;
-  if (got.size() != 1 + sizeof out.iterations + static_cast<std::size_t>(graph.size()) * sizeof(Span))
+  if (got.size() != 1 + sizeof out.iterations + static_cast<std::size_t>(child.tasks) * sizeof(Span))
     throw std::runtime_error("simulation: truncated result");
   std::memcpy(&out.iterations, got.data() + 1, sizeof out.iterations);
-  out.spans.resize(static_cast<std::size_t>(graph.size()));
+  out.spans.resize(static_cast<std::size_t>(child.tasks));
   std::memcpy(out.spans.data(), got.data() + 1 + sizeof out.iterations, out.spans.size() * sizeof(Span));
   return out;
+}
+
+Simulation simulate_in_child(const Topology& topology, const TaskGraph& graph, const SteadyStateStop* stop)
+{
+  if (graph.size() == 0)
+    return {};
+  return finish_child(start_child(topology, graph, stop));
 }
 
 }  // namespace
@@ -228,6 +252,36 @@ std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph)
 Simulation simulate_until_steady(const Topology& topology, const TaskGraph& graph, const SteadyStateStop& stop)
 {
   return simulate_in_child(topology, graph, &stop);
+}
+
+std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs)
+{
+  const auto at_once = static_cast<std::size_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::vector<Span>> out(runs.size());
+  std::deque<std::pair<std::size_t, Child>> running;
+  auto finish_first = [&] {
+    const auto [index, child] = running.front();
+    running.pop_front();
+    out[index] = finish_child(child).spans;
+  };
+  try {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].graph->size() == 0)
+        continue;
+      if (running.size() >= at_once)
+        finish_first();
+      running.emplace_back(i, start_child(*runs[i].topology, *runs[i].graph, nullptr));
+    }
+    while (!running.empty())
+      finish_first();
+  } catch (...) {
+    for (const auto& [index, child] : running) {  // reap what still runs before reporting
+      ::close(child.fd);
+      ::waitpid(child.pid, nullptr, 0);
+    }
+    throw;
+  }
+  return out;
 }
 
 }  // namespace dtsim

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 using namespace dtsim;
 
@@ -133,4 +134,27 @@ TEST_CASE("an empty transfer takes the route latency")
   const auto spans = simulate(t, g);
   CHECK(spans[1].end == doctest::Approx(0.5 + 2e-6));
   CHECK(spans[2].end == doctest::Approx(2e-6));
+}
+
+TEST_CASE("simulate_each runs independent graphs side by side, each as simulate() does")
+{
+  const Topology a = star(3, 10e9, 0), b = star(2, 5e9, 1e-6);
+  std::vector<TaskGraph> graphs(5);
+  for (int k = 0; k < 4; ++k) {  // graph 4 stays empty
+    const Topology& t = k % 2 ? b : a;
+    const int first = graphs[static_cast<std::size_t>(k)].add_transfer(t.gpus()[0], t.gpus()[1], 1e9 * (k + 1), "x", "test");
+    graphs[static_cast<std::size_t>(k)].add_delay(t.gpus()[1], 0.5, "then", "test", {first});
+  }
+  std::vector<SimulationInput> inputs;
+  for (std::size_t k = 0; k < graphs.size(); ++k)
+    inputs.push_back({k % 2 ? &b : &a, &graphs[k]});
+  const auto each = simulate_each(inputs);
+  REQUIRE(each.size() == graphs.size());
+  CHECK(each[4].empty());
+  for (std::size_t k = 0; k < 4; ++k) {
+    const auto alone = simulate(k % 2 ? b : a, graphs[k]);
+    REQUIRE(each[k].size() == alone.size());
+    for (std::size_t i = 0; i < alone.size(); ++i)
+      CHECK(each[k][i].end == alone[i].end);
+  }
 }
