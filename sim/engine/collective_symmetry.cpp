@@ -220,6 +220,8 @@ std::string fold_by(const Topology& topology, const TaskGraph& g, const Collecti
     const Task& t = g[r.first + i];
     if (shapes.alias[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
+    if (t.rate_cap > 0)  // the engine applies a cap through its route's slowest link, which folding slows
+      return fmt::format("'{}' has a rate cap", t.name);
     const Task& u = g[r.first + tau[static_cast<std::size_t>(i)]];
     const Route& a = topology.route(t.src, t.dst);
     const Route& b = topology.route(u.src, u.dst);
