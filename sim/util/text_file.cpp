@@ -6,8 +6,41 @@
 
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include <sys/stat.h>
 
 namespace dtsim {
+
+namespace {
+/// Device and inode of every regular file read as an input (sweep and report read from threads).
+std::mutex inputs_mutex;
+std::set<std::pair<dev_t, ino_t>>& inputs_read()
+{
+  static std::set<std::pair<dev_t, ino_t>> inputs;
+  return inputs;
+}
+
+void remember_input(const std::string& path)
+{
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::lock_guard<std::mutex> lock(inputs_mutex);
+    inputs_read().emplace(st.st_dev, st.st_ino);
+  }
+}
+}  // namespace
+
+bool is_input_file(const std::string& path)
+{
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return false;
+  const std::lock_guard<std::mutex> lock(inputs_mutex);
+  return inputs_read().count({st.st_dev, st.st_ino}) > 0;
+}
 
 std::string read_input_file(const std::string& path, const std::string& expected)
 {
@@ -27,6 +60,7 @@ std::string read_input_file(const std::string& path, const std::string& expected
   }
   if (in.bad())
     throw InputError(path, "", fmt::format("cannot read the file (expected {})", expected));
+  remember_input(path);
   return content;
 }
 
