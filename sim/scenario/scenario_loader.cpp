@@ -76,6 +76,8 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation",
                        "reference_compute"});
   s.name = root.string_or("name", "");
+  if (auto description = root.find("description"))
+    description->as_string();
   root.at("cluster");  // must exist; the topology builder validates its content
   s.model = root.at("model").as_string();
   s.training = parse_training(root.at("training"));

@@ -346,6 +346,17 @@ for d in sorted(os.listdir(os.path.join(HERE, "files"))):
 case("sweep_collect_missing", "tests/bad_inputs/files/absent", "-", "sweep --collect tests/bad_inputs/files/absent")
 case("sweep_collect_file", "README.md", "-", "sweep --collect README.md")
 
+# A held-out style campaign (helper robust4, issue 17): inputs that were accepted or misreported.
+case("scenario_duplicate_member", "scenario_duplicate_member.json", "/gpus", f"run {F}scenario_duplicate_member.json")
+case("scenario_description_number", "scenario_description_number.json", "/description",
+     f"run {F}scenario_description_number.json")
+case("set_duplicate_member", "--set cluster.nic", "/gbps", 'run ' + DDP + ' --set cluster.nic={"gbps":100,"gbps":0}')
+case("set_pipeline_microbatches_above_batch", "seed-2gpu-pipelined.json", "/strategy/microbatches",
+     f"run {PIPE} --set strategy.microbatches=121")
+for i, v in enumerate(["-1", "0", "nan"]):
+    case(f"explain_throughput_{i}", "--throughput", "-", f"explain ddp --gpus 4 --throughput {v}")
+case("nccl_tests_factor_inf", "command line", "-", "nccl-tests --topology dgx1-v100 -f inf")
+
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")
     out.write("# Written by make_cases.py; each must exit 2 with one line on stderr and leave no @OUT@ file.\n")

@@ -131,7 +131,7 @@ int run(const NcclTestsArgs& a)
   const bool by_step = a.step && !a.factor;
   const double factor = a.factor.value_or(2);
   const std::uint64_t step = a.step ? size_arg(*a.step, "-i") : 0;
-  if (!by_step && !(factor > 1))
+  if (!by_step && !(factor > 1 && std::isfinite(factor)))
     throw InputError("command line", "", fmt::format("-f expects a factor > 1, got {}", factor));
   if (by_step && step == 0)
     throw InputError("command line", "", "-i expects a step of at least 1 byte, got 0");
