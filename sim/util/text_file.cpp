@@ -10,7 +10,10 @@
 #include <set>
 #include <utility>
 
+#include <cerrno>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace dtsim {
 
@@ -31,6 +34,35 @@ void remember_input(const std::string& path)
     inputs_read().emplace(st.st_dev, st.st_ino);
   }
 }
+/// A named pipe, read through a descriptor opened without waiting for a writer (open() of a pipe
+/// blocks until one comes: a pipe nobody wrote to hung dtsim). Reading then blocks only while a
+/// writer is there, so a shell's <(...) is read to its end and a pipe without one ends at once.
+std::string read_pipe(const std::string& path, const std::string& expected)
+{
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw InputError(path, "", fmt::format("cannot open the pipe (expected {})", expected));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string content;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0 || content.size() + static_cast<std::size_t>(n) > kMaxInputFileBytes) {
+      ::close(fd);
+      if (n < 0)
+        throw InputError(path, "", fmt::format("cannot read the pipe (expected {})", expected));
+      if (n > 0)
+        throw InputError(path, "", fmt::format("larger than {} MiB (expected {})", kMaxInputFileBytes >> 20, expected));
+      break;
+    }
+    content.append(buffer, static_cast<std::size_t>(n));
+  }
+  if (content.empty())
+    throw InputError(path, "", fmt::format("a pipe that gave no data (expected {})", expected));
+  return content;
+}
 }  // namespace
 
 bool is_input_file(const std::string& path)
@@ -47,6 +79,9 @@ std::string read_input_file(const std::string& path, const std::string& expected
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(path, "", fmt::format("is a directory (expected {})", expected));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
+    return read_pipe(path, expected);
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw InputError(path, "", fmt::format("cannot open the file (expected an existing, readable {})",
