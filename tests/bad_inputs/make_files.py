@@ -407,5 +407,21 @@ write("cal_duplicate_member.json", json.dumps(cal, indent=1).replace('"dtsim_cal
 write("scenario_duplicate_member.json", json.dumps(load("scenarios/seed-4gpu-ddp.json"), indent=1).replace('"gpus": 4', '"gpus": 4, "gpus": 2'))
 write("scenario_description_number.json", mutated(load("scenarios/seed-4gpu-ddp.json"), ["description"], 1))
 write("profile_fwd_huge.json", mutated(prof, ["model", "layers", 0, "fwd_s"], 1e17))
+# Round 3: calibration link figures without an upper bound, informational sections of any type;
+# sweep --collect folders with a point twice, values of a field not varied, a negative time.
+for name, (path, value) in {
+    "cal_per_lane_huge": (["links", "nvlink", "bandwidth_GBps_per_lane"], 1e17),
+    "cal_by_lanes_negative": (["links", "nvlink", "bandwidth_GBps_by_lanes"], {"1": -48}),
+    "cal_by_lanes_key_text": (["links", "nvlink", "bandwidth_GBps_by_lanes"], {"two": 48}),
+    "cal_pairs_negative": (["links", "pcie", "pairs"], -3),
+    "cal_nodes_string": (["nodes"], "8"),
+    "cal_topology_number": (["topology"], 5),
+    "cal_fit_string": (["fit"], "good"),
+}.items():
+    write(name + ".json", mutated(cal, path, value))
+collect_dir("collect_points_duplicate_id", manifest_with(points=[{"id": "0000", "values": {"gpus": 4}},
+                                                                 {"id": "0000", "values": {"gpus": 2}}]), {"0000": RESULT})
+collect_dir("collect_values_not_varied", manifest_with(points=[{"id": "0000", "values": {"training.epochs": 4}}]), {"0000": RESULT})
+collect_dir("collect_result_time_negative", MANIFEST, {"0000": dict(RESULT, iteration_time_s=-1)})
 
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
