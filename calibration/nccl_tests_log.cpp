@@ -56,6 +56,10 @@ std::optional<std::int64_t> header_count(const std::string& line, std::size_t af
 /// (NVIDIA Blackwell datasheet); 1e5 leaves room, as the bandwidth logs' bound.
 constexpr double kMaxBusbw = 1e5;
 
+/// The largest size (bytes) or count a row may show: 1 TiB, beyond one GPU's memory (192 GB on a
+/// B200, NVIDIA datasheet), where nccl-tests' buffers live.
+constexpr std::uint64_t kMaxRowBytes = std::uint64_t{1} << 40;
+
 std::string op_in(const std::string& raw)
 {
   const std::string text = lower(raw);
@@ -262,9 +266,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     row.line = line_no;
     const auto size = parse_uint64(t[0]);
     const auto count = parse_uint64(t[1]);
-    if (!size || !count)
-      throw InputError(path, "", fmt::format("line {}: expected integer size and count columns, found '{}' '{}'", line_no,
-                                             t[0], t[1]));
+    if (!size || !count || *size > kMaxRowBytes || *count > kMaxRowBytes)
+      throw InputError(path, "", fmt::format("line {}: expected integer size and count columns of at most 2^40, found "
+                                             "'{}' '{}'", line_no, t[0], t[1]));
     row.size = *size;
     row.count = *count;
     row.type = t[2];

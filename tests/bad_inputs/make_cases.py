@@ -358,6 +358,7 @@ case("set_pipeline_microbatches_above_batch", "seed-2gpu-pipelined.json", "/stra
 for i, v in enumerate(["-1", "0", "nan"]):
     case(f"explain_throughput_{i}", "--throughput", "-", f"explain ddp --gpus 4 --throughput {v}")
 case("nccl_tests_factor_inf", "command line", "-", "nccl-tests --topology dgx1-v100 -f inf")
+case("nccl_tests_size_2pow64", "command line", "-", "nccl-tests --topology dgx1-v100 -b 8 -e 18446744073709551615")
 # Round 2: a tiny hybrid bucket cap built millions of collectives (a hang); an efficiency of 1e-300 ran 1e300 s.
 for i, v in enumerate(["0.0001", "1e-300"]):
     case(f"set_hybrid_bucket_cap_tiny_{i}", "imagenet-resnet50-32gpu-hybrid.json", "/strategy/bucket_cap_mb",

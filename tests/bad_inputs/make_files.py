@@ -419,6 +419,8 @@ for name, (path, value) in {
     "cal_fit_string": (["fit"], "good"),
 }.items():
     write(name + ".json", mutated(cal, path, value))
+# UBSan (campaign round 2): a size that fits 64 bits but not the cost model's integers
+write("nccl_size_2pow64.txt", log_with([row.replace("        1024           256", "18446744073709551615           256")]))
 collect_dir("collect_points_duplicate_id", manifest_with(points=[{"id": "0000", "values": {"gpus": 4}},
                                                                  {"id": "0000", "values": {"gpus": 2}}]), {"0000": RESULT})
 collect_dir("collect_values_not_varied", manifest_with(points=[{"id": "0000", "values": {"training.epochs": 4}}]), {"0000": RESULT})

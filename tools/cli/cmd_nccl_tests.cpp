@@ -46,11 +46,16 @@ struct NcclTestsArgs {
   bool json = false;
 };
 
+constexpr std::uint64_t kMaxCollectiveBytes = std::uint64_t{1} << 40;
+
 std::uint64_t size_arg(const std::string& text, const char* flag)
 {
+  // At most 1 TiB: nccl-tests' buffers live in one GPU's memory (192 GB on a B200, NVIDIA datasheet);
+  // larger sizes only overflow the cost model's integers.
   const auto v = parse_size(text);
-  if (!v)
-    throw InputError("command line", "", fmt::format("{} expects a size such as 8, 64K, 32M or 8G, got '{}'", flag, text));
+  if (!v || *v > kMaxCollectiveBytes)
+    throw InputError("command line", "", fmt::format("{} expects a size such as 8, 64K, 32M or 8G of at most 1T, got '{}'",
+                                                     flag, text));
   return *v;
 }
 
