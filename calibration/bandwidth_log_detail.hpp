@@ -13,6 +13,11 @@ namespace dtsim::calibration::detail {
 /// a node of PCIe cards at most 16; 1023 leaves room and bounds what a bad index can allocate.
 constexpr int kMaxGpuIndex = 1023;
 
+/// The largest value a bandwidth log may hold, in GB/s or us: the fastest figure of any of these
+/// logs is a GPU's copy within its own memory (HBM3e of a B200: 8 TB/s, NVIDIA B200 datasheet), so
+/// 1e5 leaves room; a larger value is a broken log, not a measurement.
+constexpr double kMaxLogValue = 1e5;
+
 /// Collects runs; starts a new run when a quantity that is already set appears again.
 class RunCollector {
 public:

@@ -57,6 +57,10 @@ bool read_csv_table(const std::vector<std::string>& lines, RunCollector& runs)
   const auto cols = split_csv(lines[header]);
   if (std::none_of(cols.begin(), cols.end(), [](const std::string& c) { return csv_slot(c, "") != nullptr; }))
     return false;
+  for (std::size_t c = 0; c < cols.size(); ++c)
+    if (!cols[c].empty() && std::find(cols.begin(), cols.begin() + static_cast<long>(c), cols[c]) != cols.begin() + static_cast<long>(c))
+      throw InputError(runs.file(), "", fmt::format("line {}: column '{}' appears twice (expected each column once)",
+                                                    header + 1, cols[c]));
   const auto col = [&](const char* name) {
     return static_cast<long>(std::find(cols.begin(), cols.end(), name) - cols.begin());
   };
@@ -86,9 +90,9 @@ bool read_csv_table(const std::vector<std::string>& lines, RunCollector& runs)
       double v = 0;
       if (!slot || cells[c].empty())
         continue;
-      if (!parse_number(cells[c], v) || v < 0)
-        throw InputError(runs.file(), "", fmt::format("line {}: column '{}': expected a number >= 0, found '{}'", k + 1,
-                                                      cols[c], cells[c]));
+      if (!parse_number(cells[c], v) || v < 0 || v > kMaxLogValue)
+        throw InputError(runs.file(), "", fmt::format("line {}: column '{}': expected a number from 0 to {:g}, found '{}'",
+                                                      k + 1, cols[c], kMaxLogValue, cells[c]));
       auto it = std::find_if(values.begin(), values.end(), [&](const auto& e) { return e.first == slot; });
       if (it == values.end())
         values.emplace_back(slot, v);
@@ -109,6 +113,15 @@ bool read_csv_table(const std::vector<std::string>& lines, RunCollector& runs)
 
 namespace {
 
+/// A value of a bandwidth or latency: from 0 to kMaxLogValue.
+double measured_value(const JsonReader& r)
+{
+  const double v = r.as_non_negative();
+  if (v > kMaxLogValue)
+    r.fail(fmt::format("expected a value from 0 to {:g}, got {:g}", kMaxLogValue, v));
+  return v;
+}
+
 Matrix read_json_matrix(const JsonReader& r)
 {
   Matrix m;
@@ -119,7 +132,7 @@ Matrix read_json_matrix(const JsonReader& r)
       row.fail(fmt::format("expected a row of {} entries (square matrix), found {}", rows.size(), cells.size()));
     std::vector<double> values;
     for (const auto& cell : cells)
-      values.push_back(cell.json().is_null() ? kNaN : cell.as_non_negative());
+      values.push_back(cell.json().is_null() ? kNaN : measured_value(cell));
     m.push_back(std::move(values));
   }
   return m;
@@ -146,6 +159,8 @@ void read_bench_link_json(const std::string& text, RunCollector& runs)
       read_text_formats(lines, runs);
     }
   }
+  if (auto machine = root.find("machine"); machine && !machine->is_object())
+    machine->fail("expected an object (gpus, topology_text)");
   if (auto host = root.find("host_device")) {
     for (const auto& row : host->items()) {
       const auto gpu = static_cast<std::size_t>(row.at("gpu").as_int_in(0, kMaxGpuIndex));
@@ -156,10 +171,12 @@ void read_bench_link_json(const std::string& text, RunCollector& runs)
                {"d2h_pageable_GBps", &B::d2h_pageable_GBps},
                {"d2d_GBps", &B::d2d_GBps}})
         if (auto v = row.find(name); v && !v->json().is_null())
-          runs.set_per_gpu(slot, gpu, v->as_non_negative(), "dtsim-bench-link");
+          runs.set_per_gpu(slot, gpu, measured_value(*v), "dtsim-bench-link");
     }
   }
   if (auto p2p = root.find("p2p")) {
+    if (!p2p->is_object())
+      p2p->fail("expected an object of matrices (connectivity, unidirectional_p2p_GBps, ...)");
     for (const auto& [name, slot] : std::vector<std::pair<const char*, Matrix B::*>>{
              {"connectivity", &B::p2p_connectivity},
              {"unidirectional_p2p_GBps", &B::unidir_p2p_GBps},

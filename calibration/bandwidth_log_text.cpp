@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <regex>
 
@@ -17,6 +18,21 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kGiB = 1.073741824;  // GiB/s -> GB/s
 
 bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+/// The most NVLinks between two GPUs nvidia-smi names (NV18: H100 SXM's 18 links to an NVSwitch
+/// fabric); 64 leaves room.
+constexpr int kMaxNvLinks = 64;
+
+/// A cell of nvidia-smi topo -m's GPU matrix: X (itself), NV# (# NVLinks), or a PCIe path.
+bool topo_label(const std::string& label)
+{
+  if (label.rfind("NV", 0) == 0)
+    return parse_int(std::string_view(label).substr(2), 1, kMaxNvLinks).has_value();
+  for (const char* known : {"X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
+    if (label == known)
+      return true;
+  return false;
+}
 
 class TextReader {
 public:
@@ -79,6 +95,8 @@ Matrix TextReader::read_indexed_matrix(std::size_t header, std::size_t& after, d
     std::vector<double> values(n, kNaN);
     for (std::size_t c = 0; c < n; ++c) {
       double v = 0;
+      if (parse_number(t[c + 1], v) && (v < 0 || v * scale > kMaxLogValue))
+        fail(line, fmt::format("expected a value from 0 to {:g} in column {}, found '{}'", kMaxLogValue, c, t[c + 1]));
       if (parse_number(t[c + 1], v))
         values[c] = v * scale;
       else if (t[c + 1] != "N/A" && t[c + 1] != "nothing" && t[c + 1] != "X")
@@ -94,6 +112,12 @@ void TextReader::store_matrix(Matrix BandwidthMeasurements::*slot, Matrix m, con
 {
   if (m.empty())
     return;
+  if (m.size() != m[0].size())
+    fail(pos_, fmt::format("expected a square matrix of GPUs, found {} rows of {} columns", m.size(), m[0].size()));
+  if (std::none_of(m.begin(), m.end(), [](const std::vector<double>& row) {
+        return std::any_of(row.begin(), row.end(), [](double v) { return has_value(v); });
+      }))
+    return;  // only N/A: nothing measured (no run of its own)
   if (transpose && m.size() == m[0].size())
     for (std::size_t i = 0; i < m.size(); ++i)
       for (std::size_t j = i + 1; j < m.size(); ++j)
@@ -203,6 +227,9 @@ bool TextReader::bandwidth_test_line(const std::string& line)
       double size = 0, bw = 0;
       if (t.size() != 2 || !parse_number(t[0], size) || !parse_number(t[1], bw))
         break;
+      if (!(size > 0) || !(bw > 0) || bw * scale > kMaxLogValue)
+        fail(k, fmt::format("expected a transfer size > 0 and a bandwidth from 0 to {:g} GB/s, found '{}' '{}'",
+                            kMaxLogValue, t[0], t[1]));
       if (size > best_size)
         best_size = size, value = bw * scale;   // the largest transfer is the steady state
     }
@@ -248,8 +275,9 @@ bool TextReader::gpuinspector_line(const std::string& line)
     if (k < lines_.size() && std::regex_search(lines_[k], v, max_line)) {
       const bool pinned = contains(line, "(pinned)");
       const auto gibps = parse_double(v[1].str());
-      if (!gibps || *gibps < 0)
-        fail(k, fmt::format("expected a bandwidth >= 0 after 'max:', found '{}'", v[1].str()));
+      if (!gibps || !(*gibps > 0) || *gibps * kGiB > kMaxLogValue)
+        fail(k, fmt::format("expected a bandwidth from 0 to {:g} GiB/s after 'max:', found '{}'", kMaxLogValue / kGiB,
+                            v[1].str()));
       runs_.set_per_gpu(pinned ? &B::h2d_pinned_GBps : &B::h2d_pageable_GBps, 0, *gibps * kGiB, "GPUInspector.jl");
       runs_.note("GPUInspector.jl: host<->device is the max over both directions, stored as host-to-device; GiB/s converted to GB/s");
       pos_ = k;
@@ -272,6 +300,8 @@ bool TextReader::gpuinspector_line(const std::string& line)
     std::vector<double> row(n, kNaN);
     for (std::size_t c = 0; c < n; ++c) {
       double v = 0;
+      if (parse_number(t[c], v) && (v < 0 || v * kGiB > kMaxLogValue))
+        fail(k, fmt::format("expected a value from 0 to {:g}, found '{}'", kMaxLogValue / kGiB, t[c]));
       if (parse_number(t[c], v))
         row[c] = v;
       else if (t[c] != "nothing")
@@ -279,6 +309,8 @@ bool TextReader::gpuinspector_line(const std::string& line)
     }
     matrix.push_back(std::move(row));
   }
+  if (matrix.size() != n)
+    fail(k, fmt::format("expected {} rows of a {}x{} matrix, found {}", n, n, n, matrix.size()));
   pos_ = k - 1;
   if (gi_target_ == "access")
     store_matrix(&B::p2p_connectivity, std::move(matrix), "GPUInspector.jl");
@@ -308,6 +340,10 @@ bool TextReader::topo_header(const std::string& line)
     auto t = split_ws(lines_[k]);
     if (t.size() < n + 1 || t[0] != fmt::format("GPU{}", topo.size()))
       break;
+    for (std::size_t c = 1; c <= n; ++c)
+      if (!topo_label(t[c]))
+        fail(k, fmt::format("expected a link of nvidia-smi topo -m (X, NV1..NV{}, PIX, PXB, PHB, NODE, SYS, SOC) for "
+                            "GPU{}, found '{}'", kMaxNvLinks, c - 1, t[c]));
     topo.emplace_back(t.begin() + 1, t.begin() + 1 + static_cast<long>(n));
   }
   if (topo.size() != n)
@@ -336,6 +372,8 @@ bool TextReader::bench_link_host_table(const std::string& line)
       double v = 0;
       if (!parse_number(t[c], v))
         continue;
+      if (!(v > 0) || v > kMaxLogValue)
+        fail(k, fmt::format("expected a bandwidth from 0 to {:g} GB/s in column '{}', found '{}'", kMaxLogValue, cols[c], t[c]));
       std::vector<double> B::*slot = cols[c] == "h2d_pinned"     ? &B::h2d_pinned_GBps
                                      : cols[c] == "d2h_pinned"   ? &B::d2h_pinned_GBps
                                      : cols[c] == "h2d_pageable" ? &B::h2d_pageable_GBps

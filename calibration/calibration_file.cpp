@@ -1,5 +1,6 @@
 // Reading, checking, merging and writing the calibration file (schema: calibration_file.hpp).
 #include "calibration/calibration_file.hpp"
+#include "sim/util/number_text.hpp"
 
 #include "sim/collectives/nccl_tuning.hpp"
 #include "sim/util/atomic_file.hpp"
@@ -42,6 +43,12 @@ void merge_into(nlohmann::json& into, const nlohmann::json& from)
   }
 }
 
+/// A link bandwidth (GB/s): at most 1e5, the bound of the measurement logs it is fitted from.
+void check_gbps(const JsonReader& v)
+{
+  v.as_positive_at_most(1e5);
+}
+
 void check_links(const JsonReader& links)
 {
   links.reject_unknown(kLinkClasses);
@@ -52,16 +59,25 @@ void check_links(const JsonReader& links)
       if (auto v = cls.find(key)) {
         if (!nvlink)
           v->fail(fmt::format("expected \"bandwidth_GBps\" for link class {} ({} is for nvlink)", name, key));
-        v->as_positive();
+        check_gbps(*v);
       }
     if (auto v = cls.find("bandwidth_GBps")) {
       if (nvlink)
         v->fail("expected \"bandwidth_GBps_per_lane\" or \"bandwidth_GBps_per_pair\" for nvlink");
-      v->as_positive();
+      check_gbps(*v);
     }
-    for (const char* key : {"gbytes", "bandwidth_scale"})
-      if (auto v = cls.find(key))
-        v->as_positive();
+    if (auto v = cls.find("gbytes"))
+      check_gbps(*v);
+    if (auto v = cls.find("bandwidth_scale"))
+      v->as_positive_at_most(100);
+    if (auto by_lanes = cls.find("bandwidth_GBps_by_lanes"))  // informational, but of its documented form
+      for (const auto& [lanes, gbps] : by_lanes->members()) {
+        if (!parse_int(lanes, 1, 64))
+          gbps.fail(fmt::format("expected a count of NVLink lanes 1..64 as the key, got \"{}\"", lanes));
+        check_gbps(gbps);
+      }
+    if (auto v = cls.find("pairs"))
+      v->as_int_in(0, 1 << 20);
     for (const char* key : {"latency_us", "copy_latency_us"})
       if (auto v = cls.find(key))
         v->as_non_negative();
@@ -132,6 +148,17 @@ void CalibrationFile::check(const nlohmann::json& doc, const std::string& path)
   if (root.at("dtsim_calibration").as_int() != 1)
     root.at("dtsim_calibration").fail("expected 1 (the calibration file format version)");
   root.reject_unknown(kSections);
+  // The informational sections dtsim calibrate writes: not read, but of the type it writes them.
+  if (auto v = root.find("topology"))
+    v->as_string();
+  if (auto v = root.find("nodes"))
+    v->as_count(1 << 20);
+  for (const char* list : {"sources", "not_measured"})
+    if (auto v = root.find(list))
+      v->items();
+  for (const char* object : {"fit", "host_device"})
+    if (auto v = root.find(object); v && !v->is_object())
+      v->fail("expected an object (as dtsim calibrate writes it)");
   if (auto links = root.find("links"))
     check_links(*links);
   if (auto nccl = root.find("nccl")) {

@@ -23,7 +23,7 @@ KernelTiming read_kernel(const JsonReader& k)
   t.precision = k.at("precision").as_choice(kPrecisions);
   t.shape = k.string_or("shape", "");
   t.flops = k.at("flops").as_positive();
-  t.median_s = k.at("median_s").as_positive();
+  t.median_s = k.at("median_s").as_positive_at_most(1e6);
   t.min_s = k.find("min_s") ? k.at("min_s").as_positive() : t.median_s;
   t.max_s = k.find("max_s") ? k.at("max_s").as_positive() : t.median_s;
   if (t.min_s > t.median_s || t.max_s < t.median_s)
@@ -32,15 +32,24 @@ KernelTiming read_kernel(const JsonReader& k)
   return t;
 }
 
+/// A measured time of one layer or kernel (s): at most 1e6 s (11 days), as a scenario's step time.
+double seconds(const JsonReader& r)
+{
+  const double v = r.as_non_negative();
+  if (v > 1e6)
+    r.fail(fmt::format("expected a time from 0 to 1e6 s (11 days: beyond any layer or kernel), got {:g}", v));
+  return v;
+}
+
 LayerTiming read_layer(const JsonReader& l)
 {
   l.reject_unknown({"name", "fwd_s", "bwd_s", "fwd_spread_s", "bwd_spread_s", "module"});
   LayerTiming t;
   t.name = l.at("name").as_string();
-  t.fwd_s = l.at("fwd_s").as_non_negative();
-  t.bwd_s = l.at("bwd_s").as_non_negative();
-  t.fwd_spread_s = l.find("fwd_spread_s") ? l.at("fwd_spread_s").as_non_negative() : 0.0;
-  t.bwd_spread_s = l.find("bwd_spread_s") ? l.at("bwd_spread_s").as_non_negative() : 0.0;
+  t.fwd_s = seconds(l.at("fwd_s"));
+  t.bwd_s = seconds(l.at("bwd_s"));
+  t.fwd_spread_s = l.find("fwd_spread_s") ? seconds(l.at("fwd_spread_s")) : 0.0;
+  t.bwd_spread_s = l.find("bwd_spread_s") ? seconds(l.at("bwd_spread_s")) : 0.0;
   return t;
 }
 
@@ -70,7 +79,7 @@ void read_compute_profile(const nlohmann::json& doc, const std::string& file, Co
       model->fail(fmt::format("expected one model profile only ({} already has one)", into.file));
     into.model = model->at("name").as_string();
     into.batch = model->at("batch").as_count(1 << 24);
-    into.optimizer_s = model->find("optimizer_s") ? model->at("optimizer_s").as_non_negative() : 0.0;
+    into.optimizer_s = model->find("optimizer_s") ? seconds(model->at("optimizer_s")) : 0.0;
     into.model_precision = model->at("precision").as_choice({"fp32", "tf32", "amp", "fp16", "bf16"});
     std::set<std::string> seen;
     for (const auto& l : model->at("layers").items()) {

@@ -1,11 +1,13 @@
 #include "calibration/nccl_tests_log.hpp"
 #include "sim/util/text_file.hpp"
+#include "sim/collectives/nccl_tests_table.hpp"
 
 #include "sim/util/input_error.hpp"
 #include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -50,6 +52,14 @@ std::optional<std::int64_t> header_count(const std::string& line, std::size_t af
 }
 
 /// Finds the collective named in `text` ("all_reduce_perf", "allreduce", ...); most specific first.
+/// The largest algbw / busbw a row may show (GB/s): NVLink 5 gives a GPU 900 GB/s per direction
+/// (NVIDIA Blackwell datasheet); 1e5 leaves room, as the bandwidth logs' bound.
+constexpr double kMaxBusbw = 1e5;
+
+/// The largest size (bytes) or count a row may show: 1 TiB, beyond one GPU's memory (192 GB on a
+/// B200, NVIDIA datasheet), where nccl-tests' buffers live.
+constexpr std::uint64_t kMaxRowBytes = std::uint64_t{1} << 40;
+
 std::string op_in(const std::string& raw)
 {
   const std::string text = lower(raw);
@@ -200,8 +210,14 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       collect_nccl_env(line, log.nccl_env);
     if (!line.empty() && line[0] == '#') {
       const auto starting = line.find("Collective test starting:");
-      if (starting != std::string::npos)
+      if (starting != std::string::npos) {
         op_from_header = op_in(line.substr(starting));
+        const auto test = split_ws(line.substr(starting + std::string("Collective test starting:").size()));
+        if (op_from_header.empty())
+          throw InputError(path, "", fmt::format("line {}: unknown collective test '{}' (expected all_reduce_perf, "
+                                                 "all_gather_perf, broadcast_perf, ... of nccl-tests)", line_no,
+                                                 test.empty() ? "" : test.front()));
+      }
       else if (op_from_header.empty() && line.find("_perf") != std::string::npos)
         op_from_header = op_in(line);
       if (line.find("#  Rank") == 0) {
@@ -217,8 +233,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
         const auto gpus = header_count(line, ngpus + 6);
         const auto threads = header_count(line, nthread + 8);
         if (gpus && threads) {
-          if (*gpus < 0 || *threads < 0 || *gpus * *threads > (1 << 20))
-            throw InputError(path, "", fmt::format("line {}: expected 'nThread N nGpus M' with up to 1048576 ranks",
+          if (*gpus < 1 || *threads < 1 || *gpus * *threads > (1 << 20))
+            throw InputError(path, "", fmt::format("line {}: expected 'nThread N nGpus M' with 1 to 1048576 ranks",
                                                    line_no));
           log.gpus_per_thread = static_cast<int>(*gpus);
           header_ranks = static_cast<int>(*threads * *gpus);
@@ -250,13 +266,20 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     row.line = line_no;
     const auto size = parse_uint64(t[0]);
     const auto count = parse_uint64(t[1]);
-    if (!size || !count)
-      throw InputError(path, "", fmt::format("line {}: expected integer size and count columns, found '{}' '{}'", line_no,
-                                             t[0], t[1]));
+    if (!size || !count || *size > kMaxRowBytes || *count > kMaxRowBytes)
+      throw InputError(path, "", fmt::format("line {}: expected integer size and count columns of at most 2^40, found "
+                                             "'{}' '{}'", line_no, t[0], t[1]));
     row.size = *size;
     row.count = *count;
     row.type = t[2];
     row.redop = t[3];
+    if (nccl_tests_type_bytes(row.type) == 0)
+      throw InputError(path, "", fmt::format("line {}: expected an nccl-tests data type ({}), found '{}'", line_no,
+                                             fmt::join(nccl_tests_types(), ", "), row.type));
+    const auto& redops = nccl_tests_redops();
+    if (row.redop != "none" && std::find(redops.begin(), redops.end(), row.redop) == redops.end())
+      throw InputError(path, "", fmt::format("line {}: expected an nccl-tests reduction ({}, none), found '{}'", line_no,
+                                             fmt::join(redops, ", "), row.redop));
     if (root) {
       const auto r = parse_int(t[4], -1, 1 << 20);
       if (!r)
@@ -272,7 +295,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     row.out_of_place = {number(first), number(first + 1), number(first + 2)};
     row.in_place = {number(first + 4), number(first + 5), number(first + 6)};
     for (const auto* run : {&row.out_of_place, &row.in_place})
-      if (!(run->time_us > 0) || run->algbw < 0 || run->busbw < 0)
+      if (!(run->time_us > 0) || run->algbw < 0 || run->busbw < 0 || run->algbw > kMaxBusbw || run->busbw > kMaxBusbw)
         throw InputError(path, "", fmt::format("line {}: expected a positive time and bandwidths >= 0, found {} us, {} "
                                                "and {} GB/s", line_no, run->time_us, run->algbw, run->busbw));
     if (log.rows.size() >= kMaxRows)
@@ -298,6 +321,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       log.ranks = std::clamp(log.ranks, lo, hi);
     }
   }
+  if (rank_lines > 0 && header_ranks > rank_lines)
+    throw InputError(path, "", fmt::format("the header's nThread x nGpus is {} ranks, but the log lists {} '#  Rank' "
+                                           "lines (expected one line per rank)", header_ranks, rank_lines));
   if (rank_lines > 0 && static_cast<int>(rank_devices.size()) == rank_lines)
     log.rank_devices = std::move(rank_devices);
   if (log.ranks == 0 && header_ranks > 1)

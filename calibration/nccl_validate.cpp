@@ -38,7 +38,7 @@ void check_log_ranks(const Topology& topology, const NcclTestsLog& log)
 Topology log_topology(const Topology& machine, const NcclTestsLog& log)
 {
   const int all = static_cast<int>(machine.gpus().size());
-  if (log.ranks <= 0 || log.ranks >= all || log.ranks_min != log.ranks_max)
+  if (log.ranks <= 0 || log.ranks > all || log.ranks_min != log.ranks_max)
     return machine;
   std::vector<int> used;
   if (static_cast<int>(log.rank_devices.size()) == log.ranks) {
@@ -63,6 +63,8 @@ Topology log_topology(const Topology& machine, const NcclTestsLog& log)
   } else {
     return machine;  // which GPUs of which nodes: unknown, check_log_ranks says so
   }
+  if (log.ranks == all)
+    return machine;  // every GPU (its rank lines checked above): the machine as it is
   // The same machine (devices, links, their calibrated rates) with only `used` as ranks.
   Topology subset;
   for (const Device& d : machine.devices())

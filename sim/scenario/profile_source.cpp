@@ -22,6 +22,15 @@ std::string beside(const std::string& ref, const std::string& file)
   return ref;
 }
 
+/// A measured time of one layer (s): at most 1e6 s (11 days), as training.compute.step_time_s.
+double seconds(const JsonReader& r)
+{
+  const double v = r.as_non_negative();
+  if (v > 1e6)
+    r.fail(fmt::format("expected a time from 0 to 1e6 s (11 days: beyond any layer), got {:g}", v));
+  return v;
+}
+
 }  // namespace
 
 ComputeProfileSource read_compute_profile_source(const JsonReader& value)
@@ -50,10 +59,10 @@ ComputeProfileSource read_compute_profile_source(const JsonReader& value)
   out.model = model->at("name").as_string();
   out.batch = model->at("batch").as_count(1 << 24);
   if (auto o = model->find("optimizer_s"))
-    out.optimizer_s = o->as_non_negative();
+    out.optimizer_s = seconds(*o);
   std::set<std::string> seen;
   for (const auto& l : layers->items()) {
-    ProfiledLayer p{l.at("name").as_string(), l.at("fwd_s").as_non_negative(), l.at("bwd_s").as_non_negative()};
+    ProfiledLayer p{l.at("name").as_string(), seconds(l.at("fwd_s")), seconds(l.at("bwd_s"))};
     if (!seen.insert(p.name).second)
       l.at("name").fail(fmt::format("expected each layer once, found \"{}\" again", p.name));
     out.layers.push_back(std::move(p));

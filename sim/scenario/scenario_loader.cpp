@@ -45,6 +45,8 @@ ComputeSpec parse_compute(const JsonReader& r)
     c.gpu = r.string_or("gpu", "");
     const auto eff = r.at("efficiency");
     c.efficiency = eff.as_positive();
+    if (c.efficiency < 1e-3)  // 0.1% of peak: below any training workload (a run took 1e300 s at 1e-300)
+      eff.fail(fmt::format("expected a fraction of the GPU's peak from 0.001 to 1, got {:g}", c.efficiency));
     if (c.efficiency > 1)
       eff.fail(fmt::format("expected a fraction of peak in (0, 1], got {}", c.efficiency));
   }
@@ -76,6 +78,8 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation",
                        "reference_compute"});
   s.name = root.string_or("name", "");
+  if (auto description = root.find("description"))
+    description->as_string();
   root.at("cluster");  // must exist; the topology builder validates its content
   s.model = root.at("model").as_string();
   s.training = parse_training(root.at("training"));

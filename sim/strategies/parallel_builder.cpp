@@ -20,6 +20,10 @@ namespace dtsim {
 
 namespace {
 
+/// Most gradient buckets per pipeline stage: PyTorch's default 25 MB buckets give a few dozen even for
+/// GPT-3's stages; 4096 leaves room for small caps and keeps the plan within memory and time.
+constexpr double kMaxBucketsPerStage = 4096;
+
 // Row-parallel linears under Megatron tensor parallelism: in a block holding an attention layer,
 // the linears whose output is as wide as the block's input (attention output and MLP down
 // projections); each ends in an AllReduce of its output.
@@ -114,7 +118,14 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (D > 1)
     for (int s = 0; s < P; ++s) {
       const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
-      const int buckets = std::max(1, static_cast<int>(std::ceil(bytes / (cfg.bucket_cap_mb * kMiB))));
+      const double wanted = std::ceil(bytes / (cfg.bucket_cap_mb * kMiB));
+      // Each bucket is a collective of every replica in the plan: a tiny bucket_cap_mb gave
+      // millions (0.0001 MB on ResNet-50: minutes before any output). DDP's buckets hold whole tensors.
+      if (wanted > kMaxBucketsPerStage)
+        scenario.strategy_options().at("bucket_cap_mb").fail(fmt::format(
+            "expected at least {:.3g} MB: {} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
+            bytes / kMiB / kMaxBucketsPerStage, cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage));
+      const int buckets = std::max(1, static_cast<int>(wanted));
       plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "all_reduce", bytes, buckets, T});
     }
 

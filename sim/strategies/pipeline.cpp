@@ -31,11 +31,14 @@ std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int 
 
 namespace {
 
-void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model)
+void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model, int batch)
 {
   // Each micro-batch is a copy of every stage's tasks in the plan; 1024 is beyond published pipeline
   // runs (GPipe: up to 32, Megatron-LM: a few hundred per step) and keeps the plan within memory.
   c.microbatches = o.count_or("microbatches", 1, 1024);
+  if (c.microbatches > batch)  // a micro-batch holds at least one sample of the replica's batch
+    o.at("microbatches").fail(fmt::format("expected at most the batch of {} samples (training.batch_per_gpu), got {}",
+                                          batch, c.microbatches));
   if (o.has("schedule"))
     c.schedule = o.at("schedule").as_choice({"gpipe", "1f1b"}) == "1f1b" ? PipelineSchedule::OneFOneB
                                                                           : PipelineSchedule::GPipe;
@@ -59,7 +62,7 @@ Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, con
   o.reject_unknown({"kind", "microbatches", "schedule", "balance", "half_efficiency_samples"});
   ParallelConfig c;
   c.stages = scenario.gpus;
-  parse_common(o, c, model);
+  parse_common(o, c, model, scenario.training.batch_per_gpu);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 
@@ -80,7 +83,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
         per_replica, scenario.gpus));
   c.data = scenario.gpus / per_replica;
   c.bucket_cap_mb = o.positive_or("bucket_cap_mb", c.bucket_cap_mb);
-  parse_common(o, c, model);
+  parse_common(o, c, model, scenario.training.batch_per_gpu);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 

@@ -37,6 +37,10 @@ std::string resolve_path(const std::string& ref, const std::string& file, const 
     return path.string();
   }
   const auto presets = topology_preset_names();
+  std::error_code ec;
+  if (std::find(presets.begin(), presets.end(), ref) == presets.end() && fs::is_directory(ref, ec))
+    throw InputError(file, pointer, fmt::format("\"{}\" is a directory (expected a topology preset name or a path ending "
+                                                "in .json)", ref));
   if (std::find(presets.begin(), presets.end(), ref) == presets.end())
     throw InputError(file, pointer,
                      fmt::format("unknown topology preset \"{}\"{} (expected one of {}, or a path ending in .json)", ref,

@@ -28,6 +28,13 @@ void check_member_names(const LayeredJson& layers)
 {
   for (const auto& obj : layers.objects_at({}))
     obj.reject_unknown(kTopKeys);
+  for (const auto& obj : layers.objects_at({})) {  // prose, but of the type it is documented as
+    if (auto d = obj.find("description"))
+      d->as_string();
+    if (auto notes = obj.find("notes"))
+      for (const auto& note : notes->items())
+        note.as_string();
+  }
   for (const auto& obj : layers.objects_at({"intra_node"}))
     obj.reject_unknown(kIntraKeys);
   for (const auto& obj : layers.objects_at({"intra_node", "cpu_interconnect"}))

@@ -1,6 +1,7 @@
 #include "sim/util/atomic_file.hpp"
 
 #include "sim/util/input_error.hpp"
+#include "sim/util/text_file.hpp"
 
 #include <fmt/format.h>
 
@@ -58,6 +59,8 @@ void check_output_path(const std::string& path, const std::string& flag)
     throw InputError(flag, "", "expected a file path to write, got an empty one");
   if (fs::is_directory(st))
     throw InputError(path, "", fmt::format("is a directory (expected a file path to write for {})", flag));
+  if (is_input_file(path))
+    throw InputError(path, "", fmt::format("is also an input of this command (expected a different file path to write for {})", flag));
   if (fs::exists(st))
     return;
   const fs::path parent = fs::path(path).parent_path();
@@ -77,8 +80,15 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
       std::remove(p.tmp.c_str());
   };
   try {
-    for (const auto& [path, content] : files) {
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      const auto& [path, content] = files[i];
       check_output_path(path, "the output");
+      std::error_code status_ec;
+      for (std::size_t j = 0; j < i && !is_special(fs::status(path, status_ec)); ++j) {
+        std::error_code same_ec;
+        if (files[j].first == path || fs::equivalent(files[j].first, path, same_ec))
+          throw InputError(path, "", "given for two outputs of this command (expected a different file path for each)");
+      }
       std::error_code ec;
       if (is_special(fs::status(path, ec))) {  // /dev/null, /dev/stdout, a fifo: written directly
         write_to(path, path, content);

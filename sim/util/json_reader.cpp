@@ -19,28 +19,111 @@ nlohmann::json load_json_file(const std::string& path)
   return parse_json_text(read_input_file(path, "a JSON file"), path);
 }
 
+namespace {
+
+/// Builds the document as nlohmann's own parser does, and refuses nesting deeper than kMaxJsonDepth
+/// (the recursive walks of a document must not exhaust the stack) and a member given twice in one
+/// object (nlohmann keeps the last one silently). nlohmann's callback parser could check both, but
+/// it scans the elements of an array at the end of each object in it: quadratic (a model of
+/// 300,000 layers took minutes).
+class CheckedBuilder : public nlohmann::json::json_sax_t {
+public:
+  CheckedBuilder(nlohmann::json& root, const std::string& path) : root_(root), path_(path) {}
+
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(std::move(v)); }
+  bool binary(binary_t&) override { return false; }  // JSON text has none
+  bool start_object(std::size_t) override { return open(nlohmann::json::object()); }
+  bool start_array(std::size_t) override { return open(nlohmann::json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override
+  {
+    if (open_.back()->contains(k))
+      throw InputError(path_, pointer() + "/" + json_pointer_escape(k),
+                       fmt::format("member {} given twice (expected each member once)", nlohmann::json(k).dump()));
+    keys_.back() = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override
+  {
+    error_byte = position;
+    error_id = e.id;
+    return false;
+  }
+
+  std::size_t error_byte = 0;
+  int error_id = 0;
+
+private:
+  nlohmann::json& root_;
+  const std::string& path_;
+  std::vector<nlohmann::json*> open_;  // the open objects and arrays, outermost first
+  std::vector<std::string> keys_;      // for each, the key of the member being read (objects)
+
+  nlohmann::json* place(nlohmann::json v)
+  {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    nlohmann::json& parent = *open_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    return &(parent[keys_.back()] = std::move(v));
+  }
+  bool put(nlohmann::json v)
+  {
+    place(std::move(v));
+    return true;
+  }
+  bool open(nlohmann::json container)
+  {
+    if (open_.size() >= static_cast<std::size_t>(kMaxJsonDepth))
+      throw InputError(path_, "", fmt::format("JSON nested deeper than {} levels (expected a dtsim input file)", kMaxJsonDepth));
+    open_.push_back(place(std::move(container)));
+    keys_.emplace_back();
+    return true;
+  }
+  bool close()
+  {
+    open_.pop_back();
+    keys_.pop_back();
+    return true;
+  }
+  /// The JSON pointer of the innermost open object or array.
+  std::string pointer() const
+  {
+    std::string out;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i)
+      out += "/" + (open_[i]->is_array() ? std::to_string(open_[i]->size() - 1) : json_pointer_escape(keys_[i]));
+    return out;
+  }
+};
+
+}  // namespace
+
 nlohmann::json parse_json_text(const std::string& text, const std::string& path)
 {
-  // The parser calls back at each value with its depth; refusing deep input keeps it bounded.
-  const nlohmann::json::parser_callback_t depth_check = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > kMaxJsonDepth)
-      throw InputError(path, "", fmt::format("JSON nested deeper than {} levels (expected a dtsim input file)", kMaxJsonDepth));
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, depth_check);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Turn the byte offset into line:column, which is what an editor shows.
-    const auto upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(upto), '\n');
-    const auto last_nl = text.rfind('\n', upto == 0 ? 0 : upto - 1);
-    const auto column = last_nl == std::string::npos ? upto + 1 : upto - last_nl;
-    throw InputError(path, "", fmt::format("malformed JSON at line {}, column {} (expected valid JSON)", line, column));
-  } catch (const nlohmann::json::out_of_range&) {
+  nlohmann::json doc;
+  CheckedBuilder builder(doc, path);
+  if (nlohmann::json::sax_parse(text, &builder))
+    return doc;
+  if (builder.error_id == 406)  // out_of_range.406: a number beyond a double
     throw InputError(path, "", "a number too large for a double (expected finite numbers, at most 1.8e308)");
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "", fmt::format("unreadable JSON (expected valid UTF-8 JSON): {}", e.what()));
-  }
+  // Turn the byte offset into line:column, which is what an editor shows.
+  const std::size_t byte = builder.error_byte;
+  const auto upto = std::min<std::size_t>(byte == 0 ? 0 : byte - 1, text.size());
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(upto), '\n');
+  const auto last_nl = text.rfind('\n', upto == 0 ? 0 : upto - 1);
+  const auto column = last_nl == std::string::npos ? upto + 1 : upto - last_nl;
+  throw InputError(path, "", fmt::format("malformed JSON at line {}, column {} (expected valid JSON)", line, column));
 }
 
 std::string json_pointer_escape(const std::string& key)

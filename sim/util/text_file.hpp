@@ -14,4 +14,8 @@ constexpr std::size_t kMaxInputFileBytes = 64u << 20;
 /// "an nccl-tests output log") when it cannot be opened, is a directory or is too large.
 std::string read_input_file(const std::string& path, const std::string& expected);
 
+/// Whether `path` is a regular file this process has read as an input (by device and inode, so a
+/// link or another spelling of the path counts): an output written over it would destroy the input.
+bool is_input_file(const std::string& path);
+
 }  // namespace dtsim

@@ -341,10 +341,30 @@ for d in sorted(os.listdir(os.path.join(HERE, "files"))):
                 "collect_values_not_object": "/points/0/values", "collect_points_not_array": "/points",
                 "collect_varied_number": "/varied/0", "collect_result_gpus_huge": "/gpus",
                 "collect_result_gpus_string": "/gpus", "collect_result_time_string": "/iteration_time_s",
-                "collect_result_scenario_number": "/scenario", "collect_manifest_unknown_member": "/extra"}
+                "collect_result_scenario_number": "/scenario", "collect_manifest_unknown_member": "/extra",
+                "collect_points_duplicate_id": "/points/1/id", "collect_values_not_varied": "/points/0/values/training.epochs",
+                "collect_result_time_negative": "/iteration_time_s"}
     case("sweep_" + d, file, pointers.get(d, "-"), f"sweep --collect {F}{d} --csv @OUT@")
 case("sweep_collect_missing", "tests/bad_inputs/files/absent", "-", "sweep --collect tests/bad_inputs/files/absent")
 case("sweep_collect_file", "README.md", "-", "sweep --collect README.md")
+
+# A held-out style campaign (helper robust4, issue 17): inputs that were accepted or misreported.
+case("scenario_duplicate_member", "scenario_duplicate_member.json", "/gpus", f"run {F}scenario_duplicate_member.json")
+case("scenario_description_number", "scenario_description_number.json", "/description",
+     f"run {F}scenario_description_number.json")
+case("set_duplicate_member", "--set cluster.nic", "/gbps", 'run ' + DDP + ' --set cluster.nic={"gbps":100,"gbps":0}')
+case("set_pipeline_microbatches_above_batch", "seed-2gpu-pipelined.json", "/strategy/microbatches",
+     f"run {PIPE} --set strategy.microbatches=121")
+for i, v in enumerate(["-1", "0", "nan"]):
+    case(f"explain_throughput_{i}", "--throughput", "-", f"explain ddp --gpus 4 --throughput {v}")
+case("nccl_tests_factor_inf", "command line", "-", "nccl-tests --topology dgx1-v100 -f inf")
+case("nccl_tests_size_2pow64", "command line", "-", "nccl-tests --topology dgx1-v100 -b 8 -e 18446744073709551615")
+# Round 2: a tiny hybrid bucket cap built millions of collectives (a hang); an efficiency of 1e-300 ran 1e300 s.
+for i, v in enumerate(["0.0001", "1e-300"]):
+    case(f"set_hybrid_bucket_cap_tiny_{i}", "imagenet-resnet50-32gpu-hybrid.json", "/strategy/bucket_cap_mb",
+         f"run {HYB} --set strategy.bucket_cap_mb={v}")
+case("set_compute_efficiency_tiny", "seed-4gpu-ddp.json", "/training/compute/efficiency",
+     f"run {DDP} --set training.compute.efficiency=1e-300")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

@@ -349,4 +349,81 @@ collect_dir("collect_result_gpus_string", MANIFEST, {"0000": dict(RESULT, gpus="
 collect_dir("collect_result_time_string", MANIFEST, {"0000": dict(RESULT, iteration_time_s="0.8")})
 collect_dir("collect_result_scenario_number", MANIFEST, {"0000": dict(RESULT, scenario=5)})
 collect_dir("collect_result_1e400", MANIFEST, {"0000": json.dumps(RESULT).replace("320.0", "1e400")})
+# --- a held-out style campaign (helper robust4, issue 17): inputs that were accepted or misreported ---
+# Bandwidth logs: values out of range were blamed on "calibration being written"; broken matrices,
+# duplicate CSV columns and labels nvidia-smi never prints were taken.
+NVB = "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n           0         1\n 0       N/A     26.34\n 1     26.34       N/A\n"
+BWT = ("[CUDA Bandwidth Test] - Starting...\n Device 0: Tesla V100\n Host to Device Bandwidth, 1 Device(s)\n"
+       " PINNED Memory Transfers\n   Transfer Size (Bytes)\tBandwidth(GB/s)\n   32000000\t\t\t12.1\n")
+P2P = ("[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n"
+       "   D\\D     0      1\n     0 750.0  48.0\n     1  48.0 750.0\n")
+SMI = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-19\nGPU1\tNV2\t X \t0-19\n"
+write("bw_nvbandwidth_negative.txt", NVB.replace("26.34", "-26.34"))
+write("bw_nvbandwidth_huge.txt", NVB.replace("26.34", "1e300"))
+write("bw_nvbandwidth_nonsquare.txt", "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n           0         1         2\n"
+      " 0       N/A     26.34     3\n 1     26.34       N/A     3\n")
+write("bw_nvbandwidth_ragged.txt", NVB.replace(" 1     26.34       N/A", " 1     26.34"))
+write("bw_nvbandwidth_all_na.txt", NVB.replace("26.34", "N/A"))
+write("bw_bandwidthtest_negative.txt", BWT.replace("12.1", "-12.1"))
+write("bw_bandwidthtest_zero.txt", BWT.replace("12.1", "0"))
+write("bw_bandwidthtest_mbs_huge.txt", BWT.replace("Bandwidth(GB/s)", "Bandwidth(MB/s)").replace("12.1", "1e308"))
+write("bw_bandwidthtest_size_zero.txt", BWT.replace("32000000", "0"))
+write("bw_p2p_negative.txt", P2P.replace("48.0", "-48.0"))
+write("bw_p2p_nonsquare.txt", P2P.replace("     1  48.0 750.0\n", ""))
+write("bw_p2p_wide.txt", "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n"
+      "   D\\D " + " ".join(str(i) for i in range(2000)) + "\n" + "".join(f" {i} " + " 1.0" * 2000 + "\n" for i in range(3)))
+write("bw_p2p_latency_negative.txt", "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nP2P=Enabled Latency (P2P Writes) Matrix (us)\n"
+      "   GPU     0      1\n     0   1.5  -2.0\n     1   2.0   1.5\n")
+write("bw_gpuinspector_max_huge.txt", "julia> host2device_bandwidth()\nHost <-> Device Bandwidth (GiB/s):\n └ max: 1e300\n")
+write("bw_gpuinspector_matrix_short.txt", "julia> p2p_bandwidth_all()\n3_3 Matrix{Union{Nothing, Float64}}:\n nothing 1 2\n 1 nothing 2\n")
+write("bw_gpuinspector_matrix_negative.txt", "julia> p2p_bandwidth_all()\n2_2 Matrix{Union{Nothing, Float64}}:\n nothing -1\n 1 nothing\n")
+write("bw_smi_unknown_link.txt", SMI.replace("NV2", "XYZ"))
+write("bw_smi_nvlinks_huge.txt", SMI.replace("NV2", "NV99999999999"))
+write("bw_csv_value_huge.csv", "gpu,h2d_pinned_GBps\n0,1e300\n")
+write("bw_csv_duplicate_column.csv", "gpu,h2d_pinned_GBps,h2d_pinned_GBps\n0,3,4\n")
+d = copy.deepcopy(bench); d["p2p"] = [1]
+write("bw_bench_p2p_array.json", json.dumps(d))
+# nccl-tests logs: rank lines, header counts, data types and test names that do not fit
+with open(os.path.join(ROOT, "tests/data/nccl/a100/a100_1n_galvatron_fixture.txt")) as f:
+    glines = f.read().splitlines()
+ghead = [l for l in glines if l.startswith("#")]
+grows = [l for l in glines if l.strip() and not l.startswith("#")]
+def galvatron(head=None, rows=None):
+    return "\n".join((ghead if head is None else head) + (grows if rows is None else rows)) + "\n"
+write("nccl_rank_device_huge.txt", galvatron(head=[l.replace("device  3 [", "device 99999 [") for l in ghead]))
+write("nccl_rank_device_twice.txt", galvatron(head=[l.replace("device  3 [", "device  2 [") for l in ghead]))
+write("nccl_ngpus_zero.txt", galvatron(head=[l.replace("nGpus 8", "nGpus 0") for l in ghead]))
+write("nccl_nthread_zero.txt", galvatron(head=[l.replace("nThread 1", "nThread 0") for l in ghead]))
+write("nccl_header_more_ranks.txt", galvatron(head=[l.replace("nGpus 8", "nGpus 16") for l in ghead]))
+write("nccl_type_unknown.txt", galvatron(rows=[r.replace("float", "float33") for r in grows]))
+write("nccl_redop_unknown.txt", galvatron(rows=[r.replace(" sum ", " summ ") for r in grows]))
+write("nccl_test_unknown.txt", "# Collective test starting: frobnicate_perf\n" + galvatron())
+write("nccl_busbw_huge.txt", galvatron(rows=[grows[0].replace(grows[0].split()[7], "1e300", 1)] + grows[1:]))
+# Topologies, scenarios, calibration files: a member given twice (nlohmann kept the last), prose of the wrong type
+write("topo_duplicate_member.json", json.dumps(topo, indent=1).replace('"nodes": 1', '"nodes": 1, "nodes": 2', 1))
+write("topo_description_number.json", mutated(topo, ["description"], 5))
+write("topo_notes_string.json", mutated(load("topologies/dgx1-v100.json"), ["notes"], "see the datasheet"))
+write("cal_duplicate_member.json", json.dumps(cal, indent=1).replace('"dtsim_calibration": 1', '"dtsim_calibration": 1, "dtsim_calibration": 1'))
+write("scenario_duplicate_member.json", json.dumps(load("scenarios/seed-4gpu-ddp.json"), indent=1).replace('"gpus": 4', '"gpus": 4, "gpus": 2'))
+write("scenario_description_number.json", mutated(load("scenarios/seed-4gpu-ddp.json"), ["description"], 1))
+write("profile_fwd_huge.json", mutated(prof, ["model", "layers", 0, "fwd_s"], 1e17))
+# Round 3: calibration link figures without an upper bound, informational sections of any type;
+# sweep --collect folders with a point twice, values of a field not varied, a negative time.
+for name, (path, value) in {
+    "cal_per_lane_huge": (["links", "nvlink", "bandwidth_GBps_per_lane"], 1e17),
+    "cal_by_lanes_negative": (["links", "nvlink", "bandwidth_GBps_by_lanes"], {"1": -48}),
+    "cal_by_lanes_key_text": (["links", "nvlink", "bandwidth_GBps_by_lanes"], {"two": 48}),
+    "cal_pairs_negative": (["links", "pcie", "pairs"], -3),
+    "cal_nodes_string": (["nodes"], "8"),
+    "cal_topology_number": (["topology"], 5),
+    "cal_fit_string": (["fit"], "good"),
+}.items():
+    write(name + ".json", mutated(cal, path, value))
+# UBSan (campaign round 2): a size that fits 64 bits but not the cost model's integers
+write("nccl_size_2pow64.txt", log_with([row.replace("        1024           256", "18446744073709551615           256")]))
+collect_dir("collect_points_duplicate_id", manifest_with(points=[{"id": "0000", "values": {"gpus": 4}},
+                                                                 {"id": "0000", "values": {"gpus": 2}}]), {"0000": RESULT})
+collect_dir("collect_values_not_varied", manifest_with(points=[{"id": "0000", "values": {"training.epochs": 4}}]), {"0000": RESULT})
+collect_dir("collect_result_time_negative", MANIFEST, {"0000": dict(RESULT, iteration_time_s=-1)})
+
 print("wrote", len(os.listdir(OUT)), "files to", OUT)

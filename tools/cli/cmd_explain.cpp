@@ -8,6 +8,7 @@
 #include "sim/explain/step_table.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/util/number_text.hpp"
 
 #include <fmt/format.h>
 
@@ -74,7 +75,13 @@ void add_explain_command(CLI::App& app, Action& action)
   cmd->add_option("--microbatches", a->microbatches, "Pipeline micro-batches (default 1: the naive split)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--throughput", a->throughput,
-                  "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)");
+                  "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const auto v = parse_double(text);
+            return v && *v > 0 ? std::string() : "expected a finite number of samples/s > 0, got " + text;
+          },
+          "SAMPLES_PER_S"));
   cmd->add_flag("--json", a->json, "Print the step table as JSON");
   cmd->callback([&action, a] {
     action = [a] {

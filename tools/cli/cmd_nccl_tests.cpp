@@ -46,11 +46,16 @@ struct NcclTestsArgs {
   bool json = false;
 };
 
+constexpr std::uint64_t kMaxCollectiveBytes = std::uint64_t{1} << 40;
+
 std::uint64_t size_arg(const std::string& text, const char* flag)
 {
+  // At most 1 TiB: nccl-tests' buffers live in one GPU's memory (192 GB on a B200, NVIDIA datasheet);
+  // larger sizes only overflow the cost model's integers.
   const auto v = parse_size(text);
-  if (!v)
-    throw InputError("command line", "", fmt::format("{} expects a size such as 8, 64K, 32M or 8G, got '{}'", flag, text));
+  if (!v || *v > kMaxCollectiveBytes)
+    throw InputError("command line", "", fmt::format("{} expects a size such as 8, 64K, 32M or 8G of at most 1T, got '{}'",
+                                                     flag, text));
   return *v;
 }
 
@@ -131,7 +136,7 @@ int run(const NcclTestsArgs& a)
   const bool by_step = a.step && !a.factor;
   const double factor = a.factor.value_or(2);
   const std::uint64_t step = a.step ? size_arg(*a.step, "-i") : 0;
-  if (!by_step && !(factor > 1))
+  if (!by_step && !(factor > 1 && std::isfinite(factor)))
     throw InputError("command line", "", fmt::format("-f expects a factor > 1, got {}", factor));
   if (by_step && step == 0)
     throw InputError("command line", "", "-i expects a step of at least 1 byte, got 0");

@@ -33,6 +33,18 @@ int main(int argc, char** argv)
   dtsim::cli::add_report_command(app, action);
   dtsim::cli::add_compare_command(app, action);
   dtsim::cli::set_command_line(argc, argv);
+  // No option of dtsim means anything with an empty value ("--trace ''" is a script's empty variable,
+  // not "no trace"): refused on every option that takes one, of every command and subcommand.
+  const CLI::Validator non_empty(
+      [](std::string& value) { return value.empty() ? std::string("expected a value, got an empty one") : std::string(); },
+      "");
+  std::vector<CLI::App*> commands{&app};
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    for (CLI::App* sub : commands[i]->get_subcommands([](CLI::App*) { return true; }))
+      commands.push_back(sub);
+    for (CLI::Option* option : commands[i]->get_options([](CLI::Option* o) { return o->get_expected_min() > 0; }))
+      option->check(non_empty);
+  }
 
   // An unknown command: name the closest one.
   std::vector<std::string> names;

@@ -7,12 +7,14 @@
 #include "sim/util/json_reader.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace dtsim::cli {
@@ -217,7 +219,7 @@ void check_result(const nlohmann::json& doc, const std::string& file)
                           "input_wait_s", "throughput_samples_per_s", "speedup_vs_1gpu", "scaling_efficiency",
                           "epoch_time_s", "total_time_days", "ideal_linear_total_days"})
     if (auto v = r.find(key))
-      (void)v->as_number();
+      (void)v->as_non_negative();  // times, rates and ratios: never below 0
 }
 
 }  // namespace
@@ -241,15 +243,21 @@ CollectedSweep collect_sweep(const std::string& dir)
   if (m.at("points").items().size() > kMaxSweepPoints)
     m.at("points").fail(fmt::format("expected at most {} points", kMaxSweepPoints));
   std::vector<std::string> missing;
+  std::set<std::string> ids;
   for (const auto& p : m.at("points").items()) {
     const auto id_reader = p.at("id");
     const std::string id = id_reader.as_string();
     // The ids emit writes (0000, 0001, ...): a name inside results/, never a path out of it.
     if (id.empty() || id.size() > 16 || id.find_first_not_of("0123456789") != std::string::npos)
       id_reader.fail(fmt::format("expected a point id of digits such as \"0007\", got \"{}\"", id));
+    if (!ids.insert(id).second)
+      id_reader.fail(fmt::format("expected each point once, got the id \"{}\" again", id));
     const auto values = p.at("values");
     if (!values.is_object())
       values.fail(fmt::format("expected an object of the varied fields' values, got {}", describe_json(values.json())));
+    for (const auto& [field, value] : values.members())
+      if (std::find(out.varied.begin(), out.varied.end(), field) == out.varied.end())
+        value.fail(fmt::format("expected only the varied fields ({}), got \"{}\"", fmt::join(out.varied, ", "), field));
     const fs::path result = root / "results" / (id + ".json");
     if (!fs::exists(result)) {
       missing.push_back(id);
