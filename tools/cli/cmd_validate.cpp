@@ -118,6 +118,16 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->callback([&action, args] {
     action = [args] {
       if (args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0 && args->topology.empty()) {
+        // A runs CSV describes each run's machine in its rows; these options would be ignored.
+        for (const auto& [given, name] : {std::pair{!args->calibration.empty(), "--calibration"},
+                                          std::pair{args->nodes.has_value(), "--nodes"}, std::pair{!args->algo.empty(), "--algo"},
+                                          std::pair{!args->proto.empty(), "--proto"},
+                                          std::pair{!args->gpu_order.empty(), "--gpu-order"}})
+          if (given)
+            throw InputError("command line", "",
+                             fmt::format("{} applies to nccl-tests and bandwidth logs (expected a runs CSV alone: its rows "
+                                         "name each run's cluster, GPU, nodes and compute)",
+                                         name));
         const auto runs = validate_training_runs(args->log);
         if (args->json) {
           fmt::print("{}\n", training_runs_json(args->log, runs).dump(2));
