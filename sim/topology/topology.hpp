@@ -129,9 +129,24 @@ private:
                                              static_cast<unsigned>(p.second));
     }
   };
-  mutable std::unordered_map<std::pair<int, int>, Route, PairHash> route_cache_;
-  /// Per route source and destination node: the hop by which Dijkstra reached each device it reached.
-  mutable std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals_;
+  /// Routes computed so far, and per route source and destination node the hop by which Dijkstra
+  /// reached each device it reached. Derived from the machine: a copy of the topology starts
+  /// without them (a folded machine, collective_symmetry.hpp, copies a topology at scale).
+  struct RouteCaches {
+    RouteCaches() = default;
+    RouteCaches(const RouteCaches&) {}
+    RouteCaches& operator=(const RouteCaches&)
+    {
+      routes.clear();
+      arrivals.clear();
+      return *this;
+    }
+    std::unordered_map<std::pair<int, int>, Route, PairHash> routes;
+    std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals;
+  };
+  mutable RouteCaches caches_;
+  /// Routes fixed by pin_route (kept by a copy; dropped by a change to the machine).
+  mutable std::unordered_map<std::pair<int, int>, Route, PairHash> pinned_;
   mutable bool cached_forwarding_ = false; ///< gpu_forwarding the caches were computed with
   mutable bool cached_p2p_ = true;         ///< pcie_p2p the caches were computed with
   void reset_routes() const;

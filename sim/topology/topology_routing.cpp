@@ -88,15 +88,16 @@ void Topology::reset_routes() const
 {
   index_.reset();
   routing_graph_.reset();
-  route_cache_.clear();
-  arrivals_.clear();
+  caches_.routes.clear();
+  caches_.arrivals.clear();
+  pinned_.clear();
   cached_forwarding_ = gpu_forwarding;
   cached_p2p_ = pcie_p2p;
 }
 
 const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_node) const
 {
-  if (auto it = arrivals_.find({from, to_node}); it != arrivals_.end())
+  if (auto it = caches_.arrivals.find({from, to_node}); it != caches_.arrivals.end())
     return it->second;
   const std::size_t n = devices_.size();
   if (!routing_graph_) {  // the same arcs for every source: built once per change of the machine
@@ -125,7 +126,7 @@ const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_nod
       boost::weight_map(boost::get(&Arc::cost, graph))
           .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph)))
           .visitor(recorder));
-  return arrivals_.emplace(std::make_pair(from, to_node), std::move(arrivals)).first->second;
+  return caches_.arrivals.emplace(std::make_pair(from, to_node), std::move(arrivals)).first->second;
 }
 
 Route Topology::shortest_route(int from, int to) const
@@ -156,7 +157,9 @@ const Route& Topology::route(int from, int to) const
     return empty;
   if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
     reset_routes();
-  if (auto it = route_cache_.find({from, to}); it != route_cache_.end())
+  if (auto it = pinned_.find({from, to}); it != pinned_.end())
+    return it->second;
+  if (auto it = caches_.routes.find({from, to}); it != caches_.routes.end())
     return it->second;
 
   Route route = shortest_route(from, to);
@@ -184,7 +187,7 @@ const Route& Topology::route(int from, int to) const
       route = std::move(up);
     }
   }
-  return route_cache_.emplace(std::make_pair(from, to), std::move(route)).first->second;
+  return caches_.routes.emplace(std::make_pair(from, to), std::move(route)).first->second;
 }
 
 void Topology::pin_route(int from, int to, Route route)
@@ -197,7 +200,7 @@ void Topology::pin_route(int from, int to, Route route)
       throw std::out_of_range(fmt::format("pin_route({}, {}): no link {}", from, to, hop.link));
   if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
     reset_routes();
-  route_cache_[{from, to}] = std::move(route);
+  pinned_[{from, to}] = std::move(route);
 }
 
 double Topology::route_bandwidth(const Route& route) const
