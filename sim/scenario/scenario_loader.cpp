@@ -60,6 +60,9 @@ TrainingSpec parse_training(const JsonReader& r)
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   t.batch_per_gpu = r.at("batch_per_gpu").as_count(1 << 24);
   t.epochs = r.at("epochs").as_positive();
+  if (t.epochs * static_cast<double>(t.dataset_samples) < 1)
+    r.at("epochs").fail(fmt::format("expected epochs x dataset_samples to be at least one sample, got {:g} x {}",
+                                    t.epochs, t.dataset_samples));
   t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
   t.compute = parse_compute(r.at("compute"));
   return t;

@@ -18,7 +18,7 @@ HYB = "scenarios/imagenet-resnet50-32gpu-hybrid.json"
 sets = [
     (DDP, "training.batch_per_gpu", ["0", "-1", "1.5", "x", "1e400", "4294967296", "16777217", "true", "[1]", "{}"]),
     (DDP, "training.dataset_samples", ["0", "-5", "1e20", "18446744073709551615", "null"]),
-    (DDP, "training.epochs", ["0", "-1", "nan", "1e400", "1e300"]),
+    (DDP, "training.epochs", ["0", "-1", "nan", "1e400", "1e300", "1e-300", "1e-7"]),
     (DDP, "training.compute.single_gpu_throughput", ["0", "-1", "abc", "[1]", "1e19"]),
     (DDP, "training.compute.step_time_s", ["0", "1e308", "1e7", "-0.5"]),
     (DDP, "training.compute.efficiency", ["2", "0", "-0.1"]),
