@@ -94,7 +94,7 @@ void pace_transfers(TaskGraph& graph, const Topology& topology, int first, doubl
     if (t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
     for (const Hop& hop : topology.route(t.src, t.dst))
-      load[2 * hop.link + (hop.forward ? 1 : 0)] += t.bytes;
+      load[directed_link(hop)] += t.bytes;
   }
   double busiest = 0;
   for (const auto& [key, bytes] : load)

@@ -136,8 +136,6 @@ std::vector<int> rotation_of(const Topology& topology, int shift)
   return image;
 }
 
-int key_of(const dtsim::Hop& h) { return 2 * h.link + (h.forward ? 1 : 0); }
-
 /// The task permutation `tau` (offsets) that the device rotation `image` induces on the range: each
 /// task's image is a task of the same shape on the rotated devices, waiting on the images of what
 /// it waits on (an alias maps with the task it is an alias of, and stays put itself). Returns why
@@ -232,7 +230,7 @@ std::string fold_by(const Topology& topology, const TaskGraph& g, const Collecti
       const Link& lb = topology.link(b[h].link);
       if (la.bandwidth != lb.bandwidth || la.latency != lb.latency)
         return fmt::format("links {} and {} differ", la.name, lb.name);
-      const int ka = key_of(a[h]), kb = key_of(b[h]);
+      const int ka = directed_link(a[h]), kb = directed_link(b[h]);
       const auto [it, fresh] = pi.emplace(ka, kb);
       const auto [back, fresh_back] = inverse.emplace(kb, ka);
       if (it->second != kb || back->second != ka)
@@ -270,14 +268,14 @@ std::string fold_by(const Topology& topology, const TaskGraph& g, const Collecti
       continue;
     std::vector<int> crossed;
     for (const dtsim::Hop& h : topology.route(t.src, t.dst)) {
-      const auto [rep, size] = orbit.at(key_of(h));
+      const auto [rep, size] = orbit.at(directed_link(h));
       if (std::find(crossed.begin(), crossed.end(), rep) != crossed.end())
         return fmt::format("'{}' crosses two links of one orbit", t.name);
       crossed.push_back(rep);
       const int m = length[static_cast<std::size_t>(shapes.alias[static_cast<std::size_t>(i)])];
       if (m % size != 0)
         return fmt::format("'{}' stands for {} flows on {} links", t.name, m, size);
-      const auto [it, fresh] = fold.links.emplace(key_of(h), CollectiveFold::FoldedLink{rep, m / size});
+      const auto [it, fresh] = fold.links.emplace(directed_link(h), CollectiveFold::FoldedLink{rep, m / size});
       if (it->second.flows != m / size)
         return fmt::format("link {} carries representatives of {} and {} flows", topology.link(h.link).name,
                            it->second.flows, m / size);
@@ -336,25 +334,22 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
 
 bool FoldedMachine::admit(const TaskGraph& g, const CollectiveRange& r, const CollectiveFold& fold)
 {
-  std::map<std::pair<int, int>, std::vector<Hop>> wanted;
+  std::map<std::pair<int, int>, std::vector<Hop>> wanted;  // a route depends on its two devices only
   for (int i = 0; i < r.end - r.first; ++i) {
     const Task& t = g[r.first + i];
     if (fold.representative[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
+    const auto pair = std::make_pair(t.src, t.dst);
+    if (wanted.count(pair))
+      continue;
     std::vector<Hop> route;
     for (const dtsim::Hop& h : original_.route(t.src, t.dst)) {
-      const auto it = fold.links.find(key_of(h));
-      route.push_back(it == fold.links.end() || (it->second.flows == 1 && it->second.key == key_of(h))
-                          ? Hop{key_of(h), 1}
-                          : Hop{it->second.key, it->second.flows});
+      const auto it = fold.links.find(directed_link(h));
+      route.push_back(it == fold.links.end() ? Hop{directed_link(h), 1} : Hop{it->second.key, it->second.flows});
     }
-    const auto pair = std::make_pair(t.src, t.dst);
-    const auto pinned = pinned_.find(pair);
-    if (pinned != pinned_.end() && pinned->second != route)
+    if (const auto pinned = pinned_.find(pair); pinned != pinned_.end() && pinned->second != route)
       return false;
-    const auto [it, fresh] = wanted.emplace(pair, route);
-    if (it->second != route)
-      return false;  // cannot happen: a route depends on its two devices only
+    wanted.emplace(pair, std::move(route));
   }
   pinned_.merge(wanted);
   return true;

@@ -47,6 +47,9 @@ struct Hop {
 };
 using Route = std::vector<Hop>;
 
+/// One index per link direction: 2 * link + (forward ? 1 : 0).
+inline int directed_link(const Hop& hop) { return 2 * hop.link + (hop.forward ? 1 : 0); }
+
 class Topology {
 public:
   int add_device(std::string name, DeviceKind kind, int node = -1, int local_index = 0);
