@@ -1,6 +1,7 @@
 // Dispatch: pick (algorithm, protocol) as NCCL would, add the start-up latency per rank, expand.
 #include "sim/collectives/collective_options.hpp"
 #include "sim/collectives/expansion.hpp"
+#include "sim/collectives/expansion_memo.hpp"
 
 #include <fmt/format.h>
 
@@ -115,6 +116,12 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
     out.algorithm = "none";
     return out;
   }
+  std::optional<ExpansionKey> key;
+  if (options.memo) {
+    key = ExpansionMemo::key_of(graph, topology, call, options);
+    if (auto copy = options.memo->append_copy(graph, *key, start_after))
+      return *copy;
+  }
   CommLayout layout = make_comm_layout(topology, call.ranks);
   NcclParams params = options.params ? *options.params : NcclParams::defaults(layout.system.compute_capability);
   NcclCost cost;
@@ -178,6 +185,8 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   out.algorithm = fmt::format("{}/{}", to_string(cost.algo), to_string(cost.proto));
   out.predicted_us = cost.time_us;
   out.channels = std::max(1, cost.channels);
+  if (key)
+    options.memo->remember(graph, std::move(*key), first_task, start_after, out);
   return out;
 }
 

@@ -10,6 +10,8 @@
 
 namespace dtsim {
 
+class ExpansionMemo;
+
 struct CollectiveOptions {
   NcclFilter filter;                 ///< empty: NCCL's own choice
   std::optional<NcclParams> params;  ///< empty: NcclParams::defaults(GPU compute capability)
@@ -19,6 +21,9 @@ struct CollectiveOptions {
   /// NcclParams::launch_overhead_us before the collective starts. 1 for one process per GPU (DDP,
   /// MPI runs); 8 for a single-process nccl-tests run on 8 GPUs.
   int gpus_per_thread = 1;
+  /// Where expansions are remembered and copied when the same call comes again (none: each one
+  /// expands anew; expansion_memo.hpp). It keys on the topology's address: one per plan build.
+  ExpansionMemo* memo = nullptr;
 };
 
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,

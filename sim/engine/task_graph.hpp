@@ -65,6 +65,7 @@ public:
   /// Tasks added from now on carry this iteration number / group id.
   void set_iteration(int iteration) { iteration_ = iteration; }
   void set_group(int group) { group_ = group; }
+  int group() const { return group_; }
 
 private:
   std::vector<Task> tasks_;

@@ -1,6 +1,7 @@
 #include "sim/predict/predict.hpp"
 
 #include "calibration/calibration_file.hpp"
+#include "sim/collectives/expansion_memo.hpp"
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
@@ -75,8 +76,11 @@ SimulationSettings parse_settings(const Scenario& s)
 }
 
 Plan build_plan(const Scenario& s, const Topology& topology, const Model& model, const SimulationSettings& sim,
-                const CollectiveOptions& c)
+                const CollectiveOptions& options)
 {
+  ExpansionMemo memo;  // repeated collectives (every iteration's buckets) are copied, not expanded again
+  CollectiveOptions c = options;
+  c.memo = &memo;
   if (s.strategy == "ddp" || s.strategy == "single") {
     if (s.strategy == "single" && s.gpus != 1)
       s.reader().at("gpus").fail(fmt::format("strategy \"single\" runs on 1 GPU, got {}", s.gpus));
