@@ -64,7 +64,7 @@ std::optional<CollectiveTasks> ExpansionMemo::append_copy(TaskGraph& graph, cons
   for (std::size_t i = 0; i < entry->tasks.size(); ++i) {
     Task t = entry->tasks[i];
     if (i < ranks)
-      t.after = start_after[i];
+      t.after.assign(start_after[i].begin(), start_after[i].end());
     else
       for (int& dep : t.after)
         dep += first;
@@ -93,7 +93,7 @@ void ExpansionMemo::remember(const TaskGraph& graph, ExpansionKey key, int first
     Task t = graph[id];
     const auto i = static_cast<std::size_t>(id - first);
     if (i < ranks) {
-      if (t.after != start_after[i])
+      if (!std::equal(t.after.begin(), t.after.end(), start_after[i].begin(), start_after[i].end()))
         return;
       t.after.clear();
     } else {

@@ -108,9 +108,15 @@ struct IsolatedRuns {
   long long whole = 0;         ///< tasks of the distinct collectives
 };
 
+/// Batches the distinct collectives are spread over, at least (more where pinned routes conflict):
+/// enough to keep a few cores busy, and a constant, so that a collective's spans (offsets from its
+/// batch's clock, exact to the last bits only for the same batch) do not depend on the machine.
+constexpr std::size_t kIsolatedBatches = 4;
+
 /// Simulates the distinct collectives on their own, each folded by its symmetry where it has one
 /// (collective_symmetry.hpp): one after the other (each starts once the one before has ended, all
-/// its ranks at once), in as few SimGrid runs as their pinned routes allow, run side by side.
+/// its ranks at once), in kIsolatedBatches SimGrid runs (more where their pinned routes conflict),
+/// run side by side.
 /// Returns each one's spans from its own start, every task with its representative's.
 IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
 {
@@ -118,8 +124,6 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
   IsolatedRuns out;
   out.runs.resize(distinct.size());
   std::vector<CollectiveFold> folds;
-  std::vector<FoldedMachine> machines;
-  std::vector<std::vector<std::size_t>> batches;
   for (std::size_t c = 0; c < distinct.size(); ++c) {
     const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
     if (fold) {
@@ -132,16 +136,43 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
     out.folded += folds.back().representatives() < r.end - r.first;
     out.tasks += folds.back().representatives();
     out.whole += r.end - r.first;
-    std::size_t b = 0;
-    while (b < machines.size() && !machines[b].admit(g, r, folds.back()))
-      ++b;
-    if (b == machines.size()) {
+  }
+
+  // The batches run side by side (simulate_each): largest first, each collective goes to the batch
+  // with the fewest tasks so far whose pinned routes admit it (longest-processing-time first), so
+  // that the longest batch, which the others wait for, is as short as the pins allow.
+  std::vector<std::size_t> by_size(distinct.size());
+  std::iota(by_size.begin(), by_size.end(), 0);
+  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
+    return folds[a].representatives() > folds[b].representatives();
+  });
+  std::vector<FoldedMachine> machines;
+  std::vector<std::vector<std::size_t>> batches;
+  std::vector<long long> load;
+  const std::size_t lanes = std::min(distinct.size(), kIsolatedBatches);
+  for (std::size_t b = 0; b < lanes; ++b) {
+    machines.emplace_back(topology);
+    batches.emplace_back();
+    load.push_back(0);
+  }
+  for (std::size_t c : by_size) {
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
+    std::vector<std::size_t> order(machines.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return load[a] < load[b]; });
+    auto b = std::find_if(order.begin(), order.end(), [&](std::size_t m) { return machines[m].admit(g, r, folds[c]); });
+    std::size_t chosen = b != order.end() ? *b : machines.size();
+    if (chosen == machines.size()) {
       machines.emplace_back(topology);
       batches.emplace_back();
-      machines.back().admit(g, r, folds.back());
+      load.push_back(0);
+      machines.back().admit(g, r, folds[c]);
     }
-    batches[b].push_back(c);
+    batches[chosen].push_back(c);
+    load[chosen] += folds[c].representatives();
   }
+  for (auto& batch : batches)  // each batch runs its collectives in the plan's order
+    std::sort(batch.begin(), batch.end());
   // Per batch: its graph, each collective's gate and, per offset, its representative's task.
   std::vector<TaskGraph> graphs(batches.size());
   std::vector<std::vector<int>> gates(batches.size());
@@ -215,8 +246,8 @@ TaskGraph replayed_graph(const TaskGraph& g, const std::vector<int>& owner, cons
   TaskGraph out;
   to_replayed.assign(static_cast<std::size_t>(g.size()), -1);
   join.assign(ranges.size(), -1);
-  auto mapped = [&](const std::vector<int>& deps) {
-    std::vector<int> m;
+  auto mapped = [&](const auto& deps) {
+    TaskDeps m;
     for (int d : deps)
       m.push_back(to_replayed[static_cast<std::size_t>(d)]);
     std::sort(m.begin(), m.end());
@@ -245,7 +276,7 @@ TaskGraph replayed_graph(const TaskGraph& g, const std::vector<int>& owner, cons
     Task gate;
     gate.kind = TaskKind::Delay;
     gate.device = first_done.device;
-    gate.name = first_done.name + " (replay: every rank has joined)";
+    gate.name = first_done.name.get() + " (replay: every rank has joined)";
     gate.category = first_done.category;
     gate.group = first_done.group;
     gate.after = mapped(starts);

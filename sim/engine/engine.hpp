@@ -20,8 +20,12 @@ struct SimulationInput {
   const TaskGraph* graph = nullptr;
 };
 
-/// simulate() for several independent runs, as many at once as the machine has cores (each its own
-/// child process); returns their spans in the order given.
+/// How many simulations simulate_each runs at once: the machine's cores.
+int simulation_lanes();
+
+/// simulate() for several independent runs, simulation_lanes() at once (each its own child
+/// process; the largest graphs first, the next as soon as one ends); returns their spans in the
+/// order given.
 std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs);
 
 /// When a run of several training iterations may end early: as soon as every task of the first k

@@ -33,7 +33,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
+#include <numeric>
+#include <poll.h>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
@@ -254,26 +255,46 @@ Simulation simulate_until_steady(const Topology& topology, const TaskGraph& grap
   return simulate_in_child(topology, graph, &stop);
 }
 
+int simulation_lanes()
+{
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs)
 {
-  const auto at_once = static_cast<std::size_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto at_once = static_cast<std::size_t>(simulation_lanes());
   std::vector<std::vector<Span>> out(runs.size());
-  std::deque<std::pair<std::size_t, Child>> running;
-  auto finish_first = [&] {
-    const auto [index, child] = running.front();
-    running.pop_front();
+  std::vector<std::pair<std::size_t, Child>> running;
+  // A child writes only once its simulation is done: the first readable pipe is a finished run,
+  // whose lane the next run takes (runs of unequal length keep every core busy).
+  auto finish_one = [&] {
+    std::vector<pollfd> fds;
+    for (const auto& [index, child] : running)
+      fds.push_back({child.fd, POLLIN, 0});
+    while (::poll(fds.data(), fds.size(), -1) < 0)
+      if (errno != EINTR)
+        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    const auto ready = static_cast<std::size_t>(
+        std::find_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }) - fds.begin());
+    const auto [index, child] = running[ready];
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(ready));
     out[index] = finish_child(child).spans;
   };
+  // The largest graphs first (longest-processing-time first: the last to start are the shortest).
+  std::vector<std::size_t> order(runs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return runs[a].graph->size() > runs[b].graph->size(); });
   try {
-    for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const std::size_t i : order) {
       if (runs[i].graph->size() == 0)
         continue;
       if (running.size() >= at_once)
-        finish_first();
+        finish_one();
       running.emplace_back(i, start_child(*runs[i].topology, *runs[i].graph, nullptr));
     }
     while (!running.empty())
-      finish_first();
+      finish_one();
   } catch (...) {
     for (const auto& [index, child] : running) {  // reap what still runs before reporting
       ::close(child.fd);

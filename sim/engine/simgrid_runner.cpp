@@ -39,7 +39,7 @@ Successors::Successors(const TaskGraph& graph)
   waiting_on.assign(count, 0);
   std::vector<int> deps;
   const auto distinct = [&deps](const Task& t) -> const std::vector<int>& {
-    deps = t.after;
+    deps.assign(t.after.begin(), t.after.end());
     std::sort(deps.begin(), deps.end());
     deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     return deps;

@@ -9,7 +9,7 @@ int TaskGraph::add(Task task)
 {
   for (int dep : task.after) {
     if (dep < 0 || dep >= size())
-      throw std::logic_error("TaskGraph: dependency on a task that does not exist yet: " + task.name);
+      throw std::logic_error("TaskGraph: dependency on a task that does not exist yet: " + task.name.get());
   }
   task.iteration = iteration_;
   if (task.group < 0)
@@ -25,7 +25,7 @@ Task make_task(TaskKind kind, std::string name, std::string category, std::vecto
   t.kind = kind;
   t.name = std::move(name);
   t.category = std::move(category);
-  t.after = std::move(after);
+  t.after.assign(after.begin(), after.end());
   return t;
 }
 }  // namespace

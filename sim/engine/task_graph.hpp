@@ -4,17 +4,33 @@
 // Knows nothing of SimGrid.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+#include <boost/flyweight.hpp>
+#include <boost/flyweight/no_tracking.hpp>
+#include <fmt/format.h>
+
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dtsim {
 
 enum class TaskKind { Compute, Transfer, Delay };
 
+/// A task's name or category. Many tasks share each text (every copy of a repeated collective, every
+/// iteration: 1.3 M tasks and a few thousand texts at 1,024 GPUs), so each distinct text is stored
+/// once (Boost.Flyweight) and a task holds a pointer to it: copying a task copies no string. Texts
+/// are never released (no_tracking): a run creates a bounded set of them.
+using TaskText = boost::flyweight<std::string, boost::flyweights::no_tracking>;
+
+/// The tasks a task waits on: most wait on one to three, held inside the task (no allocation; a
+/// task copied, as a repeated collective's are, copies no heap block).
+using TaskDeps = boost::container::small_vector<int, 3>;
+
 struct Task {
   TaskKind kind = TaskKind::Compute;
-  std::string name;        ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
-  std::string category;    ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
+  TaskText name;           ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
+  TaskText category;       ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
   int device = -1;         ///< Compute/Delay: the device it is attributed to
   double seconds = 0;      ///< Compute/Delay: duration when alone on the device
   int src = -1;            ///< Transfer: source device
@@ -31,7 +47,7 @@ struct Task {
   int sender_joined = -1;
   int iteration = 0;       ///< training iteration it belongs to
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
-  std::vector<int> after;  ///< tasks that must finish before this one starts
+  TaskDeps after;          ///< tasks that must finish before this one starts
 };
 
 /// The tasks one collective expanded into: ids [first, end), added one after the other, so that it
@@ -85,3 +101,13 @@ struct Span {
 double union_length(std::vector<Span> spans);
 
 }  // namespace dtsim
+
+/// Formats a TaskText as its text.
+template <>
+struct fmt::formatter<dtsim::TaskText> : fmt::formatter<std::string_view> {
+  template <typename FormatContext>
+  auto format(const dtsim::TaskText& text, FormatContext& ctx) const
+  {
+    return fmt::formatter<std::string_view>::format(std::string_view(text.get()), ctx);
+  }
+};
