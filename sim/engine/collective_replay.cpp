@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <numeric>
 #include <unordered_map>
 
@@ -108,130 +111,82 @@ struct IsolatedRuns {
   long long whole = 0;         ///< tasks of the distinct collectives
 };
 
-/// Batches the distinct collectives are spread over, at least (more where pinned routes conflict):
-/// enough to keep a few cores busy, and a constant, so that a collective's spans (offsets from its
-/// batch's clock, exact to the last bits only for the same batch) do not depend on the machine.
-constexpr std::size_t kIsolatedBatches = 4;
+/// One collective simulated on its own on `machine`, its ranks starting at once: the tasks of
+/// `range` that represent others (all, unfolded), each waiting on its dependencies' representatives,
+/// the start-ups on a gate at time 0. Returns each task's span, its representative's.
+std::vector<Span> simulate_one(const Topology& machine, const TaskGraph& g, const CollectiveRange& r,
+                               const std::vector<int>& rep)
+{
+  TaskGraph iso;
+  const int gate = iso.add_delay(g[r.done[0]].device, 0.0, "replay gate", "marker");
+  std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
+  auto remap = [&](int id) {
+    return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;
+  };
+  for (int i = 0; i < r.end - r.first; ++i) {
+    if (rep[static_cast<std::size_t>(i)] != i)
+      continue;
+    Task t = g[r.first + i];
+    for (int& dep : t.after)
+      dep = remap(dep);
+    std::sort(t.after.begin(), t.after.end());
+    t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
+    t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
+    iso.set_iteration(t.iteration);
+    ids[static_cast<std::size_t>(i)] = iso.add(std::move(t));
+  }
+  const std::vector<Span> spans = simulate_here(machine, iso);
+  const double t0 = spans[static_cast<std::size_t>(gate)].end;
+  std::vector<Span> out;
+  out.reserve(rep.size());
+  for (int i : rep) {
+    const Span& s = spans[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)])];
+    out.push_back({s.start - t0, s.end - t0});
+  }
+  return out;
+}
 
-/// Simulates the distinct collectives on their own, each folded by its symmetry where it has one
-/// (collective_symmetry.hpp): one after the other (each starts once the one before has ended, all
-/// its ranks at once), in kIsolatedBatches SimGrid runs (more where their pinned routes conflict),
-/// run side by side.
+/// Simulates the distinct collectives on their own, each in a SimGrid run of its own (a child
+/// process; run side by side, the largest first), folded there by its symmetry where it has one
+/// (collective_symmetry.hpp), on a machine whose folded links carry its representatives' routes.
 /// Returns each one's spans from its own start, every task with its representative's.
 IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
 {
   const auto& ranges = g.collectives();
+  std::vector<std::function<std::string()>> jobs;
+  std::vector<double> weights;
+  for (const int k : distinct) {
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
+    jobs.push_back([&topology, &g, &r, fold] {
+      CollectiveFold f;
+      if (fold)
+        f = fold_collective(topology, g, r);
+      if (f.representative.empty()) {
+        f.representative.resize(static_cast<std::size_t>(r.end - r.first));
+        std::iota(f.representative.begin(), f.representative.end(), 0);
+      }
+      FoldedMachine machine(topology);
+      machine.admit(g, r, f);  // the only collective on it: its routes are free to pin
+      const int representatives = f.representatives();
+      return std::string(reinterpret_cast<const char*>(&representatives), sizeof representatives) +
+             encode_spans(simulate_one(machine.build(), g, r, f.representative));
+    });
+    weights.push_back(r.end - r.first);
+  }
+  const std::vector<std::string> results = run_each_in_child(jobs, weights);
   IsolatedRuns out;
-  out.runs.resize(distinct.size());
-  std::vector<CollectiveFold> folds;
   for (std::size_t c = 0; c < distinct.size(); ++c) {
     const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
-    if (fold) {
-      folds.push_back(fold_collective(topology, g, r));
-    } else {
-      folds.emplace_back();
-      folds.back().representative.resize(static_cast<std::size_t>(r.end - r.first));
-      std::iota(folds.back().representative.begin(), folds.back().representative.end(), 0);
-    }
-    out.folded += folds.back().representatives() < r.end - r.first;
-    out.tasks += folds.back().representatives();
+    const std::string& got = results[c];
+    int representatives = 0;
+    if (got.size() < sizeof representatives)
+      throw std::runtime_error("simulation: truncated result");
+    std::memcpy(&representatives, got.data(), sizeof representatives);
+    out.runs.push_back({decode_spans(got.substr(sizeof representatives), r.end - r.first)});
+    out.folded += representatives < r.end - r.first;
+    out.tasks += representatives;
     out.whole += r.end - r.first;
   }
-
-  // The batches run side by side (simulate_each): largest first, each collective goes to the batch
-  // with the fewest tasks so far whose pinned routes admit it (longest-processing-time first), so
-  // that the longest batch, which the others wait for, is as short as the pins allow.
-  std::vector<std::size_t> by_size(distinct.size());
-  std::iota(by_size.begin(), by_size.end(), 0);
-  std::stable_sort(by_size.begin(), by_size.end(), [&](std::size_t a, std::size_t b) {
-    return folds[a].representatives() > folds[b].representatives();
-  });
-  std::vector<FoldedMachine> machines;
-  std::vector<std::vector<std::size_t>> batches;
-  std::vector<long long> load;
-  const std::size_t lanes = std::min(distinct.size(), kIsolatedBatches);
-  for (std::size_t b = 0; b < lanes; ++b) {
-    machines.emplace_back(topology);
-    batches.emplace_back();
-    load.push_back(0);
-  }
-  for (std::size_t c : by_size) {
-    const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
-    std::vector<std::size_t> order(machines.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return load[a] < load[b]; });
-    auto b = std::find_if(order.begin(), order.end(), [&](std::size_t m) { return machines[m].admit(g, r, folds[c]); });
-    std::size_t chosen = b != order.end() ? *b : machines.size();
-    if (chosen == machines.size()) {
-      machines.emplace_back(topology);
-      batches.emplace_back();
-      load.push_back(0);
-      machines.back().admit(g, r, folds[c]);
-    }
-    batches[chosen].push_back(c);
-    load[chosen] += folds[c].representatives();
-  }
-  for (auto& batch : batches)  // each batch runs its collectives in the plan's order
-    std::sort(batch.begin(), batch.end());
-  // Per batch: its graph, each collective's gate and, per offset, its representative's task.
-  std::vector<TaskGraph> graphs(batches.size());
-  std::vector<std::vector<int>> gates(batches.size());
-  std::vector<std::vector<std::vector<int>>> iso_of(batches.size());
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    TaskGraph& iso = graphs[b];
-    int previous_end = -1;
-    for (std::size_t c : batches[b]) {
-      const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
-      const std::vector<int>& rep = folds[c].representative;
-      const int device = g[r.done[0]].device;
-      const int gate = iso.add_delay(device, 0.0, "replay gate", "marker",
-                                     previous_end >= 0 ? std::vector<int>{previous_end} : std::vector<int>{});
-      gates[b].push_back(gate);
-      std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
-      auto remap = [&](int id) {
-        return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;
-      };
-      for (int i = 0; i < r.end - r.first; ++i) {
-        if (rep[static_cast<std::size_t>(i)] != i)
-          continue;
-        Task t = g[r.first + i];
-        for (int& dep : t.after)
-          dep = remap(dep);
-        std::sort(t.after.begin(), t.after.end());
-        t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
-        t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
-        iso.set_iteration(t.iteration);
-        ids[static_cast<std::size_t>(i)] = iso.add(std::move(t));
-      }
-      std::vector<int> done;
-      for (int d : r.done)
-        done.push_back(remap(d));
-      std::sort(done.begin(), done.end());
-      done.erase(std::unique(done.begin(), done.end()), done.end());
-      previous_end = iso.add_delay(device, 0.0, "replay end", "marker", std::move(done));
-      iso_of[b].push_back(std::move(ids));
-    }
-  }
-  // The batches are independent: SimGrid runs them side by side.
-  std::vector<Topology> machines_built;
-  machines_built.reserve(batches.size());
-  std::vector<SimulationInput> inputs;
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    machines_built.push_back(machines[b].build());
-    inputs.push_back({&machines_built.back(), &graphs[b]});
-  }
-  const std::vector<std::vector<Span>> results = simulate_each(inputs);
-  for (std::size_t b = 0; b < batches.size(); ++b)
-    for (std::size_t j = 0; j < batches[b].size(); ++j) {
-      const std::size_t c = batches[b][j];
-      const std::vector<int>& rep = folds[c].representative;
-      const double t0 = results[b][static_cast<std::size_t>(gates[b][j])].end;
-      Isolated& one = out.runs[c];
-      for (std::size_t i = 0; i < rep.size(); ++i) {
-        const Span& s = results[b][static_cast<std::size_t>(iso_of[b][j][static_cast<std::size_t>(rep[i])])];
-        one.offsets.push_back({s.start - t0, s.end - t0});
-      }
-    }
   return out;
 }
 

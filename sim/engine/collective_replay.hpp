@@ -1,7 +1,8 @@
 // A faster run of a TaskGraph for large machines: each distinct collective (TaskGraph::collectives,
 // recognised by its content: the same transfers, delays and dependencies) is simulated once on its
-// own, flow by flow on the whole topology (one channel of each set that a rotation of the nodes'
-// GPUs maps onto one another, on folded links: collective_symmetry.hpp); the graph then runs with every collective replaced by
+// own, flow by flow on the whole topology, in a SimGrid run (a child process) of its own, side by
+// side with the others (one channel of each set that a rotation of the nodes' GPUs maps onto one
+// another, on folded links: collective_symmetry.hpp); the graph then runs with every collective replaced by
 // its replay: a join of all its ranks' start dependencies, then each rank's own time to its result
 // in the isolated run. Its tasks get the isolated run's spans, shifted to that join, so traces,
 // bytes and link figures stay whole.

@@ -6,6 +6,8 @@
 #include "sim/engine/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace dtsim {
@@ -20,13 +22,26 @@ struct SimulationInput {
   const TaskGraph* graph = nullptr;
 };
 
-/// How many simulations simulate_each runs at once: the machine's cores.
+/// How many child processes run_each_in_child runs at once: the machine's cores.
 int simulation_lanes();
 
-/// simulate() for several independent runs, simulation_lanes() at once (each its own child
-/// process; the largest graphs first, the next as soon as one ends); returns their spans in the
-/// order given.
+/// simulate() for several independent runs, side by side (run_each_in_child, the largest graphs
+/// first); returns their spans in the order given.
 std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs);
+
+/// Runs each job in a forked child process of its own (so that a job may run SimGrid once, with
+/// simulate_here), simulation_lanes() at once: the heaviest by `weights` first, the next as soon as
+/// one ends. Returns what each job returned, in the order given; a job that throws makes this throw.
+std::vector<std::string> run_each_in_child(const std::vector<std::function<std::string()>>& jobs,
+                                           const std::vector<double>& weights);
+
+/// Simulates the graph in this process: only inside a job of run_each_in_child (SimGrid allows one
+/// simulation per process).
+std::vector<Span> simulate_here(const Topology& topology, const TaskGraph& graph);
+
+/// Spans as bytes and back (a job's result), `count` of them expected.
+std::string encode_spans(const std::vector<Span>& spans);
+std::vector<Span> decode_spans(const std::string& bytes, int count);
 
 /// When a run of several training iterations may end early: as soon as every task of the first k
 /// iterations has finished (k >= min_iterations) and iterations k-1 and k-2 took the same time

@@ -12,8 +12,9 @@
 // the activities in flight): simgrid_runner.hpp.
 //
 // SimGrid supports one simulation per process (its clock and configuration are global), so
-// simulate() forks: the child runs SimGrid and pipes the spans back; simulate_each() runs several
-// such children at once, as many as the machine has cores.
+// simulate() forks: the child runs SimGrid and pipes the spans back; run_each_in_child() runs several
+// such children at once, as many as the machine has cores (simulate_each, and the replay's isolated
+// collectives, each folded and simulated in a child of its own, go through it).
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <poll.h>
 #include <stdexcept>
@@ -174,15 +176,14 @@ std::string read_all(int fd)
   return out;
 }
 
-/// A simulation running in a forked child, which pipes back a status byte, then the iteration
-/// count and the spans (or an error message).
+/// A job running in a forked child, which pipes back a status byte, then the job's result (or an
+/// error message).
 struct Child {
   pid_t pid = -1;
   int fd = -1;
-  int tasks = 0;
 };
 
-Child start_child(const Topology& topology, const TaskGraph& graph, const SteadyStateStop* stop)
+Child start_child(const std::function<std::string()>& job)
 {
   int fds[2];
   if (::pipe(fds) != 0)
@@ -199,9 +200,7 @@ Child start_child(const Topology& topology, const TaskGraph& graph, const Steady
     char status = 0;
     std::string payload;
     try {
-      const Simulation sim = run_simgrid(topology, graph, stop);
-      payload.assign(reinterpret_cast<const char*>(&sim.iterations), sizeof sim.iterations);
-      payload.append(reinterpret_cast<const char*>(sim.spans.data()), sim.spans.size() * sizeof(Span));
+      payload = job();
     } catch (const std::exception& e) {
       status = 1;
       payload = e.what();
@@ -212,14 +211,14 @@ Child start_child(const Topology& topology, const TaskGraph& graph, const Steady
     _exit(0);
   }
   ::close(fds[1]);
-  return {pid, fds[0], graph.size()};
+  return {pid, fds[0]};
 }
 
-/// Reads a child's result and reaps it. A child writes only once its simulation is done, so
-/// reading several children one after the other cannot deadlock.
-Simulation finish_child(const Child& child)
+/// Reads a child's result and reaps it. A child writes only once its job is done, so reading
+/// several children one after the other cannot deadlock.
+std::string finish_child(const Child& child)
 {
-  const std::string got = read_all(child.fd);
+  std::string got = read_all(child.fd);
   ::close(child.fd);
   int wstatus = 0;
   ::waitpid(child.pid, &wstatus, 0);
@@ -227,12 +226,23 @@ Simulation finish_child(const Child& child)
     throw std::runtime_error("the SimGrid simulation process failed");
   if (got[0] != 0)
     throw std::runtime_error("simulation: " + got.substr(1));
+  return got.substr(1);
+}
+
+std::string encode(const Simulation& sim)
+{
+  std::string out(reinterpret_cast<const char*>(&sim.iterations), sizeof sim.iterations);
+  out.append(encode_spans(sim.spans));
+  return out;
+}
+
+Simulation decode_simulation(const std::string& bytes, int tasks)
+{
   Simulation out;
-  if (got.size() != 1 + sizeof out.iterations + static_cast<std::size_t>(child.tasks) * sizeof(Span))
+  if (bytes.size() < sizeof out.iterations)
     throw std::runtime_error("simulation: truncated result");
-  std::memcpy(&out.iterations, got.data() + 1, sizeof out.iterations);
-  out.spans.resize(static_cast<std::size_t>(child.tasks));
-  std::memcpy(out.spans.data(), got.data() + 1 + sizeof out.iterations, out.spans.size() * sizeof(Span));
+  std::memcpy(&out.iterations, bytes.data(), sizeof out.iterations);
+  out.spans = decode_spans(bytes.substr(sizeof out.iterations), tasks);
   return out;
 }
 
@@ -240,14 +250,36 @@ Simulation simulate_in_child(const Topology& topology, const TaskGraph& graph, c
 {
   if (graph.size() == 0)
     return {};
-  return finish_child(start_child(topology, graph, stop));
+  const std::string got = finish_child(start_child([&] { return encode(run_simgrid(topology, graph, stop)); }));
+  return decode_simulation(got, graph.size());
 }
 
 }  // namespace
 
+std::string encode_spans(const std::vector<Span>& spans)
+{
+  return {reinterpret_cast<const char*>(spans.data()), spans.size() * sizeof(Span)};
+}
+
+std::vector<Span> decode_spans(const std::string& bytes, int count)
+{
+  if (count < 0 || bytes.size() != static_cast<std::size_t>(count) * sizeof(Span))
+    throw std::runtime_error("simulation: truncated result");
+  std::vector<Span> out(static_cast<std::size_t>(count));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph)
 {
   return simulate_in_child(topology, graph, nullptr).spans;
+}
+
+std::vector<Span> simulate_here(const Topology& topology, const TaskGraph& graph)
+{
+  if (graph.size() == 0)
+    return {};
+  return run_simgrid(topology, graph, nullptr).spans;
 }
 
 Simulation simulate_until_steady(const Topology& topology, const TaskGraph& graph, const SteadyStateStop& stop)
@@ -260,13 +292,14 @@ int simulation_lanes()
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs)
+std::vector<std::string> run_each_in_child(const std::vector<std::function<std::string()>>& jobs,
+                                           const std::vector<double>& weights)
 {
   const auto at_once = static_cast<std::size_t>(simulation_lanes());
-  std::vector<std::vector<Span>> out(runs.size());
+  std::vector<std::string> out(jobs.size());
   std::vector<std::pair<std::size_t, Child>> running;
-  // A child writes only once its simulation is done: the first readable pipe is a finished run,
-  // whose lane the next run takes (runs of unequal length keep every core busy).
+  // A child writes only once its job is done: the first readable pipe is a finished job, whose
+  // lane the next job takes (jobs of unequal length keep every core busy).
   auto finish_one = [&] {
     std::vector<pollfd> fds;
     for (const auto& [index, child] : running)
@@ -278,20 +311,19 @@ std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>&
         std::find_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }) - fds.begin());
     const auto [index, child] = running[ready];
     running.erase(running.begin() + static_cast<std::ptrdiff_t>(ready));
-    out[index] = finish_child(child).spans;
+    out[index] = finish_child(child);
   };
-  // The largest graphs first (longest-processing-time first: the last to start are the shortest).
-  std::vector<std::size_t> order(runs.size());
+  // The heaviest first (longest-processing-time first: the last to start are the shortest).
+  std::vector<std::size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return runs[a].graph->size() > runs[b].graph->size(); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return (a < weights.size() ? weights[a] : 0.0) > (b < weights.size() ? weights[b] : 0.0);
+  });
   try {
     for (const std::size_t i : order) {
-      if (runs[i].graph->size() == 0)
-        continue;
       if (running.size() >= at_once)
         finish_one();
-      running.emplace_back(i, start_child(*runs[i].topology, *runs[i].graph, nullptr));
+      running.emplace_back(i, start_child(jobs[i]));
     }
     while (!running.empty())
       finish_one();
@@ -302,6 +334,25 @@ std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>&
     }
     throw;
   }
+  return out;
+}
+
+std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs)
+{
+  std::vector<std::function<std::string()>> jobs;
+  std::vector<double> weights;
+  std::vector<std::size_t> index;  // of each job's run
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i].graph->size() == 0)
+      continue;
+    jobs.push_back([&run = runs[i]] { return encode_spans(run_simgrid(*run.topology, *run.graph, nullptr).spans); });
+    weights.push_back(runs[i].graph->size());
+    index.push_back(i);
+  }
+  const std::vector<std::string> got = run_each_in_child(jobs, weights);
+  std::vector<std::vector<Span>> out(runs.size());
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    out[index[j]] = decode_spans(got[j], runs[index[j]].graph->size());
   return out;
 }
 

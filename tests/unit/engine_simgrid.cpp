@@ -158,3 +158,36 @@ TEST_CASE("simulate_each runs independent graphs side by side, each as simulate(
       CHECK(each[k][i].end == alone[i].end);
   }
 }
+
+TEST_CASE("run_each_in_child returns every job's result in the order given, whatever the weights")
+{
+  const Topology a = star(3, 10e9, 0);
+  TaskGraph g;
+  g.add_transfer(a.gpus()[0], a.gpus()[1], 1e9, "x", "test");
+  std::vector<std::function<std::string()>> jobs;
+  std::vector<double> weights;
+  for (int k = 0; k < 5; ++k) {
+    // A job may run SimGrid once in its own process: a second simulate_here in one job would not.
+    jobs.push_back([&, k] { return std::to_string(k) + ":" + encode_spans(simulate_here(a, g)); });
+    weights.push_back(k % 2 ? 1.0 : 10.0 * k);
+  }
+  const std::vector<std::string> got = run_each_in_child(jobs, weights);
+  REQUIRE(got.size() == jobs.size());
+  const std::vector<Span> alone = simulate(a, g);
+  for (int k = 0; k < 5; ++k) {
+    const std::string prefix = std::to_string(k) + ":";
+    REQUIRE(got[static_cast<std::size_t>(k)].rfind(prefix, 0) == 0);
+    const std::vector<Span> spans = decode_spans(got[static_cast<std::size_t>(k)].substr(prefix.size()), g.size());
+    CHECK(spans[0].end == alone[0].end);
+  }
+  CHECK_THROWS_AS(decode_spans(std::string(3, 'x'), 1), std::runtime_error);
+}
+
+TEST_CASE("run_each_in_child reports a job that throws, after reaping the others")
+{
+  std::vector<std::function<std::string()>> jobs{[] { return std::string("fine"); },
+                                                  []() -> std::string { throw std::runtime_error("broken job"); },
+                                                  [] { return std::string("also fine"); }};
+  CHECK_THROWS_WITH_AS(run_each_in_child(jobs, {1, 2, 3}), doctest::Contains("broken job"), std::runtime_error);
+  CHECK(run_each_in_child({}, {}).empty());
+}
