@@ -146,47 +146,78 @@ std::vector<Span> simulate_one(const Topology& machine, const TaskGraph& g, cons
   return out;
 }
 
+/// A fold as bytes (a job's result) and back: its representatives and folded links.
+std::string encode_fold(const CollectiveFold& f)
+{
+  std::vector<int> ints{f.rotation, f.largest_orbit, static_cast<int>(f.representative.size()),
+                        static_cast<int>(f.links.size())};
+  ints.insert(ints.end(), f.representative.begin(), f.representative.end());
+  for (const auto& [key, link] : f.links)
+    ints.insert(ints.end(), {key, link.key, link.flows});
+  return {reinterpret_cast<const char*>(ints.data()), ints.size() * sizeof(int)};
+}
+
+CollectiveFold decode_fold(const std::string& bytes, int tasks)
+{
+  std::vector<int> ints(bytes.size() / sizeof(int));
+  std::memcpy(ints.data(), bytes.data(), ints.size() * sizeof(int));
+  if (bytes.size() % sizeof(int) != 0 || ints.size() < 4 || ints[2] != tasks ||
+      ints.size() != 4 + static_cast<std::size_t>(ints[2]) + 3 * static_cast<std::size_t>(ints[3]))
+    throw std::runtime_error("simulation: truncated fold");
+  CollectiveFold f;
+  f.rotation = ints[0];
+  f.largest_orbit = ints[1];
+  const auto links_at = ints.begin() + 4 + ints[2];
+  f.representative.assign(ints.begin() + 4, links_at);
+  for (auto it = links_at; it != ints.end(); it += 3)
+    f.links.emplace(it[0], CollectiveFold::FoldedLink{it[1], it[2]});
+  return f;
+}
+
 /// Simulates the distinct collectives on their own, each in a SimGrid run of its own (a child
-/// process; run side by side, the largest first), folded there by its symmetry where it has one
-/// (collective_symmetry.hpp), on a machine whose folded links carry its representatives' routes.
+/// process), folded by its symmetry where it has one (collective_symmetry.hpp) on a machine whose
+/// folded links carry its representatives' routes. The folds come first, side by side in children
+/// too; the runs follow, the one with the most tasks to simulate first.
 /// Returns each one's spans from its own start, every task with its representative's.
 IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
 {
   const auto& ranges = g.collectives();
+  auto range_of = [&](std::size_t c) -> const CollectiveRange& { return ranges[static_cast<std::size_t>(distinct[c])]; };
+  std::vector<CollectiveFold> folds(distinct.size());
+  if (fold) {
+    std::vector<std::function<std::string()>> jobs;
+    std::vector<double> weights;
+    for (std::size_t c = 0; c < distinct.size(); ++c) {
+      jobs.push_back([&, c] { return encode_fold(fold_collective(topology, g, range_of(c))); });
+      weights.push_back(range_of(c).end - range_of(c).first);
+    }
+    const std::vector<std::string> got = run_each_in_child(jobs, weights);
+    for (std::size_t c = 0; c < distinct.size(); ++c)
+      folds[c] = decode_fold(got[c], range_of(c).end - range_of(c).first);
+  }
+  IsolatedRuns out;
   std::vector<std::function<std::string()>> jobs;
   std::vector<double> weights;
-  for (const int k : distinct) {
-    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
-    jobs.push_back([&topology, &g, &r, fold] {
-      CollectiveFold f;
-      if (fold)
-        f = fold_collective(topology, g, r);
-      if (f.representative.empty()) {
-        f.representative.resize(static_cast<std::size_t>(r.end - r.first));
-        std::iota(f.representative.begin(), f.representative.end(), 0);
-      }
+  for (std::size_t c = 0; c < distinct.size(); ++c) {
+    const CollectiveRange& r = range_of(c);
+    CollectiveFold& f = folds[c];
+    if (f.representative.empty()) {
+      f.representative.resize(static_cast<std::size_t>(r.end - r.first));
+      std::iota(f.representative.begin(), f.representative.end(), 0);
+    }
+    jobs.push_back([&topology, &g, &r, &f] {
       FoldedMachine machine(topology);
       machine.admit(g, r, f);  // the only collective on it: its routes are free to pin
-      const int representatives = f.representatives();
-      return std::string(reinterpret_cast<const char*>(&representatives), sizeof representatives) +
-             encode_spans(simulate_one(machine.build(), g, r, f.representative));
+      return encode_spans(simulate_one(machine.build(), g, r, f.representative));
     });
-    weights.push_back(r.end - r.first);
-  }
-  const std::vector<std::string> results = run_each_in_child(jobs, weights);
-  IsolatedRuns out;
-  for (std::size_t c = 0; c < distinct.size(); ++c) {
-    const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
-    const std::string& got = results[c];
-    int representatives = 0;
-    if (got.size() < sizeof representatives)
-      throw std::runtime_error("simulation: truncated result");
-    std::memcpy(&representatives, got.data(), sizeof representatives);
-    out.runs.push_back({decode_spans(got.substr(sizeof representatives), r.end - r.first)});
-    out.folded += representatives < r.end - r.first;
-    out.tasks += representatives;
+    weights.push_back(f.representatives());
+    out.folded += f.representatives() < r.end - r.first;
+    out.tasks += f.representatives();
     out.whole += r.end - r.first;
   }
+  const std::vector<std::string> results = run_each_in_child(jobs, weights);
+  for (std::size_t c = 0; c < distinct.size(); ++c)
+    out.runs.push_back({decode_spans(results[c], range_of(c).end - range_of(c).first)});
   return out;
 }
 
