@@ -8,27 +8,36 @@
 
 namespace dtsim {
 
-std::vector<int> directed_links_of(const Topology& topology, const TaskGraph& g, const CollectiveRange& r)
+std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& g, const CollectiveRange& r,
+                                 const std::vector<Span>& spans)
 {
-  std::vector<char> seen(2 * topology.links().size(), 0);
-  std::vector<int> keys;
+  double first = std::numeric_limits<double>::infinity();
+  for (const Span& s : spans)
+    first = std::min(first, s.start);
+  std::vector<int> index(2 * topology.links().size(), -1);  // directed link -> its entry
+  std::vector<LinkUse> out;
   for (int id = r.first; id < r.end; ++id) {
     const Task& t = g[id];
     if (t.kind != TaskKind::Transfer)
       continue;
+    const Span& s = spans[static_cast<std::size_t>(id - r.first)];
     for (const Hop& h : topology.route(t.src, t.dst)) {
-      char& was = seen[static_cast<std::size_t>(directed_link(h))];
-      if (!was)
-        keys.push_back(directed_link(h));
-      was = 1;
+      int& at = index[static_cast<std::size_t>(directed_link(h))];
+      if (at < 0) {
+        at = static_cast<int>(out.size());
+        out.push_back({directed_link(h), s.start - first, s.end - first});
+      }
+      LinkUse& use = out[static_cast<std::size_t>(at)];
+      use.from = std::min(use.from, s.start - first);
+      use.to = std::max(use.to, s.end - first);
     }
   }
-  return keys;
+  return out;
 }
 
 Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& g, const std::vector<int>& owner,
                                  const std::vector<char>& expanded, const std::vector<int>& run_of,
-                                 const std::vector<std::vector<int>>& links, const std::vector<Span>& spans)
+                                 const std::vector<std::vector<LinkUse>>& links, const std::vector<Span>& spans)
 {
   const auto& ranges = g.collectives();
   struct Busy {
@@ -40,13 +49,11 @@ Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& g, c
     if (expanded[k])
       continue;
     const CollectiveRange& r = ranges[k];
-    double start = std::numeric_limits<double>::infinity(), end = -start;
-    for (int id = r.first; id < r.end; ++id) {
+    double start = std::numeric_limits<double>::infinity();
+    for (int id = r.first; id < r.end; ++id)
       start = std::min(start, spans[static_cast<std::size_t>(id)].start);
-      end = std::max(end, spans[static_cast<std::size_t>(id)].end);
-    }
-    for (int key : links[static_cast<std::size_t>(run_of[k])])
-      by_link[key].push_back({start, end, static_cast<int>(k)});
+    for (const LinkUse& use : links[static_cast<std::size_t>(run_of[k])])
+      by_link[use.key].push_back({start + use.from, start + use.to, static_cast<int>(k)});
   }
   for (int id = 0; id < g.size(); ++id) {
     const Task& t = g[id];

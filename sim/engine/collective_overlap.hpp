@@ -1,7 +1,8 @@
 // Whether a replayed collective (collective_replay.hpp) shared a link with other traffic while it
 // ran: the replay is what the full run gives only when it did not. Checked on the replay's spans,
-// per directed link: a replayed collective's window (first start to last end of its tasks) against
-// every other replayed collective's window and every other transfer crossing that link.
+// per directed link: a replayed collective's window on that link (first start to last end of its
+// transfers that cross it) against every other replayed collective's window there and every other
+// transfer crossing that link.
 #pragma once
 
 #include "sim/engine/task_graph.hpp"
@@ -12,8 +13,18 @@
 
 namespace dtsim {
 
-/// The directed links (directed_link) a collective's transfers cross, each once.
-std::vector<int> directed_links_of(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range);
+/// A directed link (directed_link) a collective's transfers cross, and when they use it: from the
+/// first start to the last end of those transfers, in seconds after the collective's first start.
+struct LinkUse {
+  int key = -1;
+  double from = 0;
+  double to = 0;
+};
+
+/// The directed links a collective's transfers cross, each once, with their windows, from the spans
+/// of a run of the collective (`spans`: per task of the range, by offset from its first).
+std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range,
+                                 const std::vector<Span>& spans);
 
 struct Overlaps {
   std::vector<int> collectives;  ///< indices into the graph's collectives, each once, in order
@@ -24,9 +35,10 @@ struct Overlaps {
 /// replayed collective, or any other transfer: outside collectives or of one run in full).
 /// owner[task]: its collective or -1; expanded[k]: collective k runs in full (not replayed);
 /// run_of[k]: the distinct collective k is a copy of; links[d]: distinct collective d's
-/// directed_links_of; spans: per task of the graph.
+/// link_use_of (each replayed copy's windows shifted to its first start); spans: per task of the
+/// graph.
 Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& graph, const std::vector<int>& owner,
                                  const std::vector<char>& expanded, const std::vector<int>& run_of,
-                                 const std::vector<std::vector<int>>& links, const std::vector<Span>& spans);
+                                 const std::vector<std::vector<LinkUse>>& links, const std::vector<Span>& spans);
 
 }  // namespace dtsim

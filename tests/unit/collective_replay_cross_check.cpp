@@ -200,3 +200,29 @@ TEST_CASE("a collective that shares a link is run in full among the replayed oth
   for (std::size_t i = 0; i < full.size(); ++i)
     CHECK(run.spans[i].end == doctest::Approx(full[i].end).epsilon(1e-9));
 }
+
+TEST_CASE("a transfer on a collective's link after the collective is done with that link is no sharing")
+{
+  const Topology t = testing::two_gpu_pair();
+  const int a = t.gpus()[0], b = t.gpus()[1];
+  TaskGraph g;
+  const int x = g.add_compute(a, 0.1, "x", "forward");
+  const int y = g.add_compute(b, 0.1, "y", "forward");
+  // A "collective" that sends a -> b (0.1 to 0.2 s), then b -> a (0.2 to 0.3 s, the links' other direction).
+  const int first = g.size();
+  const int ab = g.add_transfer(a, b, 1e9, "a->b", "allreduce", {x, y});
+  const int ba = g.add_transfer(b, a, 1e9, "b->a", "allreduce", {ab});
+  const int da = g.add_delay(a, 0.0, "done a", "allreduce", {ba});
+  const int db = g.add_delay(b, 0.0, "done b", "allreduce", {ba});
+  g.mark_collective(first, {da, db});
+  // A copy a -> b from 0.25 s: inside the collective's time, on the links it used a -> b until 0.2 s.
+  const int wait = g.add_delay(a, 0.25, "wait", "marker");
+  g.add_transfer(a, b, 1e9, "copy", "h2d", {wait});
+  const ReplayedRun run = simulate_with_replayed_collectives(t, g);
+  REQUIRE(run.applied);
+  CHECK(run.expanded == 0);
+  const auto full = simulate(t, g);
+  REQUIRE(run.spans.size() == full.size());
+  for (std::size_t i = 0; i < full.size(); ++i)
+    CHECK(run.spans[i].end == doctest::Approx(full[i].end).epsilon(1e-9));
+}
