@@ -18,21 +18,22 @@ int TaskGraph::add(Task task)
   return size() - 1;
 }
 
-namespace {
-Task make_task(TaskKind kind, std::string name, std::string category, std::vector<int> after)
+Task TaskGraph::make_task(TaskKind kind, std::string name, const std::string& category, const std::vector<int>& after)
 {
   Task t;
   t.kind = kind;
-  t.name = std::move(name);
-  t.category = std::move(category);
+  t.name = TaskText(std::move(name));
+  // Tasks come in runs of one category (a collective's, a layer's): the last one is kept at hand.
+  if (category != last_category_.get())
+    last_category_ = TaskText(category);
+  t.category = last_category_;
   t.after.assign(after.begin(), after.end());
   return t;
 }
-}  // namespace
 
 int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Compute, std::move(name), std::move(category), std::move(after));
+  Task t = make_task(TaskKind::Compute, std::move(name), category, after);
   t.device = device;
   t.seconds = seconds;
   return add(std::move(t));
@@ -40,7 +41,7 @@ int TaskGraph::add_compute(int device, double seconds, std::string name, std::st
 
 int TaskGraph::add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Delay, std::move(name), std::move(category), std::move(after));
+  Task t = make_task(TaskKind::Delay, std::move(name), category, after);
   t.device = device;
   t.seconds = seconds;
   return add(std::move(t));
@@ -49,7 +50,7 @@ int TaskGraph::add_delay(int device, double seconds, std::string name, std::stri
 int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, std::string category,
                             std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Transfer, std::move(name), std::move(category), std::move(after));
+  Task t = make_task(TaskKind::Transfer, std::move(name), category, after);
   t.src = src;
   t.dst = dst;
   t.device = src;

@@ -93,8 +93,11 @@ public:
   int group() const { return group_; }
 
 private:
+  Task make_task(TaskKind kind, std::string name, const std::string& category, const std::vector<int>& after);
+
   std::vector<Task> tasks_;
   std::vector<CollectiveRange> collectives_;
+  TaskText last_category_;
   int iteration_ = 0;
   int group_ = -1;
 };
