@@ -14,7 +14,7 @@
 // SimGrid supports one simulation per process (its clock and configuration are global), so
 // simulate() forks: the child runs SimGrid and pipes the spans back; run_each_in_child() runs several
 // such children at once, as many as the machine has cores (simulate_each, and the replay's isolated
-// collectives, each folded and simulated in a child of its own, go through it).
+// collectives, each simulated in a child of its own, go through it).
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 

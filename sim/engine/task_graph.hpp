@@ -27,9 +27,10 @@ namespace dtsim {
 enum class TaskKind { Compute, Transfer, Delay };
 
 /// A task's name or category. Many tasks share each text (every copy of a repeated collective, every
-/// iteration: 1.3 M tasks and a few thousand texts at 1,024 GPUs), so each distinct text is stored
-/// once (Boost.Flyweight) and a task holds a pointer to it: copying a task copies no string. Texts
-/// are never released (no_tracking): a run creates a bounded set of them.
+/// iteration: the trace of one iteration of ResNet-50 DDP on 256 H100s has 8,658 distinct names for
+/// 521,764 events), so each distinct text is stored once (Boost.Flyweight) and a task holds a pointer
+/// to it: copying a task copies no string. Texts are never released (no_tracking): a run creates a
+/// bounded set of them.
 using TaskText = boost::flyweight<std::string, boost::flyweights::no_tracking>;
 
 /// The tasks a task waits on: most wait on one to three, held inside the task (no allocation; a
