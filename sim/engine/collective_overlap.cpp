@@ -8,14 +8,14 @@
 
 namespace dtsim {
 
-std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& g, const CollectiveRange& r,
+std::vector<LinkWindow> link_windows_of(const Topology& topology, const TaskGraph& g, const CollectiveRange& r,
                                  const std::vector<Span>& spans)
 {
   double first = std::numeric_limits<double>::infinity();
   for (const Span& s : spans)
     first = std::min(first, s.start);
   std::vector<int> index(2 * topology.links().size(), -1);  // directed link -> its entry
-  std::vector<LinkUse> out;
+  std::vector<LinkWindow> out;
   for (int id = r.first; id < r.end; ++id) {
     const Task& t = g[id];
     if (t.kind != TaskKind::Transfer)
@@ -27,7 +27,7 @@ std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& g, c
         at = static_cast<int>(out.size());
         out.push_back({directed_link(h), s.start - first, s.end - first});
       }
-      LinkUse& use = out[static_cast<std::size_t>(at)];
+      LinkWindow& use = out[static_cast<std::size_t>(at)];
       use.from = std::min(use.from, s.start - first);
       use.to = std::max(use.to, s.end - first);
     }
@@ -37,7 +37,7 @@ std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& g, c
 
 Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& g, const std::vector<int>& owner,
                                  const std::vector<char>& expanded, const std::vector<int>& run_of,
-                                 const std::vector<std::vector<LinkUse>>& links, const std::vector<Span>& spans)
+                                 const std::vector<std::vector<LinkWindow>>& links, const std::vector<Span>& spans)
 {
   const auto& ranges = g.collectives();
   struct Busy {
@@ -52,7 +52,7 @@ Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& g, c
     double start = std::numeric_limits<double>::infinity();
     for (int id = r.first; id < r.end; ++id)
       start = std::min(start, spans[static_cast<std::size_t>(id)].start);
-    for (const LinkUse& use : links[static_cast<std::size_t>(run_of[k])])
+    for (const LinkWindow& use : links[static_cast<std::size_t>(run_of[k])])
       by_link[use.key].push_back({start + use.from, start + use.to, static_cast<int>(k)});
   }
   for (int id = 0; id < g.size(); ++id) {

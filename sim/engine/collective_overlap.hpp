@@ -15,7 +15,7 @@ namespace dtsim {
 
 /// A directed link (directed_link) a collective's transfers cross, and when they use it: from the
 /// first start to the last end of those transfers, in seconds after the collective's first start.
-struct LinkUse {
+struct LinkWindow {
   int key = -1;
   double from = 0;
   double to = 0;
@@ -23,7 +23,7 @@ struct LinkUse {
 
 /// The directed links a collective's transfers cross, each once, with their windows, from the spans
 /// of a run of the collective (`spans`: per task of the range, by offset from its first).
-std::vector<LinkUse> link_use_of(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range,
+std::vector<LinkWindow> link_windows_of(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range,
                                  const std::vector<Span>& spans);
 
 struct Overlaps {
@@ -35,10 +35,10 @@ struct Overlaps {
 /// replayed collective, or any other transfer: outside collectives or of one run in full).
 /// owner[task]: its collective or -1; expanded[k]: collective k runs in full (not replayed);
 /// run_of[k]: the distinct collective k is a copy of; links[d]: distinct collective d's
-/// link_use_of (each replayed copy's windows shifted to its first start); spans: per task of the
+/// link_windows_of (each replayed copy's windows shifted to its first start); spans: per task of the
 /// graph.
 Overlaps overlapping_collectives(const Topology& topology, const TaskGraph& graph, const std::vector<int>& owner,
                                  const std::vector<char>& expanded, const std::vector<int>& run_of,
-                                 const std::vector<std::vector<LinkUse>>& links, const std::vector<Span>& spans);
+                                 const std::vector<std::vector<LinkWindow>>& links, const std::vector<Span>& spans);
 
 }  // namespace dtsim

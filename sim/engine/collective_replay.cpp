@@ -291,9 +291,9 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
 
   // Collectives that shared links with other traffic are run in full among the others, and the
   // check repeated on the new spans, until none does (or too many rounds: then the full run).
-  std::vector<std::vector<LinkUse>> links;  // per distinct collective: the directed links it crosses, when
+  std::vector<std::vector<LinkWindow>> links;  // per distinct collective: the directed links it crosses, when
   for (std::size_t c = 0; c < distinct.size(); ++c)
-    links.push_back(link_use_of(topology, graph, ranges[static_cast<std::size_t>(distinct[c])], isolated.runs[c].offsets));
+    links.push_back(link_windows_of(topology, graph, ranges[static_cast<std::size_t>(distinct[c])], isolated.runs[c].offsets));
   std::vector<char> expanded(ranges.size(), 0);
   bool settled = false;
   for (int round = 0; round < kMaxRounds && !settled; ++round) {
