@@ -169,9 +169,7 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
       std::iota(f.representative.begin(), f.representative.end(), 0);
     }
     jobs.push_back([&topology, &g, &r, &f] {
-      FoldedMachine machine(topology);
-      machine.admit(g, r, f);  // the only collective on it: its routes are free to pin
-      return encode_spans(simulate_one(machine.build(), g, r, f.representative));
+      return encode_spans(simulate_one(folded_machine(topology, g, r, f), g, r, f.representative));
     });
     weights.push_back(f.representatives());
     out.folded += f.representatives() < r.end - r.first;

@@ -333,46 +333,41 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
   return out;
 }
 
-bool FoldedMachine::admit(const TaskGraph& g, const CollectiveRange& r, const CollectiveFold& fold)
+Topology folded_machine(const Topology& topology, const TaskGraph& g, const CollectiveRange& r, const CollectiveFold& fold)
 {
-  std::map<std::pair<int, int>, std::vector<Hop>> wanted;  // a route depends on its two devices only
+  struct FoldedHop {
+    int key = -1;   // directed link (2 * link + forward) of the topology
+    int flows = 1;  // flows it stands for (1: the link itself)
+  };
+  std::map<std::pair<int, int>, std::vector<FoldedHop>> routes;  // a route depends on its two devices only
   for (int i = 0; i < r.end - r.first; ++i) {
     const Task& t = g[r.first + i];
     if (fold.representative[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
-    const auto pair = std::make_pair(t.src, t.dst);
-    if (wanted.count(pair))
+    auto [it, fresh] = routes.try_emplace({t.src, t.dst});
+    if (!fresh)
       continue;
-    std::vector<Hop> route;
-    for (const dtsim::Hop& h : original_.route(t.src, t.dst)) {
-      const auto it = fold.links.find(directed_link(h));
-      route.push_back(it == fold.links.end() ? Hop{directed_link(h), 1} : Hop{it->second.key, it->second.flows});
+    for (const Hop& h : topology.route(t.src, t.dst)) {
+      const auto folded = fold.links.find(directed_link(h));
+      it->second.push_back(folded == fold.links.end() ? FoldedHop{directed_link(h), 1}
+                                                      : FoldedHop{folded->second.key, folded->second.flows});
     }
-    if (const auto pinned = pinned_.find(pair); pinned != pinned_.end() && pinned->second != route)
-      return false;
-    wanted.emplace(pair, std::move(route));
   }
-  pinned_.merge(wanted);
-  return true;
-}
-
-Topology FoldedMachine::build() const
-{
-  Topology machine = original_;
+  Topology machine = topology;
   std::map<std::pair<int, int>, int> added;  // (directed key, flows) -> link of rate / flows
-  for (const auto& [pair, route] : pinned_)
-    for (const Hop& h : route) {
+  for (const auto& [pair, route] : routes)
+    for (const FoldedHop& h : route) {
       if (h.flows == 1 || added.count({h.key, h.flows}))
         continue;
-      const Link& l = original_.link(h.key / 2);
+      const Link& l = topology.link(h.key / 2);
       const bool forward = h.key % 2 == 1;
       added[{h.key, h.flows}] = machine.add_link(fmt::format("{} {} ({} flows)", l.name, forward ? "forward" : "backward", h.flows), l.kind, forward ? l.a : l.b,
                                                  forward ? l.b : l.a, l.bandwidth / h.flows, l.latency, l.lanes);
     }
-  for (const auto& [pair, route] : pinned_) {
+  for (const auto& [pair, route] : routes) {
     Route pinned;
-    for (const Hop& h : route)
-      pinned.push_back(h.flows == 1 ? dtsim::Hop{h.key / 2, h.key % 2 == 1} : dtsim::Hop{added.at({h.key, h.flows}), true});
+    for (const FoldedHop& h : route)
+      pinned.push_back(h.flows == 1 ? Hop{h.key / 2, h.key % 2 == 1} : Hop{added.at({h.key, h.flows}), true});
     machine.pin_route(pair.first, pair.second, std::move(pinned));
   }
   return machine;

@@ -53,27 +53,10 @@ struct CollectiveFold {
 /// its own: every dependency on a task before it is its start) onto itself, folded as above.
 CollectiveFold fold_collective(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range);
 
-/// The machine that one SimGrid run of several folded collectives (one after the other) uses: the
-/// topology, plus for each directed link that stands for w != 1 flows a link of 1/w its rate, with
-/// the representatives' routes pinned through them. Two collectives whose routes between the same
-/// two devices would differ cannot share one machine (admit() then returns false).
-class FoldedMachine {
-public:
-  explicit FoldedMachine(const Topology& topology) : original_(topology) {}
-  /// Takes the representatives of `range` in `graph`, folded by `fold`; false (and nothing taken)
-  /// when a route they need is already pinned differently.
-  bool admit(const TaskGraph& graph, const CollectiveRange& range, const CollectiveFold& fold);
-  /// The topology with the folded links added and every admitted route pinned.
-  Topology build() const;
-
-private:
-  struct Hop {
-    int key = -1;   ///< directed link (2 * link + forward) of the original topology
-    int flows = 1;  ///< flows it stands for (1: the link itself)
-    bool operator==(const Hop&) const = default;
-  };
-  const Topology& original_;
-  std::map<std::pair<int, int>, std::vector<Hop>> pinned_;
-};
+/// The machine a folded collective runs on alone: the topology, plus for each directed link that
+/// stands for w != 1 flows a link of 1/w its rate, with the representatives' routes pinned through
+/// them.
+Topology folded_machine(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range,
+                        const CollectiveFold& fold);
 
 }  // namespace dtsim

@@ -17,17 +17,8 @@ namespace dtsim {
 /// any number of times.
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph);
 
-struct SimulationInput {
-  const Topology* topology = nullptr;
-  const TaskGraph* graph = nullptr;
-};
-
 /// How many child processes run_each_in_child runs at once: the machine's cores.
 int simulation_lanes();
-
-/// simulate() for several independent runs, side by side (run_each_in_child, the largest graphs
-/// first); returns their spans in the order given.
-std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs);
 
 /// Runs each job in a forked child process of its own (so that a job may run SimGrid once, with
 /// simulate_here), simulation_lanes() at once: the heaviest by `weights` first, the next as soon as

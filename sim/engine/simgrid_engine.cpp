@@ -13,8 +13,8 @@
 //
 // SimGrid supports one simulation per process (its clock and configuration are global), so
 // simulate() forks: the child runs SimGrid and pipes the spans back; run_each_in_child() runs several
-// such children at once, as many as the machine has cores (simulate_each, and the replay's isolated
-// collectives, each simulated in a child of its own, go through it).
+// such children at once, as many as the machine has cores (the replay's isolated collectives, each
+// simulated in a child of its own, go through it).
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 
@@ -266,7 +266,8 @@ std::vector<Span> decode_spans(const std::string& bytes, int count)
   if (count < 0 || bytes.size() != static_cast<std::size_t>(count) * sizeof(Span))
     throw std::runtime_error("simulation: truncated result");
   std::vector<Span> out(static_cast<std::size_t>(count));
-  std::memcpy(out.data(), bytes.data(), bytes.size());
+  if (count > 0)  // an empty vector's data() may be null, which memcpy may not take
+    std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
@@ -334,25 +335,6 @@ std::vector<std::string> run_each_in_child(const std::vector<std::function<std::
     }
     throw;
   }
-  return out;
-}
-
-std::vector<std::vector<Span>> simulate_each(const std::vector<SimulationInput>& runs)
-{
-  std::vector<std::function<std::string()>> jobs;
-  std::vector<double> weights;
-  std::vector<std::size_t> index;  // of each job's run
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].graph->size() == 0)
-      continue;
-    jobs.push_back([&run = runs[i]] { return encode_spans(run_simgrid(*run.topology, *run.graph, nullptr).spans); });
-    weights.push_back(runs[i].graph->size());
-    index.push_back(i);
-  }
-  const std::vector<std::string> got = run_each_in_child(jobs, weights);
-  std::vector<std::vector<Span>> out(runs.size());
-  for (std::size_t j = 0; j < jobs.size(); ++j)
-    out[index[j]] = decode_spans(got[j], runs[index[j]].graph->size());
   return out;
 }
 

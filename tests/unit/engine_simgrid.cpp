@@ -136,7 +136,7 @@ TEST_CASE("an empty transfer takes the route latency")
   CHECK(spans[2].end == doctest::Approx(2e-6));
 }
 
-TEST_CASE("simulate_each runs independent graphs side by side, each as simulate() does")
+TEST_CASE("simulations run side by side in run_each_in_child, each as simulate() does")
 {
   const Topology a = star(3, 10e9, 0), b = star(2, 5e9, 1e-6);
   std::vector<TaskGraph> graphs(5);
@@ -145,10 +145,12 @@ TEST_CASE("simulate_each runs independent graphs side by side, each as simulate(
     const int first = graphs[static_cast<std::size_t>(k)].add_transfer(t.gpus()[0], t.gpus()[1], 1e9 * (k + 1), "x", "test");
     graphs[static_cast<std::size_t>(k)].add_delay(t.gpus()[1], 0.5, "then", "test", {first});
   }
-  std::vector<SimulationInput> inputs;
+  std::vector<std::function<std::string()>> jobs;
   for (std::size_t k = 0; k < graphs.size(); ++k)
-    inputs.push_back({k % 2 ? &b : &a, &graphs[k]});
-  const auto each = simulate_each(inputs);
+    jobs.push_back([&, k] { return encode_spans(simulate_here(k % 2 ? b : a, graphs[k])); });
+  std::vector<std::vector<Span>> each;
+  for (const std::string& got : run_each_in_child(jobs, {1, 2, 3, 4, 5}))
+    each.push_back(decode_spans(got, static_cast<int>(got.size() / sizeof(Span))));
   REQUIRE(each.size() == graphs.size());
   CHECK(each[4].empty());
   for (std::size_t k = 0; k < 4; ++k) {
