@@ -6,7 +6,7 @@ DTSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DTSIM_BUILD="${DTSIM_BUILD_DIR:-$DTSIM_ROOT/build}"
 DTSIM_SANITIZE_BUILD="${DTSIM_SANITIZE_BUILD_DIR:-$DTSIM_BUILD-sanitize}"
 DTSIM_PACKAGES=(cmake g++ make pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
-                libfmt-dev doctest-dev libcli11-dev libeigen3-dev)
+                libfmt-dev doctest-dev libcli11-dev libeigen3-dev libjemalloc-dev)
 # Only for tools/test's sanitizer build and tools/fuzz (libFuzzer): Debian 12's clang is clang 14.
 DTSIM_CLANG_PACKAGES=(clang)
 # Only tools/test needs these: a real browser renders the HTML report, GNU parallel runs an emitted sweep.
