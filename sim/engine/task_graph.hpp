@@ -79,6 +79,8 @@ public:
   void add_dependency(int task, int must_finish_first);
   /// Drops every task from `count` on (those of iterations not simulated, when they come last).
   void keep_first(int count);
+  /// Room for `count` tasks in all, so that adding up to that many moves no task.
+  void reserve(int count) { tasks_.reserve(static_cast<std::size_t>(count)); }
   /// Records that tasks [first, size()) are one collective, with each rank's last task.
   void mark_collective(int first, std::vector<int> done);
   const std::vector<CollectiveRange>& collectives() const { return collectives_; }

@@ -186,7 +186,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     return all;
   }());
 
+  const int setup_tasks = g.size();
   for (int it = 0; it < iterations; ++it) {
+    // Every iteration adds as many tasks as the first: room for all of them at once (a plan of
+    // millions of tasks would otherwise be moved each time the vector doubles).
+    if (it == 1)
+      g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
     g.set_iteration(it);
     for (int micro = 0; micro < opt.gradient_accumulation; ++micro) {
       const bool sync = micro + 1 == opt.gradient_accumulation && n > 1;
