@@ -119,8 +119,11 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   std::optional<ExpansionKey> key;
   if (options.memo) {
     key = ExpansionMemo::key_of(graph, topology, call, options);
-    if (auto copy = options.memo->append_copy(graph, *key, start_after))
+    if (auto copy = options.memo->append_copy(graph, *key, start_after)) {
+      if (options.on_collective)
+        options.on_collective(graph, static_cast<int>(graph.collectives().size()) - 1, false);
       return *copy;
+    }
   }
   CommLayout layout = make_comm_layout(topology, call.ranks);
   NcclParams params = options.params ? *options.params : NcclParams::defaults(layout.system.compute_capability);
@@ -187,6 +190,8 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   out.channels = std::max(1, cost.channels);
   if (key)
     options.memo->remember(graph, std::move(*key), first_task, start_after, out);
+  if (options.on_collective)
+    options.on_collective(graph, static_cast<int>(graph.collectives().size()) - 1, true);
   return out;
 }
 

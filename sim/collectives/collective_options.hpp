@@ -6,6 +6,7 @@
 #include "sim/collectives/nccl_params.hpp"
 #include "sim/collectives/nccl_tuning.hpp"
 
+#include <functional>
 #include <optional>
 
 namespace dtsim {
@@ -24,6 +25,10 @@ struct CollectiveOptions {
   /// Where expansions are remembered and copied when the same call comes again (none: each one
   /// expands anew; expansion_memo.hpp). It keys on the topology's address: one per plan build.
   ExpansionMemo* memo = nullptr;
+  /// Called with the graph and the collective's index once each collective is added, `expanded`
+  /// true when it was expanded anew (not a memo's copy): the replay starts simulating collectives
+  /// while the plan is still being built (EarlyIsolatedRuns).
+  std::function<void(const TaskGraph& graph, int collective, bool expanded)> on_collective;
 };
 
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,

@@ -3,13 +3,13 @@
 #include "sim/engine/collective_overlap.hpp"
 #include "sim/engine/collective_symmetry.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/engine/isolated_runs.hpp"
 
-#include <boost/container_hash/hash.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
-#include <numeric>
+#include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace dtsim {
@@ -29,26 +29,6 @@ std::vector<int> collective_of_tasks(const TaskGraph& g)
 
 /// A task reference as seen from inside a range: its offset there, or -1 for any task before it.
 int relative(int id, const CollectiveRange& r) { return id >= r.first ? id - r.first : -1; }
-
-std::size_t content_hash(const TaskGraph& g, const CollectiveRange& r)
-{
-  std::size_t h = 0;
-  boost::hash_combine(h, r.end - r.first);
-  for (int id = r.first; id < r.end; ++id) {
-    const Task& t = g[id];
-    boost::hash_combine(h, static_cast<int>(t.kind));
-    boost::hash_combine(h, t.device);
-    boost::hash_combine(h, t.src);
-    boost::hash_combine(h, t.dst);
-    boost::hash_combine(h, t.bytes);
-    boost::hash_combine(h, t.seconds);
-    for (int dep : t.after)
-      boost::hash_combine(h, relative(dep, r));
-  }
-  for (int d : r.done)
-    boost::hash_combine(h, relative(d, r));
-  return h;
-}
 
 /// True when two ranges would run the same way on their own: the same tasks in the same order,
 /// with the same dependencies among them (those on earlier tasks all become the start).
@@ -109,76 +89,35 @@ struct IsolatedRuns {
   long long whole = 0;         ///< tasks of the distinct collectives
 };
 
-/// One collective simulated on its own on `machine`, its ranks starting at once: the tasks of
-/// `range` that represent others (all, unfolded), each waiting on its dependencies' representatives,
-/// the start-ups on a gate at time 0. Returns each task's span, its representative's.
-std::vector<Span> simulate_one(const Topology& machine, const TaskGraph& g, const CollectiveRange& r,
-                               const std::vector<int>& rep)
-{
-  TaskGraph iso;
-  const int gate = iso.add_delay(g[r.done[0]].device, 0.0, "replay gate", "marker");
-  std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
-  auto remap = [&](int id) {
-    return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;
-  };
-  for (int i = 0; i < r.end - r.first; ++i) {
-    if (rep[static_cast<std::size_t>(i)] != i)
-      continue;
-    Task t = g[r.first + i];
-    for (int& dep : t.after)
-      dep = remap(dep);
-    std::sort(t.after.begin(), t.after.end());
-    t.after.erase(std::unique(t.after.begin(), t.after.end()), t.after.end());
-    t.sender_joined = t.sender_joined >= 0 ? remap(t.sender_joined) : -1;
-    iso.set_iteration(t.iteration);
-    ids[static_cast<std::size_t>(i)] = iso.add(std::move(t));
-  }
-  const std::vector<Span> spans = simulate_here(machine, iso);
-  const double t0 = spans[static_cast<std::size_t>(gate)].end;
-  std::vector<Span> out;
-  out.reserve(rep.size());
-  for (int i : rep) {
-    const Span& s = spans[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)])];
-    out.push_back({s.start - t0, s.end - t0});
-  }
-  return out;
-}
-
-/// Simulates the distinct collectives on their own, each folded by its symmetry where it has one
-/// (collective_symmetry.hpp) and run in a SimGrid run of its own (a child process) on a machine
-/// whose folded links carry its representatives' routes; the runs go side by side, the one with the
-/// most tasks to simulate first. (Folding in child processes too was measured no faster: 0.96x to
-/// 1.03x of the wall time at 1,024 and 2,048 GPUs, with more forks.)
-/// Returns each one's spans from its own start, every task with its representative's.
-IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold)
+/// Runs the distinct collectives on their own (isolated_runs.hpp), those `pool` has not started
+/// yet folded here first, to know their sizes; each is queued as soon as it is folded. (Folding in
+/// the children instead, with no size known, was measured no faster: 0.96x to 1.03x of the wall time
+/// at 1,024 and 2,048 GPUs.)
+IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, const std::vector<int>& distinct, bool fold,
+                               IsolatedRunPool& pool)
 {
   const auto& ranges = g.collectives();
-  auto range_of = [&](std::size_t c) -> const CollectiveRange& { return ranges[static_cast<std::size_t>(distinct[c])]; };
-  std::vector<CollectiveFold> folds(distinct.size());
-  if (fold)
-    for (std::size_t c = 0; c < distinct.size(); ++c)
-      folds[c] = fold_collective(topology, g, range_of(c));
-  IsolatedRuns out;
-  std::vector<std::function<std::string()>> jobs;
-  std::vector<double> weights;
-  for (std::size_t c = 0; c < distinct.size(); ++c) {
-    const CollectiveRange& r = range_of(c);
-    CollectiveFold& f = folds[c];
-    if (f.representative.empty()) {
-      f.representative.resize(static_cast<std::size_t>(r.end - r.first));
-      std::iota(f.representative.begin(), f.representative.end(), 0);
-    }
-    jobs.push_back([&topology, &g, &r, &f] {
-      return encode_spans(simulate_one(folded_machine(topology, g, r, f), g, r, f.representative));
-    });
-    weights.push_back(f.representatives());
-    out.folded += f.representatives() < r.end - r.first;
-    out.tasks += f.representatives();
-    out.whole += r.end - r.first;
-  }
-  const std::vector<std::string> results = run_each_in_child(jobs, weights);
+  pool.plan_built();
+  // The largest first: the pool starts each as soon as a lane is free while the next is folded.
+  std::vector<std::size_t> order;
   for (std::size_t c = 0; c < distinct.size(); ++c)
-    out.runs.push_back({decode_spans(results[c], range_of(c).end - range_of(c).first)});
+    if (!pool.has(g, distinct[c]))
+      order.push_back(c);
+  auto size_of = [&](std::size_t c) {
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(distinct[c])];
+    return r.end - r.first;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size_of(a) > size_of(b); });
+  for (const std::size_t c : order)
+    pool.run(g, distinct[c], fold ? fold_collective(topology, g, ranges[static_cast<std::size_t>(distinct[c])]) : CollectiveFold{});
+  IsolatedRuns out;
+  for (std::size_t c = 0; c < distinct.size(); ++c) {
+    IsolatedRun run = pool.take(distinct[c]);
+    out.folded += run.simulated < size_of(c);
+    out.tasks += run.simulated;
+    out.whole += size_of(c);
+    out.runs.push_back({std::move(run.offsets)});
+  }
   return out;
 }
 
@@ -250,7 +189,8 @@ constexpr int kMaxRounds = 4;
 
 }  // namespace
 
-ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph, const ReplayOptions& options)
+ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph, const ReplayOptions& options,
+                                               IsolatedRunPool* pool)
 {
   ReplayedRun out;
   const auto& ranges = graph.collectives();
@@ -268,7 +208,7 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
   std::unordered_map<std::size_t, std::vector<int>> by_hash;
   std::vector<int> distinct, run_of(ranges.size(), -1);
   for (std::size_t k = 0; k < ranges.size(); ++k) {
-    auto& candidates = by_hash[content_hash(graph, ranges[k])];
+    auto& candidates = by_hash[collective_content_hash(graph, ranges[k])];
     for (int c : candidates)
       if (same_content(graph, ranges[static_cast<std::size_t>(distinct[static_cast<std::size_t>(c)])], ranges[k]))
         run_of[k] = c;
@@ -279,7 +219,10 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
     }
   }
   out.distinct = static_cast<int>(distinct.size());
-  const IsolatedRuns isolated = simulate_isolated(topology, graph, distinct, options.fold);
+  std::optional<IsolatedRunPool> own;
+  if (!pool)
+    pool = &own.emplace(topology, options.fold, std::numeric_limits<int>::max());
+  const IsolatedRuns isolated = simulate_isolated(topology, graph, distinct, options.fold, *pool);
   out.folded = isolated.folded;
   out.isolated_tasks = isolated.tasks;
   out.distinct_tasks = isolated.whole;

@@ -1,6 +1,6 @@
 // A faster run of a TaskGraph for large machines: each distinct collective (TaskGraph::collectives,
 // recognised by its content: the same transfers, delays and dependencies) is simulated once on its
-// own, flow by flow on the whole topology, in a SimGrid run (a child process) of its own, side by
+// own, flow by flow on the whole topology, in a SimGrid run (a child process) of its own (isolated_runs.hpp), side by
 // side with the others (one channel of each set that a rotation of the nodes' GPUs maps onto one
 // another, on folded links: collective_symmetry.hpp); the graph then runs with every collective replaced by
 // its replay: a join of all its ranks' start dependencies, then each rank's own time to its result
@@ -14,6 +14,7 @@
 // 0.05% of the isolated collective; the cross-check test bounds the difference on whole iterations).
 #pragma once
 
+#include "sim/engine/isolated_runs.hpp"
 #include "sim/engine/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -46,7 +47,9 @@ struct ReplayOptions {
 /// others instead, and the check repeated, for a few rounds. Refuses (applied = false) when the
 /// graph has no collective, a task outside a collective waits on one of its inner tasks, every
 /// collective had to be run in full, or sharing was still found after the last round.
+/// The isolated runs go through `pool` when given (it may have started some while the plan was
+/// being built), else through one of its own.
 ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const TaskGraph& graph,
-                                               const ReplayOptions& options = {});
+                                               const ReplayOptions& options = {}, IsolatedRunPool* pool = nullptr);
 
 }  // namespace dtsim

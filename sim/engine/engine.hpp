@@ -26,7 +26,30 @@ int simulation_lanes();
 std::vector<std::string> run_each_in_child(const std::vector<std::function<std::string()>>& jobs,
                                            const std::vector<double>& weights);
 
-/// Simulates the graph in this process: only inside a job of run_each_in_child (SimGrid allows one
+/// A job started at once in a forked child process of its own (so that it may run SimGrid once,
+/// with simulate_here) while this process goes on; result() waits for what it returned. Destroyed
+/// before that, it kills and reaps the child.
+class ChildJob {
+public:
+  explicit ChildJob(const std::function<std::string()>& job);
+  ChildJob(ChildJob&& other) noexcept;
+  ChildJob& operator=(ChildJob&& other) = delete;
+  ChildJob(const ChildJob&) = delete;
+  ChildJob& operator=(const ChildJob&) = delete;
+  ~ChildJob();
+  /// Whether the job is done (its result can be taken without waiting for its work).
+  bool done() const;
+  /// The pipe its result comes through (readable once it is done), to poll several.
+  int fd() const { return fd_; }
+  /// What the job returned (a job that threw makes this throw); once only.
+  std::string result();
+
+private:
+  int pid_ = -1;
+  int fd_ = -1;
+};
+
+/// Simulates the graph in this process: only inside a job of run_each_in_child or a ChildJob (SimGrid allows one
 /// simulation per process).
 std::vector<Span> simulate_here(const Topology& topology, const TaskGraph& graph);
 

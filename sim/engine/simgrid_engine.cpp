@@ -14,7 +14,8 @@
 // SimGrid supports one simulation per process (its clock and configuration are global), so
 // simulate() forks: the child runs SimGrid and pipes the spans back; run_each_in_child() runs several
 // such children at once, as many as the machine has cores (the replay's isolated collectives, each
-// simulated in a child of its own, go through it).
+// simulated in a child of its own, go through it), and a ChildJob runs one while this process goes
+// on (the isolated runs started while the plan is still being built).
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 
@@ -36,6 +37,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <csignal>
 #include <poll.h>
 #include <stdexcept>
 #include <string>
@@ -286,6 +288,46 @@ std::vector<Span> simulate_here(const Topology& topology, const TaskGraph& graph
 Simulation simulate_until_steady(const Topology& topology, const TaskGraph& graph, const SteadyStateStop& stop)
 {
   return simulate_in_child(topology, graph, &stop);
+}
+
+ChildJob::ChildJob(const std::function<std::string()>& job)
+{
+  const Child child = start_child(job);
+  pid_ = child.pid;
+  fd_ = child.fd;
+}
+
+ChildJob::ChildJob(ChildJob&& other) noexcept : pid_(other.pid_), fd_(other.fd_)
+{
+  other.pid_ = -1;
+  other.fd_ = -1;
+}
+
+ChildJob::~ChildJob()
+{
+  if (pid_ < 0)
+    return;
+  ::kill(pid_, SIGKILL);
+  ::close(fd_);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+bool ChildJob::done() const
+{
+  if (pid_ < 0)
+    return false;
+  pollfd fd{fd_, POLLIN, 0};
+  return ::poll(&fd, 1, 0) > 0;  // a child writes only once its job is done
+}
+
+std::string ChildJob::result()
+{
+  if (pid_ < 0)
+    throw std::logic_error("ChildJob: the result was already taken");
+  const Child child{pid_, fd_};
+  pid_ = -1;
+  fd_ = -1;
+  return finish_child(child);
 }
 
 int simulation_lanes()

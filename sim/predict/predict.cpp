@@ -41,6 +41,12 @@ struct SimulationSettings {
 // scenario and golden of the test suite stays below it and runs in full.
 constexpr int kReplayAboveTransfers = 100000;
 
+// In "auto", the collectives of at least this many tasks start their isolated runs while the plan
+// is still being built (IsolatedRunPool): a tenth of kReplayAboveTransfers, so that a plan that
+// will be replayed gets its large collectives simulated on the core the plan building leaves free,
+// and a smaller plan rarely starts one (when it does, the run is killed unused).
+constexpr int kEarlyRunAboveTasks = kReplayAboveTransfers / 10;
+
 // Two consecutive measured iterations this close (relative) mean the steady state has converged:
 // far below the 6 digits reports quote and the 1% the cross-check test allows. Measured spreads of
 // the 3 measured iterations (dtsim run --json, iteration_spread): 3e-16 (ResNet-50 DDP, 8 H100),
@@ -205,13 +211,15 @@ bool iterations_repeat_the_same_work(const Plan& plan)
 // iterations take the same time (kSteadyTolerance): the plan then keeps the iterations simulated
 // and says so in its notes. Otherwise (not converged, step-time jitter, a set iteration count, or
 // a plan whose iterations interleave) every iteration runs.
-std::vector<Span> simulate_plan(const Topology& topology, Plan& plan, const SimulationSettings& sim)
+std::vector<Span> simulate_plan(const Topology& topology, Plan& plan, const SimulationSettings& sim,
+                                std::optional<IsolatedRunPool>& pool)
 {
   if (sim.collectives != CollectiveMode::Full) {
     const auto& tasks = plan.graph.tasks();
     const auto transfers = std::count_if(tasks.begin(), tasks.end(), [](const Task& t) { return t.kind == TaskKind::Transfer; });
     if (sim.collectives == CollectiveMode::Replay || transfers > kReplayAboveTransfers) {
-      ReplayedRun run = simulate_with_replayed_collectives(topology, plan.graph);
+      ReplayedRun run = simulate_with_replayed_collectives(topology, plan.graph, {}, pool ? &*pool : nullptr);
+      pool.reset();  // the runs it did not take (a copy's, whose first instance had one too)
       if (run.applied) {
         plan.notes.push_back(fmt::format("collectives replayed: each of the {} distinct collectives was simulated once on its "
                                          "own and replayed {} times in all, from the moment its last rank joined (the plan "
@@ -231,6 +239,7 @@ std::vector<Span> simulate_plan(const Topology& topology, Plan& plan, const Simu
       plan.notes.push_back(fmt::format("collectives simulated in full: the replay does not apply ({})", run.why_not));
     }
   }
+  pool.reset();  // isolated runs still going are of no use to the full run
   const int planned = static_cast<int>(plan.iteration_end.size());
   const int shortest = plan.warmup_iterations + 2;
   if (sim.iterations_given || shortest >= planned || !iterations_are_a_prefix(plan) ||
@@ -274,12 +283,18 @@ Prediction predict_scenario(const Scenario& s)
   }
   const Model model = load_model(s.model, s.file, "/model");
   const NetCompute net = compute_net_of_modelled_overheads(s, p.topology, model, sim);
+  // The replay's isolated runs start while the plan is being built (isolated_runs.hpp).
+  std::optional<IsolatedRunPool> pool;
+  if (sim.collectives != CollectiveMode::Full) {
+    pool.emplace(p.topology, ReplayOptions{}.fold, sim.collectives == CollectiveMode::Replay ? 0 : kEarlyRunAboveTasks);
+    collectives.on_collective = [&pool](const TaskGraph& graph, int k, bool expanded) { pool->offer(graph, k, expanded); };
+  }
   p.plan = build_plan(net.scenario, p.topology, model, sim, collectives);
   if (!net.note.empty())
     p.plan.notes.push_back(net.note);
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
-  p.spans = simulate_plan(p.topology, p.plan, sim);
+  p.spans = simulate_plan(p.topology, p.plan, sim, pool);
   if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
     p.plan.single_gpu_iteration_s = net.single_gpu_iteration_s
                                          ? *net.single_gpu_iteration_s

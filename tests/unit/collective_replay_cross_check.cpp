@@ -137,6 +137,21 @@ TEST_CASE("DDP: replayed collectives match the full run, communication exposed, 
   CHECK(cross_check(ddp(64, 400)));
 }
 
+TEST_CASE("isolated runs started while the plan is built give exactly the replay's spans")
+{
+  // predict() hands the plan builder a pool that starts each collective's isolated run as soon as it
+  // is expanded (every one, in "replay"); the same graph replayed afresh, each run started by the
+  // replay itself, must give the same spans to the bit.
+  const Prediction p = run(ddp(256, 100), "replay");
+  const ReplayedRun again = simulate_with_replayed_collectives(p.topology, p.plan.graph);
+  REQUIRE(again.applied);
+  REQUIRE(again.spans.size() == p.spans.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < p.spans.size(); ++i)
+    differ += p.spans[i].start != again.spans[i].start || p.spans[i].end != again.spans[i].end;
+  CHECK(differ == 0);
+}
+
 TEST_CASE("pipeline and hybrid: collectives that activations cross run in full, the rest agrees")
 {
   for (const int gpus : {2, 8})
