@@ -17,14 +17,8 @@ namespace dtsim {
 /// any number of times.
 std::vector<Span> simulate(const Topology& topology, const TaskGraph& graph);
 
-/// How many child processes run_each_in_child runs at once: the machine's cores.
+/// How many simulations run side by side at once: the machine's cores.
 int simulation_lanes();
-
-/// Runs each job in a forked child process of its own (so that a job may run SimGrid once, with
-/// simulate_here), simulation_lanes() at once: the heaviest by `weights` first, the next as soon as
-/// one ends. Returns what each job returned, in the order given; a job that throws makes this throw.
-std::vector<std::string> run_each_in_child(const std::vector<std::function<std::string()>>& jobs,
-                                           const std::vector<double>& weights);
 
 /// A job started at once in a forked child process of its own (so that it may run SimGrid once,
 /// with simulate_here) while this process goes on; result() waits for what it returned. Destroyed
@@ -49,7 +43,7 @@ private:
   int fd_ = -1;
 };
 
-/// Simulates the graph in this process: only inside a job of run_each_in_child or a ChildJob (SimGrid allows one
+/// Simulates the graph in this process: only inside a ChildJob's job (SimGrid allows one
 /// simulation per process).
 std::vector<Span> simulate_here(const Topology& topology, const TaskGraph& graph);
 

@@ -12,10 +12,8 @@
 // the activities in flight): simgrid_runner.hpp.
 //
 // SimGrid supports one simulation per process (its clock and configuration are global), so
-// simulate() forks: the child runs SimGrid and pipes the spans back; run_each_in_child() runs several
-// such children at once, as many as the machine has cores (the replay's isolated collectives, each
-// simulated in a child of its own, go through it), and a ChildJob runs one while this process goes
-// on (the isolated runs started while the plan is still being built).
+// simulate() forks: the child runs SimGrid and pipes the spans back; a ChildJob runs one such child
+// while this process goes on (the replay's isolated collectives, several at once: isolated_runs.hpp).
 #include "sim/engine/engine.hpp"
 #include "sim/engine/simgrid_runner.hpp"
 
@@ -36,7 +34,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <numeric>
 #include <csignal>
 #include <poll.h>
 #include <stdexcept>
@@ -335,49 +332,5 @@ int simulation_lanes()
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::vector<std::string> run_each_in_child(const std::vector<std::function<std::string()>>& jobs,
-                                           const std::vector<double>& weights)
-{
-  const auto at_once = static_cast<std::size_t>(simulation_lanes());
-  std::vector<std::string> out(jobs.size());
-  std::vector<std::pair<std::size_t, Child>> running;
-  // A child writes only once its job is done: the first readable pipe is a finished job, whose
-  // lane the next job takes (jobs of unequal length keep every core busy).
-  auto finish_one = [&] {
-    std::vector<pollfd> fds;
-    for (const auto& [index, child] : running)
-      fds.push_back({child.fd, POLLIN, 0});
-    while (::poll(fds.data(), fds.size(), -1) < 0)
-      if (errno != EINTR)
-        throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
-    const auto ready = static_cast<std::size_t>(
-        std::find_if(fds.begin(), fds.end(), [](const pollfd& p) { return p.revents != 0; }) - fds.begin());
-    const auto [index, child] = running[ready];
-    running.erase(running.begin() + static_cast<std::ptrdiff_t>(ready));
-    out[index] = finish_child(child);
-  };
-  // The heaviest first (longest-processing-time first: the last to start are the shortest).
-  std::vector<std::size_t> order(jobs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return (a < weights.size() ? weights[a] : 0.0) > (b < weights.size() ? weights[b] : 0.0);
-  });
-  try {
-    for (const std::size_t i : order) {
-      if (running.size() >= at_once)
-        finish_one();
-      running.emplace_back(i, start_child(jobs[i]));
-    }
-    while (!running.empty())
-      finish_one();
-  } catch (...) {
-    for (const auto& [index, child] : running) {  // reap what still runs before reporting
-      ::close(child.fd);
-      ::waitpid(child.pid, nullptr, 0);
-    }
-    throw;
-  }
-  return out;
-}
 
 }  // namespace dtsim

@@ -6,7 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace dtsim;
@@ -136,7 +139,7 @@ TEST_CASE("an empty transfer takes the route latency")
   CHECK(spans[2].end == doctest::Approx(2e-6));
 }
 
-TEST_CASE("simulations run side by side in run_each_in_child, each as simulate() does")
+TEST_CASE("simulations run side by side as ChildJobs, each as simulate() does")
 {
   const Topology a = star(3, 10e9, 0), b = star(2, 5e9, 1e-6);
   std::vector<TaskGraph> graphs(5);
@@ -145,13 +148,14 @@ TEST_CASE("simulations run side by side in run_each_in_child, each as simulate()
     const int first = graphs[static_cast<std::size_t>(k)].add_transfer(t.gpus()[0], t.gpus()[1], 1e9 * (k + 1), "x", "test");
     graphs[static_cast<std::size_t>(k)].add_delay(t.gpus()[1], 0.5, "then", "test", {first});
   }
-  std::vector<std::function<std::string()>> jobs;
+  std::vector<ChildJob> jobs;  // all at once; each child may run SimGrid once
   for (std::size_t k = 0; k < graphs.size(); ++k)
-    jobs.push_back([&, k] { return encode_spans(simulate_here(k % 2 ? b : a, graphs[k])); });
-  std::vector<std::vector<Span>> each;
-  for (const std::string& got : run_each_in_child(jobs, {1, 2, 3, 4, 5}))
-    each.push_back(decode_spans(got, static_cast<int>(got.size() / sizeof(Span))));
-  REQUIRE(each.size() == graphs.size());
+    jobs.emplace_back([&, k] { return encode_spans(simulate_here(k % 2 ? b : a, graphs[k])); });
+  std::vector<std::vector<Span>> each(graphs.size());
+  for (std::size_t k = graphs.size(); k-- > 0;) {  // taken in another order than started
+    const std::string got = jobs[k].result();
+    each[k] = decode_spans(got, static_cast<int>(got.size() / sizeof(Span)));
+  }
   CHECK(each[4].empty());
   for (std::size_t k = 0; k < 4; ++k) {
     const auto alone = simulate(k % 2 ? b : a, graphs[k]);
@@ -159,37 +163,23 @@ TEST_CASE("simulations run side by side in run_each_in_child, each as simulate()
     for (std::size_t i = 0; i < alone.size(); ++i)
       CHECK(each[k][i].end == alone[i].end);
   }
-}
-
-TEST_CASE("run_each_in_child returns every job's result in the order given, whatever the weights")
-{
-  const Topology a = star(3, 10e9, 0);
-  TaskGraph g;
-  g.add_transfer(a.gpus()[0], a.gpus()[1], 1e9, "x", "test");
-  std::vector<std::function<std::string()>> jobs;
-  std::vector<double> weights;
-  for (int k = 0; k < 5; ++k) {
-    // A job may run SimGrid once in its own process: a second simulate_here in one job would not.
-    jobs.push_back([&, k] { return std::to_string(k) + ":" + encode_spans(simulate_here(a, g)); });
-    weights.push_back(k % 2 ? 1.0 : 10.0 * k);
-  }
-  const std::vector<std::string> got = run_each_in_child(jobs, weights);
-  REQUIRE(got.size() == jobs.size());
-  const std::vector<Span> alone = simulate(a, g);
-  for (int k = 0; k < 5; ++k) {
-    const std::string prefix = std::to_string(k) + ":";
-    REQUIRE(got[static_cast<std::size_t>(k)].rfind(prefix, 0) == 0);
-    const std::vector<Span> spans = decode_spans(got[static_cast<std::size_t>(k)].substr(prefix.size()), g.size());
-    CHECK(spans[0].end == alone[0].end);
-  }
+  CHECK_THROWS_AS(jobs[0].result(), std::logic_error);  // once only
   CHECK_THROWS_AS(decode_spans(std::string(3, 'x'), 1), std::runtime_error);
 }
 
-TEST_CASE("run_each_in_child reports a job that throws, after reaping the others")
+TEST_CASE("a ChildJob reports a job that throws; one destroyed before it is done is killed")
 {
-  std::vector<std::function<std::string()>> jobs{[] { return std::string("fine"); },
-                                                  []() -> std::string { throw std::runtime_error("broken job"); },
-                                                  [] { return std::string("also fine"); }};
-  CHECK_THROWS_WITH_AS(run_each_in_child(jobs, {1, 2, 3}), doctest::Contains("broken job"), std::runtime_error);
-  CHECK(run_each_in_child({}, {}).empty());
+  ChildJob broken([]() -> std::string { throw std::runtime_error("broken job"); });
+  CHECK_THROWS_WITH_AS(broken.result(), doctest::Contains("broken job"), std::runtime_error);
+  ChildJob fine([] { return std::string("fine"); });
+  while (!fine.done())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(fine.result() == "fine");
+  {
+    ChildJob forever([]() -> std::string {
+      for (;;)
+        ::pause();
+    });
+    CHECK_FALSE(forever.done());
+  }  // killed and reaped here: the test would hang otherwise
 }
