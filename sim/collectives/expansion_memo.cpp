@@ -56,25 +56,26 @@ std::optional<CollectiveTasks> ExpansionMemo::append_copy(TaskGraph& graph, cons
   const auto bucket = entries_.find(hash(key));
   if (bucket == entries_.end())
     return std::nullopt;
-  const auto entry = std::find_if(bucket->second.begin(), bucket->second.end(), [&](const Entry& e) { return e.key == key; });
-  if (entry == bucket->second.end())
+  const auto entry = std::find_if(bucket->second.begin(), bucket->second.end(),
+                                  [&](const Entry& e) { return e.key == key && e.graph == &graph; });
+  if (entry == bucket->second.end() || start_after.size() != entry->ranks)
     return std::nullopt;
   const int first = graph.size();
-  const std::size_t ranks = start_after.size();
-  for (std::size_t i = 0; i < entry->tasks.size(); ++i) {
-    Task t = entry->tasks[i];
-    if (i < ranks)
-      t.after.assign(start_after[i].begin(), start_after[i].end());
+  const int shift = first - entry->first;
+  for (int i = 0; i < entry->end - entry->first; ++i) {
+    Task t = graph[entry->first + i];  // a copy, taken before add() may move the tasks
+    if (static_cast<std::size_t>(i) < entry->ranks)
+      t.after.assign(start_after[static_cast<std::size_t>(i)].begin(), start_after[static_cast<std::size_t>(i)].end());
     else
       for (int& dep : t.after)
-        dep += first;
+        dep += shift;
     if (t.sender_joined >= 0)
-      t.sender_joined += first;
+      t.sender_joined += shift;
     graph.add(std::move(t));
   }
   CollectiveTasks out = entry->result;
   for (int& d : out.done)
-    d += first;
+    d += shift;
   graph.mark_collective(first, out.done);
   ++copies_;
   return out;
@@ -86,37 +87,21 @@ void ExpansionMemo::remember(const TaskGraph& graph, ExpansionKey key, int first
   const std::size_t ranks = start_after.size();
   if (graph.size() - first < static_cast<int>(ranks))
     return;
-  Entry e;
-  e.key = std::move(key);
-  e.tasks.reserve(static_cast<std::size_t>(graph.size() - first));
   for (int id = first; id < graph.size(); ++id) {
-    Task t = graph[id];
+    const Task& t = graph[id];
     const auto i = static_cast<std::size_t>(id - first);
     if (i < ranks) {
       if (!std::equal(t.after.begin(), t.after.end(), start_after[i].begin(), start_after[i].end()))
         return;
-      t.after.clear();
-    } else {
-      for (int& dep : t.after) {
-        if (dep < first)
-          return;
-        dep -= first;
-      }
-    }
-    if (t.sender_joined >= 0) {
-      if (t.sender_joined < first)
-        return;
-      t.sender_joined -= first;
-    }
-    e.tasks.push_back(std::move(t));
-  }
-  e.result = added;
-  for (int& d : e.result.done) {
-    if (d < first)
+    } else if (std::any_of(t.after.begin(), t.after.end(), [&](int dep) { return dep < first; })) {
       return;
-    d -= first;
+    }
+    if (t.sender_joined >= 0 && t.sender_joined < first)
+      return;
   }
-  entries_[hash(e.key)].push_back(std::move(e));
+  if (std::any_of(added.done.begin(), added.done.end(), [&](int d) { return d < first; }))
+    return;
+  entries_[hash(key)].push_back({std::move(key), &graph, first, graph.size(), ranks, added});
 }
 
 }  // namespace dtsim
