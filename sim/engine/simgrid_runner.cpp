@@ -97,7 +97,7 @@ Runner::Runner(const TaskGraph& graph, const Platform& platform, const SteadySta
       remaining_(graph.size()), idle_(platform.hosts.size()), stop_(stop)
 {
   for (const Task& t : graph.tasks()) {
-    const auto it = static_cast<std::size_t>(std::max(0, t.iteration));
+    const auto it = static_cast<std::size_t>(std::max(0, static_cast<int>(t.iteration)));
     if (left_in_iteration_.size() <= it)
       left_in_iteration_.resize(it + 1, 0);
     ++left_in_iteration_[it];
@@ -250,7 +250,7 @@ void Runner::done(int id)
 // iterations k - 1 and k - 2 took the same time within the tolerance (k >= min_iterations).
 bool Runner::converged(int id)
 {
-  const auto it = static_cast<std::size_t>(std::max(0, graph_[id].iteration));
+  const auto it = static_cast<std::size_t>(std::max(0, static_cast<int>(graph_[id].iteration)));
   if (--left_in_iteration_[it] > 0 || static_cast<int>(it) != complete_)
     return false;
   const auto total = static_cast<int>(left_in_iteration_.size());

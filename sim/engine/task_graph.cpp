@@ -11,7 +11,7 @@ int TaskGraph::add(Task task)
     if (dep < 0 || dep >= size())
       throw std::logic_error("TaskGraph: dependency on a task that does not exist yet: " + task.name.get());
   }
-  task.iteration = iteration_;
+  task.iteration = static_cast<std::int16_t>(iteration_);
   if (task.group < 0)
     task.group = group_;
   tasks_.push_back(std::move(task));

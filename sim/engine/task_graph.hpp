@@ -18,13 +18,15 @@
 #include <boost/flyweight/no_tracking.hpp>
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace dtsim {
 
-enum class TaskKind { Compute, Transfer, Delay };
+enum class TaskKind : std::uint8_t { Compute, Transfer, Delay };
 
 /// A task's name or category. Many tasks share each text (every copy of a repeated collective, every
 /// iteration: the trace of one iteration of ResNet-50 DDP on 256 H100s has 8,658 distinct names for
@@ -37,25 +39,29 @@ using TaskText = boost::flyweight<std::string, boost::flyweights::no_tracking>;
 /// task copied, as a repeated collective's are, copies no heap block).
 using TaskDeps = boost::container::small_vector<int, 3>;
 
+/// Fields ordered so that a task is 96 bytes with no padding: a plan of 16,384 GPUs holds tens of
+/// millions of them.
 struct Task {
   TaskKind kind = TaskKind::Compute;
+  bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
+                             ///< per-hop latency already includes them, as NCCL's does)
+  /// Training iteration it belongs to (a plan has at most 4096: predict.cpp's parse_settings;
+  /// TaskGraph::set_iteration refuses what does not fit).
+  std::int16_t iteration = 0;
+  int device = -1;         ///< Compute/Delay: the device it is attributed to
   TaskText name;           ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
   TaskText category;       ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
-  int device = -1;         ///< Compute/Delay: the device it is attributed to
   double seconds = 0;      ///< Compute/Delay: duration when alone on the device
-  int src = -1;            ///< Transfer: source device
-  int dst = -1;            ///< Transfer: destination device
   double bytes = 0;        ///< Transfer: payload
   /// Transfer: bytes/s ceiling (0: none), through SimGrid's bandwidth factor: exact for a lone
   /// flow, but capped flows on the same link share one cap (two on one NVLink get half each), so
   /// no collective uses it (Tree LL/LL128 are paced with pace_transfers instead).
   double rate_cap = 0;
-  bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
-                             ///< per-hop latency already includes them, as NCCL's does)
+  int src = -1;            ///< Transfer: source device
+  int dst = -1;            ///< Transfer: destination device
   /// Transfer of a collective: the task after which its sending rank had joined the collective
   /// (its start-up); the causality check verifies that no such transfer starts earlier (-1: none).
   int sender_joined = -1;
-  int iteration = 0;       ///< training iteration it belongs to
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
   TaskDeps after;          ///< tasks that must finish before this one starts
 };
@@ -91,7 +97,12 @@ public:
   int size() const { return static_cast<int>(tasks_.size()); }
 
   /// Tasks added from now on carry this iteration number / group id.
-  void set_iteration(int iteration) { iteration_ = iteration; }
+  void set_iteration(int iteration)
+  {
+    if (iteration < INT16_MIN || iteration > INT16_MAX)
+      throw std::logic_error("TaskGraph: an iteration number that fits 16 bits expected");
+    iteration_ = iteration;
+  }
   void set_group(int group) { group_ = group; }
   int group() const { return group_; }
 
