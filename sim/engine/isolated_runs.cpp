@@ -131,6 +131,7 @@ void IsolatedRunPool::run(const TaskGraph& graph, int collective, const Collecti
 {
   const CollectiveRange& r = graph.collectives()[static_cast<std::size_t>(collective)];
   const double weight = fold.representative.empty() ? r.end - r.first : fold.representatives();
+  runs_.erase(collective);  // an early run of other tasks at that index (has() said no): killed, never taken
   queued_.push_back({collective, weight, &graph, fold});
   collect_done();
   start_queued();

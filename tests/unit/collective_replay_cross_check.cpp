@@ -9,6 +9,7 @@
 #include "sim/engine/causality.hpp"
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
+#include "sim/engine/isolated_runs.hpp"
 #include "sim/predict/predict.hpp"
 #include "two_gpu_pair.hpp"
 
@@ -150,6 +151,35 @@ TEST_CASE("isolated runs started while the plan is built give exactly the replay
   for (std::size_t i = 0; i < p.spans.size(); ++i)
     differ += p.spans[i].start != again.spans[i].start || p.spans[i].end != again.spans[i].end;
   CHECK(differ == 0);
+}
+
+TEST_CASE("an early isolated run of tasks that differ from the final plan's is not taken")
+{
+  // The pool keys runs by the collective's index; one started on the plan under construction is
+  // taken only if the final plan's collective there has the same tasks.
+  const Topology t = testing::two_gpu_pair();
+  const int a = t.gpus()[0], b = t.gpus()[1];
+  auto graph_with = [&](double bytes) {
+    TaskGraph g;
+    const int ab = g.add_transfer(a, b, bytes, "a->b", "allreduce");
+    const int ba = g.add_transfer(b, a, bytes, "b->a", "allreduce");
+    const int da = g.add_delay(a, 0.0, "done a", "allreduce", {ba});
+    const int db = g.add_delay(b, 0.0, "done b", "allreduce", {ab});
+    g.mark_collective(0, {da, db});
+    return g;
+  };
+  const TaskGraph early = graph_with(1e9), final = graph_with(2e9);
+  IsolatedRunPool pool(t, true, 0);
+  pool.offer(early, 0, true);  // started at once where the machine has a core to spare
+  pool.plan_built();
+  CHECK_FALSE(pool.has(final, 0));
+  pool.run(final, 0, {});
+  const IsolatedRun run = pool.take(0);
+  const auto full = simulate(t, final);
+  REQUIRE(run.offsets.size() == full.size());
+  for (std::size_t i = 0; i < full.size(); ++i)
+    CHECK(run.offsets[i].end == doctest::Approx(full[i].end).epsilon(1e-9));
+  CHECK_THROWS_AS(pool.take(0), std::logic_error);  // taken once
 }
 
 TEST_CASE("pipeline and hybrid: collectives that activations cross run in full, the rest agrees")
