@@ -27,7 +27,7 @@ struct CollectiveOptions {
   ExpansionMemo* memo = nullptr;
   /// Called with the graph and the collective's index once each collective is added, `expanded`
   /// true when it was expanded anew (not a memo's copy): the replay starts simulating collectives
-  /// while the plan is still being built (EarlyIsolatedRuns).
+  /// while the plan is still being built (IsolatedRunPool, isolated_runs.hpp).
   std::function<void(const TaskGraph& graph, int collective, bool expanded)> on_collective;
 };
 

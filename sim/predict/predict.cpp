@@ -219,7 +219,7 @@ std::vector<Span> simulate_plan(const Topology& topology, Plan& plan, const Simu
     const auto transfers = std::count_if(tasks.begin(), tasks.end(), [](const Task& t) { return t.kind == TaskKind::Transfer; });
     if (sim.collectives == CollectiveMode::Replay || transfers > kReplayAboveTransfers) {
       ReplayedRun run = simulate_with_replayed_collectives(topology, plan.graph, {}, pool ? &*pool : nullptr);
-      pool.reset();  // the runs it did not take (a copy's, whose first instance had one too)
+      pool.reset();  // kills the runs it did not take (a collective whose content an earlier one had)
       if (run.applied) {
         plan.notes.push_back(fmt::format("collectives replayed: each of the {} distinct collectives was simulated once on its "
                                          "own and replayed {} times in all, from the moment its last rank joined (the plan "
