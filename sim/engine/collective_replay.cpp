@@ -27,9 +27,6 @@ std::vector<int> collective_of_tasks(const TaskGraph& g)
   return owner;
 }
 
-/// A task reference as seen from inside a range: its offset there, or -1 for any task before it.
-int relative(int id, const CollectiveRange& r) { return id >= r.first ? id - r.first : -1; }
-
 /// True when two ranges would run the same way on their own: the same tasks in the same order,
 /// with the same dependencies among them (those on earlier tasks all become the start).
 bool same_content(const TaskGraph& g, const CollectiveRange& a, const CollectiveRange& b)
@@ -37,7 +34,7 @@ bool same_content(const TaskGraph& g, const CollectiveRange& a, const Collective
   if (a.end - a.first != b.end - b.first || a.done.size() != b.done.size())
     return false;
   for (std::size_t i = 0; i < a.done.size(); ++i)
-    if (relative(a.done[i], a) != relative(b.done[i], b))
+    if (a.relative(a.done[i]) != b.relative(b.done[i]))
       return false;
   for (int i = 0; i < a.end - a.first; ++i) {
     const Task& x = g[a.first + i];
@@ -47,7 +44,7 @@ bool same_content(const TaskGraph& g, const CollectiveRange& a, const Collective
         x.after.size() != y.after.size())
       return false;
     for (std::size_t j = 0; j < x.after.size(); ++j)
-      if (relative(x.after[j], a) != relative(y.after[j], b))
+      if (a.relative(x.after[j]) != b.relative(y.after[j]))
         return false;
   }
   return true;

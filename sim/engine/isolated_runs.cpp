@@ -14,9 +14,6 @@ namespace dtsim {
 
 namespace {
 
-/// A task reference as seen from inside a range: its offset there, or -1 for any task before it.
-int relative(int id, const CollectiveRange& r) { return id >= r.first ? id - r.first : -1; }
-
 /// One collective simulated on its own on `machine`, its ranks starting at once: the tasks of
 /// `range` that represent others (all, unfolded), each waiting on its dependencies' representatives,
 /// the start-ups on a gate at time 0. Returns each task's span, its representative's.
@@ -91,10 +88,10 @@ std::size_t collective_content_hash(const TaskGraph& g, const CollectiveRange& r
     boost::hash_combine(h, t.bytes);
     boost::hash_combine(h, t.seconds);
     for (int dep : t.after)
-      boost::hash_combine(h, relative(dep, r));
+      boost::hash_combine(h, r.relative(dep));
   }
   for (int d : r.done)
-    boost::hash_combine(h, relative(d, r));
+    boost::hash_combine(h, r.relative(d));
   return h;
 }
 

@@ -249,7 +249,7 @@ Simulation simulate_in_child(const Topology& topology, const TaskGraph& graph, c
 {
   if (graph.size() == 0)
     return {};
-  const std::string got = finish_child(start_child([&] { return encode(run_simgrid(topology, graph, stop)); }));
+  const std::string got = ChildJob([&] { return encode(run_simgrid(topology, graph, stop)); }).result();
   return decode_simulation(got, graph.size());
 }
 

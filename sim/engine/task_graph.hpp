@@ -73,6 +73,8 @@ struct CollectiveRange {
   int first = 0;
   int end = 0;
   std::vector<int> done;
+  /// A task id as seen from inside the range: its offset there, or -1 for any task before it.
+  int relative(int id) const { return id >= first ? id - first : -1; }
 };
 
 class TaskGraph {
