@@ -131,6 +131,7 @@ CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const
   if (options.ideal) {
     layout.rings.assign(1, std::vector<int>(static_cast<std::size_t>(n)));
     std::iota(layout.rings[0].begin(), layout.rings[0].end(), 0);
+    layout.channel_paths = layout.rings;
     params.nvlink_efficiency = params.pcie_efficiency = params.pcie_shm_efficiency = params.network_efficiency = 1.0;
     // The textbook tree (one chain per node, binary tree across nodes) when asked for; else the ring.
     const bool tree = call.op == CollectiveOp::AllReduce && options.filter.algos.size() == 1 &&

@@ -179,17 +179,24 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
                                : static_cast<int>(cycles.size());
   for (int ch = 0; ch < nrings; ++ch) {
     const auto& cyc = cycles[static_cast<std::size_t>(ch) % cycles.size()];
-    // Cut the cycle so that rings enter and leave nodes at different GPUs (hence NICs).
+    // Cut the cycle so that channels enter and leave nodes at different GPUs (hence NICs).
     const int offset = nodes > 1 ? ch * c.ppn / nrings : 0;
-    std::vector<int> ring;
+    std::vector<int> path, ring;
     for (int node = 0; node < nodes; ++node) {
       const auto& members = c.by_node[static_cast<std::size_t>(node)];
+      const auto first = static_cast<std::ptrdiff_t>(path.size());
       for (int i = 0; i < c.ppn; ++i)
-        ring.push_back(members[static_cast<std::size_t>(cyc[static_cast<std::size_t>((i + offset) % c.ppn)])]);
-      for (std::size_t extra = static_cast<std::size_t>(c.ppn); extra < members.size(); ++extra)
+        path.push_back(members[static_cast<std::size_t>(cyc[static_cast<std::size_t>((i + offset) % c.ppn)])]);
+      ring.insert(ring.end(), path.begin() + first, path.end());
+      if (node % 2 == 1)  // backwards on odd nodes: in and out of every node on one rail (see the header)
+        std::reverse(ring.begin() + first, ring.end());
+      for (std::size_t extra = static_cast<std::size_t>(c.ppn); extra < members.size(); ++extra) {
+        path.push_back(members[extra]);
         ring.push_back(members[extra]);
+      }
     }
-    c.rings.push_back(ring);
+    c.channel_paths.push_back(std::move(path));
+    c.rings.push_back(std::move(ring));
   }
 
   // NCCL's view (tuning.cc inputs), in NCCL's own GB/s figures.

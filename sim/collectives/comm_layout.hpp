@@ -17,9 +17,20 @@ struct CommLayout {
   std::vector<std::vector<int>> by_node;  ///< rank indices per node, in rank order
   std::vector<int> node_of_rank;          ///< index into by_node
   int ppn = 1;                            ///< ranks per node (the smallest node)
-  /// Distinct rings, each a permutation of rank indices (position i sends to i+1). Channels that
-  /// would repeat a ring with the same links are merged: `ring_weight` is how many NCCL channels
-  /// each ring stands for.
+  /// Per channel, the path NCCL's search found through a node (graph->intra): every node's ranks
+  /// in the same local order, entering at the first. Trees chain through it (their search keeps
+  /// one NIC per channel, in and out: search.cc, "Trees are symmetric"), so tree hops between
+  /// nodes stay on one rail.
+  std::vector<std::vector<int>> channel_paths;
+  /// What ring algorithms run on, per channel: a permutation of rank indices (position i sends to
+  /// i+1). A path leaves a node through another NIC than it entered by; ncclTopoPostset
+  /// (connect.cc, "Alternate rings to avoid crossing rails") swaps each even/odd pair of rings on
+  /// odd-numbered nodes, so that every ring enters the next node on the rail it left by. Here an
+  /// odd node runs the channel's path backwards, which has the same effect: the ring goes out of
+  /// node j and into node j + 1 through the same local position, so the same NIC index, rail and
+  /// leaf. (With an odd node count the hop from the last node back to node 0 crosses rails, as in
+  /// NCCL.) Channels that would repeat a ring with the same links are merged: `ring_weight` is how
+  /// many NCCL channels each ring stands for.
   std::vector<std::vector<int>> rings;
   std::vector<double> ring_weight;
   bool nvlink = false;                    ///< ranks of a node talk over NVLink

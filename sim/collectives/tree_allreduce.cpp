@@ -1,4 +1,4 @@
-// NCCL's Tree AllReduce: inside each node a chain through the local GPUs (the channel's ring order,
+// NCCL's Tree AllReduce: inside each node a chain through the local GPUs (the channel's path,
 // the first GPU talking to the network), across nodes a binary tree; even channels use one tree,
 // odd channels its mirror (rank -> nodes-1-rank), so that a node that is a leaf in one tree is
 // interior in the other (NCCL's double binary tree). Data is reduced up (chain tail -> head, child
@@ -66,16 +66,16 @@ std::vector<int> expand_tree_allreduce(Expansion& x)
 {
   const int n = x.n();
   const int nodes = static_cast<int>(x.layout.by_node.size());
-  const auto& rings = x.layout.rings;
-  const double ring_bytes = x.call.bytes / static_cast<double>(rings.size());
+  const auto& paths = x.layout.channel_paths;
+  const double ring_bytes = x.call.bytes / static_cast<double>(paths.size());
   std::vector<std::vector<int>> finals(static_cast<std::size_t>(n));
   auto start = [&](int rank) { return x.start[static_cast<std::size_t>(rank)]; };
 
-  for (std::size_t k = 0; k < rings.size(); ++k) {
+  for (std::size_t k = 0; k < paths.size(); ++k) {
     const bool mirror = k % 2 == 1;
     const double chunk = pipeline_chunk(NcclAlgo::Tree, x.proto, ring_bytes, x.channels_of_ring(k));
     std::vector<std::vector<int>> chain(static_cast<std::size_t>(nodes));
-    for (int r : rings[k])
+    for (int r : paths[k])
       chain[static_cast<std::size_t>(x.layout.node_of_rank[static_cast<std::size_t>(r)])].push_back(r);
     const NodeTree tree = node_tree(nodes, mirror);
     const auto& children = tree.children;

@@ -138,3 +138,48 @@ TEST_CASE("two collectives at once contend for the same links")
   CHECK(two > 1.9 * one * 0.95);
   CHECK(two < 2.0 * one);
 }
+
+TEST_CASE("rings stay on their rail between nodes, as NCCL alternates them (connect.cc); trees too")
+{
+  for (const int nodes : {4, 3}) {
+    CAPTURE(nodes);
+    const Topology t = load_topology("hgx-h100", nodes);
+    const CommLayout c = make_comm_layout(t, t.gpus());
+    REQUIRE(c.rings.size() == 8);
+    for (std::size_t k = 0; k < c.rings.size(); ++k) {
+      const auto& ring = c.rings[k];
+      int crossings = 0;
+      for (std::size_t p = 0; p < ring.size(); ++p) {
+        const Device& from = t.device(c.ranks[static_cast<std::size_t>(ring[p])]);
+        const Device& to = t.device(c.ranks[static_cast<std::size_t>(ring[(p + 1) % ring.size()])]);
+        if (from.node != to.node)
+          crossings += from.local_index != to.local_index;  // one NIC per GPU: another rail
+      }
+      // An odd node count leaves the hop from the last node back to node 0 across rails (NCCL too).
+      CHECK(crossings == (nodes % 2 == 0 ? 0 : 1));
+      // The channel's path (the trees' chains) enters every node at the same local position.
+      const auto& path = c.channel_paths[k];
+      for (std::size_t p = 8; p < path.size(); p += 8)
+        CHECK(t.device(c.ranks[static_cast<std::size_t>(path[p])]).local_index ==
+              t.device(c.ranks[static_cast<std::size_t>(path[0])]).local_index);
+    }
+  }
+  // So a ring's traffic between nodes never reaches the spine: a ring AllReduce on 4 nodes takes no
+  // route through it.
+  const Topology t = load_topology("hgx-h100", 4);
+  TaskGraph g;
+  CollectiveOptions o;
+  o.filter.algos = {NcclAlgo::Ring};
+  o.filter.protos = {NcclProto::Simple};
+  add_collective(g, t, {CollectiveOp::AllReduce, t.gpus(), 64e6}, std::vector<std::vector<int>>(32), o);
+  int network = 0;
+  for (const Task& task : g.tasks()) {
+    if (task.kind != TaskKind::Transfer || task.src == task.dst)
+      continue;
+    for (const Hop& h : t.route(task.src, task.dst)) {
+      CHECK(t.link(h.link).name.find("spine") == std::string::npos);
+      network += t.link(h.link).kind == LinkKind::Network;
+    }
+  }
+  CHECK(network > 0);
+}
