@@ -18,7 +18,8 @@
 // A node's devices carry only that node's own traffic: a route leaves its source's node, crosses
 // the fabric and enters its destination's node, never a third node (hosts do not route for
 // others; in the assembled fabrics a detour through a third node is never shorter anyway). So one
-// Dijkstra per (source, destination node) runs on those two nodes and the fabric only, and keeps
+// Dijkstra per (source, destination node) runs on a graph of those two nodes and the fabric only
+// (built for the call from per-node link lists, so its cost does not grow with the cluster), and keeps
 // the hop each device it reached was reached by; routes are materialised and cached only for the
 // pairs asked for. The work grows with the nodes a run talks to, not with the nodes the cluster
 // has: 128 GPUs of a 1,000-node cluster cost about what they cost on 16 nodes.
@@ -48,40 +49,39 @@ struct Arc {
 using ArcGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, Arc>;
 using ArcDesc = boost::graph_traits<ArcGraph>::edge_descriptor;
 
-/// Keeps an arc unless it leaves a GPU other than the route's source (GPUs do not relay) or enters
-/// a node other than the source's and the destination's (nodes do not relay).
+/// Keeps an arc unless it leaves a GPU other than the route's source: GPUs do not relay.
 struct NoGpuTransit {
   const ArcGraph* graph = nullptr;
   const std::vector<Device>* devices = nullptr;
+  const std::vector<int>* global = nullptr;  ///< device index per vertex
   std::size_t source = 0;
-  int source_node = -1;
-  int target_node = -1;
   bool forwarding = false;
   bool operator()(const ArcDesc& e) const
   {
     const auto from = boost::source(e, *graph);
-    const int to_node = (*devices)[boost::target(e, *graph)].node;
-    if (to_node >= 0 && to_node != source_node && to_node != target_node)
-      return false;
-    return forwarding || from == source || (*devices)[from].kind != DeviceKind::Gpu;
+    return forwarding || from == source || (*devices)[static_cast<std::size_t>((*global)[from])].kind != DeviceKind::Gpu;
   }
 };
 
 /// Records, for each vertex, the arc that last lowered its distance.
 struct ArrivalRecorder : boost::default_dijkstra_visitor {
   std::unordered_map<int, Hop>* arrivals = nullptr;
+  const std::vector<int>* global = nullptr;
   template <class G>
   void edge_relaxed(const ArcDesc& e, const G& g)
   {
     const Arc& arc = g[e];
-    (*arrivals)[static_cast<int>(boost::target(e, g))] = Hop{arc.link, arc.forward};
+    (*arrivals)[(*global)[boost::target(e, g)]] = Hop{arc.link, arc.forward};
   }
 };
 
 }  // namespace
 
+/// Which links a route between two nodes may use, built once per change of the machine.
 struct Topology::RoutingGraph {
-  ArcGraph arcs;
+  std::vector<std::vector<int>> links_of_node;  ///< per node: the links with an end in it, ascending
+  std::vector<int> fabric_links;                ///< links between devices of no node, ascending
+  std::vector<int> fabric_devices;              ///< devices of no node (switches), ascending
 };
 
 void Topology::reset_routes() const
@@ -99,30 +99,70 @@ const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_nod
 {
   if (auto it = caches_.arrivals.find({from, to_node}); it != caches_.arrivals.end())
     return it->second;
-  const std::size_t n = devices_.size();
-  if (!routing_graph_) {  // the same arcs for every source: built once per change of the machine
+  if (!routing_graph_) {
     auto built = std::make_shared<RoutingGraph>();
-    built->arcs = ArcGraph(n);
     for (std::size_t i = 0; i < links_.size(); ++i) {
-      const Link& l = links_[i];
-      const double cost = 1.0 + (l.bandwidth > 0 ? 1e7 / l.bandwidth : 1e9);
-      const auto a = static_cast<std::size_t>(l.a), b = static_cast<std::size_t>(l.b);
-      boost::add_edge(a, b, Arc{cost, static_cast<int>(i), true}, built->arcs);
-      boost::add_edge(b, a, Arc{cost, static_cast<int>(i), false}, built->arcs);
+      const int ends[] = {devices_[static_cast<std::size_t>(links_[i].a)].node, devices_[static_cast<std::size_t>(links_[i].b)].node};
+      if (ends[0] < 0 && ends[1] < 0)
+        built->fabric_links.push_back(static_cast<int>(i));
+      for (int k = 0; k < 2; ++k) {
+        if (ends[k] < 0 || (k == 1 && ends[1] == ends[0]))
+          continue;
+        if (static_cast<std::size_t>(ends[k]) >= built->links_of_node.size())
+          built->links_of_node.resize(static_cast<std::size_t>(ends[k]) + 1);
+        built->links_of_node[static_cast<std::size_t>(ends[k])].push_back(static_cast<int>(i));
+      }
     }
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+      if (devices_[d].node < 0)
+        built->fabric_devices.push_back(static_cast<int>(d));
     routing_graph_ = std::move(built);
   }
-  const ArcGraph& graph = routing_graph_->arcs;
-  NoGpuTransit keep{&graph, &devices_, static_cast<std::size_t>(from), devices_[static_cast<std::size_t>(from)].node,
-                    to_node, gpu_forwarding};
+  const RoutingGraph& rg = *routing_graph_;
+  // The graph of the two nodes and the fabric: their devices in ascending order, their links'
+  // arcs in ascending link order (both as in one graph of the whole machine, so that ties between
+  // equal routes fall the same way); a link into a third node is left out.
+  const int from_node = devices_[static_cast<std::size_t>(from)].node;
+  std::vector<int> global = rg.fabric_devices;
+  std::vector<int> candidates = rg.fabric_links;
+  for (const int node : {from_node, to_node}) {
+    const auto slot = static_cast<std::size_t>(node);
+    if (node >= 0) {
+      const std::vector<int> members = devices_of_node(node);
+      global.insert(global.end(), members.begin(), members.end());
+    }
+    if (node >= 0 && slot < rg.links_of_node.size())
+      candidates.insert(candidates.end(), rg.links_of_node[slot].begin(), rg.links_of_node[slot].end());
+  }
+  std::sort(global.begin(), global.end());
+  global.erase(std::unique(global.begin(), global.end()), global.end());
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  auto vertex = [&global](int device) {  // its vertex in this graph, or -1
+    const auto it = std::lower_bound(global.begin(), global.end(), device);
+    return it != global.end() && *it == device ? static_cast<int>(it - global.begin()) : -1;
+  };
+  ArcGraph graph(global.size());
+  for (const int i : candidates) {
+    const Link& l = links_[static_cast<std::size_t>(i)];
+    const int a = vertex(l.a), b = vertex(l.b);
+    if (a < 0 || b < 0)
+      continue;
+    const double cost = 1.0 + (l.bandwidth > 0 ? 1e7 / l.bandwidth : 1e9);
+    boost::add_edge(static_cast<std::size_t>(a), static_cast<std::size_t>(b), Arc{cost, i, true}, graph);
+    boost::add_edge(static_cast<std::size_t>(b), static_cast<std::size_t>(a), Arc{cost, i, false}, graph);
+  }
+  const auto source = static_cast<std::size_t>(vertex(from));
+  NoGpuTransit keep{&graph, &devices_, &global, source, gpu_forwarding};
   boost::filtered_graph<ArcGraph, NoGpuTransit> view(graph, keep);
 
   std::unordered_map<int, Hop> arrivals;
-  std::vector<double> distance(n, std::numeric_limits<double>::infinity());
+  std::vector<double> distance(global.size(), std::numeric_limits<double>::infinity());
   ArrivalRecorder recorder;
   recorder.arrivals = &arrivals;
+  recorder.global = &global;
   boost::dijkstra_shortest_paths(
-      view, static_cast<std::size_t>(from),
+      view, source,
       boost::weight_map(boost::get(&Arc::cost, graph))
           .distance_map(boost::make_iterator_property_map(distance.begin(), boost::get(boost::vertex_index, graph)))
           .visitor(recorder));
