@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace dtsim {
@@ -134,6 +135,42 @@ std::vector<int> rotation_of(const Topology& topology, int shift)
             divides ? list[static_cast<std::size_t>((i + turn) % count)] : kNotRotated;
     }
   }
+  return image;
+}
+
+/// `image` followed by the mirror of the nodes `first` .. `last` (node v to first + last - v; each
+/// device to the one of its kind at its position there, by local index), as NCCL's second tree
+/// mirrors its first over an even node count (ncclGetDtree). A device on no node stays; one on
+/// a node outside the span, or without a counterpart, is not mapped.
+std::vector<int> mirrored(const Topology& topology, std::vector<int> image, int first, int last)
+{
+  const auto& devices = topology.devices();
+  auto by_kind = [&](int node) {
+    std::map<DeviceKind, std::vector<int>> out;
+    for (int d : topology.devices_of_node(node))
+      out[devices[static_cast<std::size_t>(d)].kind].push_back(d);
+    for (auto& [kind, list] : out)
+      std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+        return devices[static_cast<std::size_t>(a)].local_index < devices[static_cast<std::size_t>(b)].local_index;
+      });
+    return out;
+  };
+  std::vector<int> counterpart(devices.size(), kNotRotated);
+  for (std::size_t d = 0; d < devices.size(); ++d)
+    if (devices[d].node < 0)
+      counterpart[d] = static_cast<int>(d);
+  for (int node = first; node <= last; ++node) {
+    const auto here = by_kind(node), there = by_kind(first + last - node);
+    for (const auto& [kind, list] : here) {
+      const auto it = there.find(kind);
+      if (it == there.end() || it->second.size() != list.size())
+        continue;
+      for (std::size_t i = 0; i < list.size(); ++i)
+        counterpart[static_cast<std::size_t>(list[i])] = it->second[i];
+    }
+  }
+  for (int& m : image)
+    m = m == kNotRotated ? m : counterpart[static_cast<std::size_t>(m)];
   return image;
 }
 
@@ -311,23 +348,43 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
   if (n == 0)
     return out;
   const Shapes shapes = shapes_of(g, r);
+  // The nodes the collective's transfers touch (a mirror maps them onto one another).
+  int first_node = std::numeric_limits<int>::max(), last_node = -1;
+  for (int id = r.first; id < r.end; ++id)
+    for (const int d : {g[id].src, g[id].dst})
+      if (d >= 0 && topology.device(d).node >= 0) {
+        first_node = std::min(first_node, topology.device(d).node);
+        last_node = std::max(last_node, topology.device(d).node);
+      }
   std::vector<std::string> why;
   const int gpus = topology.gpus_per_node;
+  // The smallest rotation first; where it fails, the same rotation with the nodes mirrored (the
+  // channels of a double binary tree alternate between a tree and its mirror: one generator of
+  // both, rotation by one position and mirror, folds all eight channels of a node where rotation
+  // alone folds four).
   for (int shift = 1; shift < gpus; ++shift) {
     if (gpus % shift != 0)
       continue;
-    std::vector<int> tau;
-    std::string broken = task_image(g, r, shapes, rotation_of(topology, shift), tau);
-    CollectiveFold fold;
-    if (broken.empty())
-      broken = fold_by(topology, g, r, shapes, tau, fold);
-    if (broken.empty() && fold.largest_orbit == 1)
-      broken = "every task is its own image";
-    if (broken.empty()) {
-      fold.rotation = shift;
-      return fold;
+    for (const bool mirror : {false, true}) {
+      if (mirror && last_node <= first_node)
+        continue;
+      std::vector<int> image = rotation_of(topology, shift);
+      if (mirror)
+        image = mirrored(topology, std::move(image), first_node, last_node);
+      std::vector<int> tau;
+      std::string broken = task_image(g, r, shapes, image, tau);
+      CollectiveFold fold;
+      if (broken.empty())
+        broken = fold_by(topology, g, r, shapes, tau, fold);
+      if (broken.empty() && fold.largest_orbit == 1)
+        broken = "every task is its own image";
+      if (broken.empty()) {
+        fold.rotation = shift;
+        fold.mirrored = mirror;
+        return fold;
+      }
+      why.push_back(fmt::format("rotation by {}{}: {}", shift, mirror ? " and mirror" : "", broken));
     }
-    why.push_back(fmt::format("rotation by {}: {}", shift, broken));
   }
   out.why_not = fmt::format("{}", fmt::join(why, "; "));
   return out;

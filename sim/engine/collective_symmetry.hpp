@@ -5,9 +5,12 @@
 // NCCL gives each channel the same work, and a rail-optimised node gives each channel the same kind
 // of links: rotating the local GPUs (and NICs, and any other device kind of the node, in step) of
 // every node by the same number of positions then often maps the collective onto itself, task for
-// task, and its links onto links of the same rate and latency. fold_collective() finds the smallest
-// such rotation and checks it on the tasks and on every route, so it never assumes a symmetry the
-// plan or the machine does not have.
+// task, and its links onto links of the same rate and latency. A double binary tree's channels
+// alternate between a tree over the nodes and its mirror, so there the rotation by one position
+// maps the collective onto itself only with the nodes mirrored too. fold_collective() finds the
+// smallest such rotation (mirrored where the plain one fails) and checks it on the tasks and on
+// every route, so it never assumes a symmetry the plan or the machine does not have. The proof
+// below holds for any such map of the flows onto themselves.
 //
 // Why the fold is exact. Run alone from one start (all ranks at once), the collective and its image
 // under the rotation are the same system of flows; max-min sharing has one solution, so every flow
@@ -33,6 +36,7 @@ namespace dtsim {
 
 struct CollectiveFold {
   int rotation = 0;      ///< local positions of the GPUs' rotation (0: none; identical flows may still merge)
+  bool mirrored = false; ///< and the collective's nodes mirrored (first + last - node)
   int largest_orbit = 1; ///< the most tasks one representative stands for
   /// Per task of the range (by offset from its first): the offset of the task whose span it takes,
   /// the first of its orbit (itself when nothing folds).
@@ -49,8 +53,9 @@ struct CollectiveFold {
   int representatives() const;
 };
 
-/// The smallest rotation of every node's local devices that maps the collective in `range` (run on
-/// its own: every dependency on a task before it is its start) onto itself, folded as above.
+/// The smallest rotation of every node's local devices (alone, or with the collective's nodes
+/// mirrored) that maps the collective in `range` (run on its own: every dependency on a task before
+/// it is its start) onto itself, folded as above.
 CollectiveFold fold_collective(const Topology& topology, const TaskGraph& graph, const CollectiveRange& range);
 
 /// The machine a folded collective runs on alone: the topology, plus for each directed link that

@@ -2,7 +2,7 @@
 // run with one representative per orbit on folded links gives every task the span it has when every
 // task runs, for every algorithm on the presets; and where the machine or the plan is not symmetric
 // (a slower NIC, a communicator on part of each node, a rooted broadcast, DGX-1's cube mesh) nothing
-// folds. The expected reductions (tasks per task simulated) are what the fold gave when written.
+// folds. A double binary tree folds by a rotation with the nodes mirrored. The expected reductions (tasks per task simulated) are what the fold gave when written.
 #include "sim/collectives/collective_options.hpp"
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/collective_symmetry.hpp"
@@ -71,13 +71,15 @@ TEST_CASE("a folded collective runs as the whole one, task for task")
       {"hgx-h100", 1, CollectiveOp::AllReduce, NcclAlgo::Nvls, NcclProto::Simple, 5},
       {"hgx-h100", 4, CollectiveOp::AllReduce, NcclAlgo::Ring, NcclProto::Simple, 11},
       {"hgx-h100", 4, CollectiveOp::AllReduce, NcclAlgo::Ring, NcclProto::LL128, 11},
-      {"hgx-h100", 4, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::Simple, 4},  // even/odd trees: by 2
+      // A tree and its mirror on alternate channels: rotation by 1 with the nodes mirrored on an even
+      // node count (8 channels in one orbit); an odd count's second tree is shifted, not mirrored: by 2.
+      {"hgx-h100", 4, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::Simple, 8},
       {"hgx-h100", 3, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::LL, 4},
       {"hgx-h100", 2, CollectiveOp::AllReduce, NcclAlgo::NvlsTree, NcclProto::Simple, 7},
       {"hgx-h100", 4, CollectiveOp::AllGather, NcclAlgo::Ring, NcclProto::Simple, 13},
       {"hgx-h100", 4, CollectiveOp::ReduceScatter, NcclAlgo::Ring, NcclProto::Simple, 13},
       {"dgx-a100", 2, CollectiveOp::AllReduce, NcclAlgo::Ring, NcclProto::Simple, 11},
-      {"dgx-a100", 2, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::Simple, 4},
+      {"dgx-a100", 2, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::Simple, 8},
       {"dgx1-v100", 2, CollectiveOp::AllReduce, NcclAlgo::Ring, NcclProto::Simple, 1},  // cube mesh: no rotation,
       {"dgx1-v100", 2, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::Simple, 1},
       {"hgx-h100", 2, CollectiveOp::Broadcast, NcclAlgo::Ring, NcclProto::Simple, 1},  // rooted: no rotation
@@ -94,7 +96,8 @@ TEST_CASE("a folded collective runs as the whole one, task for task")
     CHECK(static_cast<double>(folded.distinct_tasks) >= c.reduction * static_cast<double>(folded.isolated_tasks));
     const CollectiveRange& range = g.collectives()[0];
     CHECK(folded.folded == (fold.representatives() < range.end - range.first ? 1 : 0));
-    MESSAGE(name, ": rotation ", fold.rotation, ", largest orbit ", fold.largest_orbit, ", ", folded.isolated_tasks,
+    CHECK(fold.mirrored == (c.algo == NcclAlgo::Tree && c.nodes % 2 == 0 && fold.rotation > 0));
+    MESSAGE(name, ": rotation ", fold.rotation, fold.mirrored ? " and mirror" : "", ", largest orbit ", fold.largest_orbit, ", ", folded.isolated_tasks,
             " of ", folded.distinct_tasks, " tasks simulated", fold.why_not.empty() ? "" : " (" + fold.why_not + ")");
   }
 }
