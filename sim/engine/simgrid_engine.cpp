@@ -65,27 +65,42 @@ using simgrid_adapter::kUnitsPerSecond;
 using simgrid_adapter::Platform;
 using simgrid_adapter::Runner;
 
+/// The hosts and links the graph uses, by device and link index (null where unused: a
+/// collective's isolated run on a 16,384-GPU machine touches a few nodes' worth of devices, and
+/// making the whole machine's hosts and links cost 0.3 s a run there).
 Platform build_platform(const Topology& topology, const TaskGraph& graph)
 {
   auto* zone = sg4::create_empty_zone("dtsim");
-  Platform p;
-  p.hosts.reserve(topology.devices().size());
-  for (const auto& d : topology.devices())
-    p.hosts.push_back(zone->create_host(d.name, kUnitsPerSecond)->seal());
-  p.links.reserve(topology.links().size());
-  for (const auto& l : topology.links()) {
-    auto* link = zone->create_split_duplex_link(l.name, l.bandwidth);
-    link->set_latency(l.latency);
-    link->seal();
-    p.links.push_back(link);
-  }
+  std::vector<char> uses(topology.devices().size(), 0);
   std::vector<std::pair<int, int>> pairs;
   for (const auto& t : graph.tasks()) {
     if (t.kind == TaskKind::Transfer && t.src != t.dst)
       pairs.emplace_back(t.src, t.dst);
+    for (const int d : {t.device, t.src, t.dst})
+      if (d >= 0)
+        uses[static_cast<std::size_t>(d)] = 1;
   }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  std::vector<char> crossed(topology.links().size(), 0);
+  for (const auto& [src, dst] : pairs)
+    for (const Hop& hop : topology.route(src, dst))
+      crossed[static_cast<std::size_t>(hop.link)] = 1;
+  Platform p;
+  p.hosts.assign(topology.devices().size(), nullptr);
+  for (std::size_t i = 0; i < uses.size(); ++i)
+    if (uses[i])
+      p.hosts[i] = zone->create_host(topology.device(static_cast<int>(i)).name, kUnitsPerSecond)->seal();
+  p.links.assign(topology.links().size(), nullptr);
+  for (std::size_t i = 0; i < crossed.size(); ++i) {
+    if (!crossed[i])
+      continue;
+    const Link& l = topology.link(static_cast<int>(i));
+    auto* link = zone->create_split_duplex_link(l.name, l.bandwidth);
+    link->set_latency(l.latency);
+    link->seal();
+    p.links[i] = link;
+  }
   std::vector<sg4::LinkInRoute> route;
   for (const auto& [src, dst] : pairs) {
     route.clear();

@@ -43,8 +43,8 @@ namespace dtsim::simgrid_adapter {
 constexpr double kUnitsPerSecond = 1e9;  // host speed: one "flop" is one nanosecond of work
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> hosts;             // by device index
-  std::vector<simgrid::s4u::SplitDuplexLink*> links;  // by link index
+  std::vector<simgrid::s4u::Host*> hosts;             // by device index (null: the graph does not use it)
+  std::vector<simgrid::s4u::SplitDuplexLink*> links;  // by link index (null: no route crosses it)
 };
 
 // Per-transfer traits: a rate cap and whether the route's latency is paid. They go through the
