@@ -121,7 +121,7 @@ private:
   struct Index;
   mutable std::shared_ptr<const Index> index_;
   const Index& index() const;
-  /// The routing graph (Boost.Graph), built once per change of the machine, shared by all sources.
+  /// Per node the links a route may use (topology_routing.cpp), built once per change of the machine.
   struct RoutingGraph;
   mutable std::shared_ptr<const RoutingGraph> routing_graph_;
   /// Hash of a (device, device) or (device, node) pair for the caches below.
