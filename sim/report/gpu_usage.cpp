@@ -2,19 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 namespace dtsim {
 
 std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
                                 double iteration_time_s)
 {
-  std::map<int, std::size_t> slot;
+  std::vector<int> slot(topology.devices().size(), -1);  // per device: its row, or -1
   std::vector<GpuUsage> out;
   for (int dev : plan.ranks) {
-    slot[dev] = out.size();
+    slot[static_cast<std::size_t>(dev)] = static_cast<int>(out.size());
     out.push_back({topology.device(dev).name});
   }
+  const auto row = [&slot](int device) { return device >= 0 ? slot[static_cast<std::size_t>(device)] : -1; };
   const int measured = static_cast<int>(plan.iteration_end.size()) - plan.warmup_iterations;
   if (measured <= 0)
     return out;
@@ -25,13 +25,13 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
     if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
       continue;
     if (t.kind == TaskKind::Transfer && t.src != t.dst) {
-      if (auto it = slot.find(t.src); it != slot.end())
-        out[it->second].bytes_sent += t.bytes;
-      if (auto it = slot.find(t.dst); it != slot.end())
-        out[it->second].bytes_received += t.bytes;
+      if (const int k = row(t.src); k >= 0)
+        out[static_cast<std::size_t>(k)].bytes_sent += t.bytes;
+      if (const int k = row(t.dst); k >= 0)
+        out[static_cast<std::size_t>(k)].bytes_received += t.bytes;
     } else if (t.kind == TaskKind::Compute) {
-      if (auto it = slot.find(t.device); it != slot.end())
-        busy[it->second].push_back(spans[i]);
+      if (const int k = row(t.device); k >= 0)
+        busy[static_cast<std::size_t>(k)].push_back(spans[i]);
     }
   }
   for (std::size_t k = 0; k < out.size(); ++k) {

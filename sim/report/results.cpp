@@ -42,19 +42,26 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
 
   // Synchronous training waits for the slowest GPU: split the time not spent computing into that
   // wait (slowest GPU's compute minus the mean) and communication nothing hid.
-  std::map<int, std::vector<Span>> compute_of;  // (iteration, device) flattened per iteration below
+  // Per measured iteration and rank, the spans of its compute tasks (one pass over the tasks).
+  std::map<int, std::size_t> rank_of;
+  for (const int device : plan.ranks)
+    rank_of.emplace(device, rank_of.size());
+  const auto measured_count = static_cast<std::size_t>(iterations - plan.warmup_iterations);
+  std::vector<std::vector<std::vector<Span>>> compute_of(measured_count, std::vector<std::vector<Span>>(plan.ranks.size()));
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.kind != TaskKind::Compute || t.iteration < plan.warmup_iterations || t.iteration >= iterations)
+      continue;
+    if (const auto rank = rank_of.find(t.device); rank != rank_of.end())
+      compute_of[static_cast<std::size_t>(t.iteration - plan.warmup_iterations)][rank->second].push_back(spans[i]);
+  }
   double slowest_total = 0;
   double mean_total = 0;
-  for (int it = plan.warmup_iterations; it < iterations; ++it) {
-    compute_of.clear();
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      if (tasks[i].kind == TaskKind::Compute && tasks[i].iteration == it)
-        compute_of[tasks[i].device].push_back(spans[i]);
-    }
+  for (auto& per_rank : compute_of) {
     double slowest = 0;
     double sum = 0;
-    for (const int device : plan.ranks) {
-      const double busy = union_length(compute_of[device]);
+    for (auto& busy_spans : per_rank) {
+      const double busy = union_length(busy_spans);
       slowest = std::max(slowest, busy);
       sum += busy;
     }
