@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace dtsim {
 
@@ -88,17 +87,25 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
 
 void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds)
 {
-  std::unordered_map<int, double> load;  // directed link (2 * link + forward) -> wire bytes
+  std::vector<double> load(2 * topology.links().size(), 0.0);  // per directed link (2 * link + forward): wire bytes
+  const Route* route = nullptr;  // of the previous transfer's pair (a stream's transfers share one)
+  int src = -1, dst = -1;
   for (int id = first; id < graph.size(); ++id) {
     const Task& t = graph[id];
     if (t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
-    for (const Hop& hop : topology.route(t.src, t.dst))
-      load[directed_link(hop)] += t.bytes;
+    if (t.src != src || t.dst != dst) {
+      src = t.src;
+      dst = t.dst;
+      route = &topology.route(src, dst);
+    }
+    for (const Hop& hop : *route)
+      load[static_cast<std::size_t>(directed_link(hop))] += t.bytes;
   }
   double busiest = 0;
-  for (const auto& [key, bytes] : load)
-    busiest = std::max(busiest, bytes / topology.link(key / 2).bandwidth);
+  for (std::size_t key = 0; key < load.size(); ++key)
+    if (load[key] > 0)
+      busiest = std::max(busiest, load[key] / topology.link(static_cast<int>(key / 2)).bandwidth);
   if (busiest <= 0 || busiest >= seconds)
     return;
   const double stretch = seconds / busiest;
