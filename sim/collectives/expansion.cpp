@@ -88,18 +88,11 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
 void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds)
 {
   std::vector<double> load(2 * topology.links().size(), 0.0);  // per directed link (2 * link + forward): wire bytes
-  const Route* route = nullptr;  // of the previous transfer's pair (a stream's transfers share one)
-  int src = -1, dst = -1;
   for (int id = first; id < graph.size(); ++id) {
     const Task& t = graph[id];
     if (t.kind != TaskKind::Transfer || t.src == t.dst)
       continue;
-    if (t.src != src || t.dst != dst) {
-      src = t.src;
-      dst = t.dst;
-      route = &topology.route(src, dst);
-    }
-    for (const Hop& hop : *route)
+    for (const Hop& hop : topology.route(t.src, t.dst))
       load[static_cast<std::size_t>(directed_link(hop))] += t.bytes;
   }
   double busiest = 0;

@@ -16,19 +16,12 @@ std::vector<LinkWindow> link_windows_of(const Topology& topology, const TaskGrap
     first = std::min(first, s.start);
   std::vector<int> index(2 * topology.links().size(), -1);  // directed link -> its entry
   std::vector<LinkWindow> out;
-  const Route* route = nullptr;  // of the previous transfer's pair (a stream's transfers share one)
-  int src = -1, dst = -1;
   for (int id = r.first; id < r.end; ++id) {
     const Task& t = g[id];
     if (t.kind != TaskKind::Transfer)
       continue;
-    if (!route || t.src != src || t.dst != dst) {
-      src = t.src;
-      dst = t.dst;
-      route = &topology.route(src, dst);
-    }
     const Span& s = spans[static_cast<std::size_t>(id - r.first)];
-    for (const Hop& h : *route) {
+    for (const Hop& h : topology.route(t.src, t.dst)) {
       int& at = index[static_cast<std::size_t>(directed_link(h))];
       if (at < 0) {
         at = static_cast<int>(out.size());

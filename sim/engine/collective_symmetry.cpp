@@ -108,23 +108,31 @@ Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
 
 constexpr int kNotRotated = -2;  ///< a device the rotation does not map (its kind does not divide)
 
+/// A node's devices by kind, each kind's in local-index order.
+std::map<DeviceKind, std::vector<int>> devices_by_kind(const Topology& topology, int node)
+{
+  const auto& devices = topology.devices();
+  std::map<DeviceKind, std::vector<int>> out;
+  for (int d : topology.devices_of_node(node))
+    out[devices[static_cast<std::size_t>(d)].kind].push_back(d);
+  for (auto& [kind, list] : out)
+    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+      return devices[static_cast<std::size_t>(a)].local_index < devices[static_cast<std::size_t>(b)].local_index;
+    });
+  return out;
+}
+
 /// The rotation of every node's devices by `shift` GPU positions: a node's devices of one kind, by
 /// local index, turn by shift x (their count) / (the node's GPUs); a kind with one device stays.
 /// Fabric devices (no node) stay.
 std::vector<int> rotation_of(const Topology& topology, int shift)
 {
-  const auto& devices = topology.devices();
-  std::vector<int> image(devices.size());
+  std::vector<int> image(topology.devices().size());
   std::iota(image.begin(), image.end(), 0);
   for (int node = 0; node < topology.nodes; ++node) {
-    std::map<DeviceKind, std::vector<int>> by_kind;
-    for (int d : topology.devices_of_node(node))
-      by_kind[devices[static_cast<std::size_t>(d)].kind].push_back(d);
+    auto by_kind = devices_by_kind(topology, node);
     const auto gpus = static_cast<int>(by_kind[DeviceKind::Gpu].size());
-    for (auto& [kind, list] : by_kind) {
-      std::sort(list.begin(), list.end(), [&](int a, int b) {
-        return devices[static_cast<std::size_t>(a)].local_index < devices[static_cast<std::size_t>(b)].local_index;
-      });
+    for (const auto& [kind, list] : by_kind) {
       const auto count = static_cast<int>(list.size());
       if (count <= 1)
         continue;
@@ -138,39 +146,27 @@ std::vector<int> rotation_of(const Topology& topology, int shift)
   return image;
 }
 
-/// `image` followed by the mirror of the nodes `first` .. `last` (node v to first + last - v; each
-/// device to the one of its kind at its position there, by local index), as NCCL's second tree
-/// mirrors its first over an even node count (ncclGetDtree). A device on no node stays; one on
-/// a node outside the span, or without a counterpart, is not mapped.
-std::vector<int> mirrored(const Topology& topology, std::vector<int> image, int first, int last)
+/// The mirror of the nodes `first` .. `last` (node v to first + last - v; each device to the one of
+/// its kind at its position there, by local index), as NCCL's second tree mirrors its first over
+/// an even node count (ncclGetDtree). A device on no node stays; one on a node outside the span,
+/// or without a counterpart, is not mapped.
+std::vector<int> node_mirror(const Topology& topology, int first, int last)
 {
   const auto& devices = topology.devices();
-  auto by_kind = [&](int node) {
-    std::map<DeviceKind, std::vector<int>> out;
-    for (int d : topology.devices_of_node(node))
-      out[devices[static_cast<std::size_t>(d)].kind].push_back(d);
-    for (auto& [kind, list] : out)
-      std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
-        return devices[static_cast<std::size_t>(a)].local_index < devices[static_cast<std::size_t>(b)].local_index;
-      });
-    return out;
-  };
-  std::vector<int> counterpart(devices.size(), kNotRotated);
+  std::vector<int> image(devices.size(), kNotRotated);
   for (std::size_t d = 0; d < devices.size(); ++d)
     if (devices[d].node < 0)
-      counterpart[d] = static_cast<int>(d);
+      image[d] = static_cast<int>(d);
   for (int node = first; node <= last; ++node) {
-    const auto here = by_kind(node), there = by_kind(first + last - node);
+    const auto here = devices_by_kind(topology, node), there = devices_by_kind(topology, first + last - node);
     for (const auto& [kind, list] : here) {
       const auto it = there.find(kind);
       if (it == there.end() || it->second.size() != list.size())
         continue;
       for (std::size_t i = 0; i < list.size(); ++i)
-        counterpart[static_cast<std::size_t>(list[i])] = it->second[i];
+        image[static_cast<std::size_t>(list[i])] = it->second[i];
     }
   }
-  for (int& m : image)
-    m = m == kNotRotated ? m : counterpart[static_cast<std::size_t>(m)];
   return image;
 }
 
@@ -356,6 +352,8 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
         first_node = std::min(first_node, topology.device(d).node);
         last_node = std::max(last_node, topology.device(d).node);
       }
+  const std::vector<int> mirror_image =
+      last_node > first_node ? node_mirror(topology, first_node, last_node) : std::vector<int>{};
   std::vector<std::string> why;
   const int gpus = topology.gpus_per_node;
   // The smallest rotation first; where it fails, the same rotation with the nodes mirrored (the
@@ -370,7 +368,8 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
         continue;
       std::vector<int> image = rotation_of(topology, shift);
       if (mirror)
-        image = mirrored(topology, std::move(image), first_node, last_node);
+        for (int& m : image)
+          m = m == kNotRotated ? m : mirror_image[static_cast<std::size_t>(m)];
       std::vector<int> tau;
       std::string broken = task_image(g, r, shapes, image, tau);
       CollectiveFold fold;

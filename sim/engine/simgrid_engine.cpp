@@ -82,10 +82,13 @@ Platform build_platform(const Topology& topology, const TaskGraph& graph)
   }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  std::vector<const Route*> routes;  // per pair
   std::vector<char> crossed(topology.links().size(), 0);
-  for (const auto& [src, dst] : pairs)
-    for (const Hop& hop : topology.route(src, dst))
+  for (const auto& [src, dst] : pairs) {
+    routes.push_back(&topology.route(src, dst));
+    for (const Hop& hop : *routes.back())
       crossed[static_cast<std::size_t>(hop.link)] = 1;
+  }
   Platform p;
   p.hosts.assign(topology.devices().size(), nullptr);
   for (std::size_t i = 0; i < uses.size(); ++i)
@@ -102,9 +105,10 @@ Platform build_platform(const Topology& topology, const TaskGraph& graph)
     p.links[i] = link;
   }
   std::vector<sg4::LinkInRoute> route;
-  for (const auto& [src, dst] : pairs) {
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const auto [src, dst] = pairs[k];
     route.clear();
-    for (const Hop& hop : topology.route(src, dst)) {
+    for (const Hop& hop : *routes[k]) {
       route.emplace_back(p.links[static_cast<std::size_t>(hop.link)],
                          hop.forward ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
     }

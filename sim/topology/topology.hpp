@@ -142,10 +142,17 @@ private:
     {
       routes.clear();
       arrivals.clear();
+      last = {};
       return *this;
     }
     std::unordered_map<std::pair<int, int>, Route, PairHash> routes;
     std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals;
+    /// The route returned last (a stream's transfers ask for the same pair one after the other;
+    /// the maps above hold millions of routes at scale, and each lookup there misses the cache).
+    struct Last {
+      int from = -1, to = -1;
+      const Route* route = nullptr;
+    } last;
   };
   mutable RouteCaches caches_;
   /// Routes fixed by pin_route (kept by a copy; dropped by a change to the machine).

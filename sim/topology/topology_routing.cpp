@@ -90,6 +90,7 @@ void Topology::reset_routes() const
   routing_graph_.reset();
   caches_.routes.clear();
   caches_.arrivals.clear();
+  caches_.last = {};
   pinned_.clear();
   cached_forwarding_ = gpu_forwarding;
   cached_p2p_ = pcie_p2p;
@@ -197,10 +198,14 @@ const Route& Topology::route(int from, int to) const
     return empty;
   if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
     reset_routes();
+  auto& last = caches_.last;
+  if (last.route && last.from == from && last.to == to)
+    return *last.route;
+  last = {from, to, nullptr};
   if (auto it = pinned_.find({from, to}); it != pinned_.end())
-    return it->second;
+    return *(last.route = &it->second);
   if (auto it = caches_.routes.find({from, to}); it != caches_.routes.end())
-    return it->second;
+    return *(last.route = &it->second);
 
   Route route = shortest_route(from, to);
   const DeviceKind to_kind = devices_[to].kind;
@@ -227,7 +232,9 @@ const Route& Topology::route(int from, int to) const
       route = std::move(up);
     }
   }
-  return caches_.routes.emplace(std::make_pair(from, to), std::move(route)).first->second;
+  const Route& found = caches_.routes.emplace(std::make_pair(from, to), std::move(route)).first->second;
+  caches_.last = {from, to, &found};  // (the staged route above asked for another pair meanwhile)
+  return found;
 }
 
 void Topology::pin_route(int from, int to, Route route)
@@ -241,6 +248,7 @@ void Topology::pin_route(int from, int to, Route route)
   if (cached_forwarding_ != gpu_forwarding || cached_p2p_ != pcie_p2p)
     reset_routes();
   pinned_[{from, to}] = std::move(route);
+  caches_.last = {};
 }
 
 double Topology::route_bandwidth(const Route& route) const

@@ -95,3 +95,19 @@ TEST_CASE("route to self is empty; accessors")
   CHECK(std::string(to_string(DeviceKind::NvSwitch)) == "nvswitch");
   CHECK(std::string(to_string(LinkKind::CpuInterconnect)) == "cpu-interconnect");
 }
+
+TEST_CASE("a pinned route replaces the one asked for just before; a change to the machine drops it")
+{
+  Topology t = small_box();
+  const int g0 = t.device_index("g0"), g1 = t.device_index("g1");
+  REQUIRE(t.route(g0, g1).size() == 2);
+  CHECK(t.link(t.route(g0, g1)[0].link).name == "g0-nvs");
+  const int pcie = t.links_between(g0, t.device_index("pcie"))[0];
+  const int up = t.links_between(g1, t.device_index("pcie"))[0];
+  t.pin_route(g0, g1, {{pcie, true}, {up, false}});
+  CHECK(t.link(t.route(g0, g1)[0].link).name == "g0-pcie");
+  CHECK(t.link(t.route(g0, g1)[0].link).name == "g0-pcie");  // asked twice in a row
+  t.add_link("g0-g1", LinkKind::NvLink, g0, g1, 50e9, 0.5e-6, 2);
+  REQUIRE(t.route(g0, g1).size() == 1);
+  CHECK(t.link(t.route(g0, g1)[0].link).name == "g0-g1");
+}
