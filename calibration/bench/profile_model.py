@@ -55,6 +55,30 @@ def build_model(name, table):
     raise SystemExit(f"profile_model.py: no PyTorch builder for model '{name}'")
 
 
+def residual_forward(self, x):
+    """torchvision's BasicBlock/Bottleneck forward with `out = out + identity` for `out += identity`."""
+    convs = [n for n in ("conv1", "conv2", "conv3") if hasattr(self, n)]
+    out = x
+    for i, name in enumerate(convs):
+        out = getattr(self, f"bn{i + 1}")(getattr(self, name)(out))
+        if i + 1 < len(convs):
+            out = self.relu(out)
+    identity = x if self.downsample is None else self.downsample(x)
+    return self.relu(out + identity)
+
+
+def out_of_place(model):
+    """Full backward hooks hand each module's output on as a view, and autograd refuses an in-place
+    op on it (PyTorch 2.x): torchvision's ReLU(inplace=True) and its residual `out += identity`.
+    The out-of-place forms run the same kernels on one more activation-sized buffer."""
+    import types
+    for module in model.modules():
+        if getattr(module, "inplace", False) is True:
+            module.inplace = False
+        if type(module).__name__ in ("BasicBlock", "Bottleneck") and hasattr(module, "downsample"):
+            module.forward = types.MethodType(residual_forward, module)
+
+
 class LayerTimer:
     """CUDA events around every module: inclusive forward and backward times per call."""
 
@@ -142,6 +166,7 @@ def main():
         sys.exit(3)
     model, make_input = build_model(args.model, table)
     model = model.cuda().train()
+    out_of_place(model)
     missing = [n for n in names if not n.endswith(".core") and n not in dict(model.named_modules())]
     if missing:
         sys.exit(f"profile_model.py: the PyTorch model has no module named {missing[:5]} (of models/{args.model}.json)")
