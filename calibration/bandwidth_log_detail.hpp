@@ -44,6 +44,10 @@ private:
 bool parse_number(const std::string& token, double& out);   ///< false for N/A, nothing, text
 bool is_index(const std::string& token, int& out);
 bool is_comment_or_blank(const std::string& line);
+/// `line` without ECMA-48 control sequences (ESC [ ... final byte): terminal underline and colours.
+std::string without_terminal_escapes(const std::string& line);
+/// The lines of a text log: '\r' of CRLF files and terminal escapes dropped.
+std::vector<std::string> log_lines(const std::string& text);
 
 /// Readers of the text formats and of the two structured ones. Each appends to the collector.
 void read_text_formats(const std::vector<std::string>& lines, RunCollector& runs);

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <sstream>
 
 namespace dtsim::calibration::detail {
 
@@ -151,13 +150,8 @@ void read_bench_link_json(const std::string& text, RunCollector& runs)
     if (auto gpus = machine->find("gpus"))
       for (const auto& g : gpus->items())
         runs.current().gpu_names.push_back(g.at("name").as_string());
-    if (auto topo = machine->find("topology_text"); topo && !topo->json().is_null()) {
-      std::vector<std::string> lines;
-      std::istringstream in(topo->as_string());
-      for (std::string line; std::getline(in, line);)
-        lines.push_back(line);
-      read_text_formats(lines, runs);
-    }
+    if (auto topo = machine->find("topology_text"); topo && !topo->json().is_null())
+      read_text_formats(log_lines(topo->as_string()), runs);
   }
   if (auto machine = root.find("machine"); machine && !machine->is_object())
     machine->fail("expected an object (gpus, topology_text)");

@@ -137,6 +137,42 @@ bool is_comment_or_blank(const std::string& line)
   return first == std::string::npos || line[first] == '#';
 }
 
+std::string without_terminal_escapes(const std::string& line)
+{
+  // ECMA-48 control sequence: ESC [, parameter bytes 0x30-0x3F, intermediate bytes 0x20-0x2F, a
+  // final byte 0x40-0x7E. nvidia-smi topo -m underlines its header row with ESC[4m ... ESC[0m, also
+  // when its output goes to a file (driver 580), and logs pasted from a terminal keep colours.
+  if (line.find('\x1b') == std::string::npos)
+    return line;
+  std::string out;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '\x1b' || i + 1 >= line.size() || line[i + 1] != '[') {
+      out += line[i];
+      continue;
+    }
+    std::size_t j = i + 2;
+    while (j < line.size() && line[j] >= 0x20 && line[j] <= 0x3F)
+      ++j;
+    if (j < line.size() && line[j] >= 0x40 && line[j] <= 0x7E)
+      i = j;   // the whole sequence dropped
+    else
+      out += line[i];   // not a complete sequence: kept as text
+  }
+  return out;
+}
+
+std::vector<std::string> log_lines(const std::string& text)
+{
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    lines.push_back(without_terminal_escapes(line));
+  }
+  return lines;
+}
+
 }  // namespace detail
 
 std::vector<BandwidthMeasurements> parse_bandwidth_log(const std::string& text, const std::string& file)
@@ -146,13 +182,7 @@ std::vector<BandwidthMeasurements> parse_bandwidth_log(const std::string& text, 
   if (first != std::string::npos && text[first] == '{') {
     detail::read_bench_link_json(text, runs);
   } else {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line.back() == '\r')
-        line.pop_back();
-      lines.push_back(line);
-    }
+    const auto lines = detail::log_lines(text);
     if (!detail::read_csv_table(lines, runs))
       detail::read_text_formats(lines, runs);
   }

@@ -1,6 +1,7 @@
 // Bandwidth-log readers on every file of the shared validation/bandwidth/ data (copied, with their source
 // headers, to tests/data/calibration/bandwidth/): values of a few cells, as published.
 #include "calibration/bandwidth_logs.hpp"
+#include "calibration/bandwidth_log_detail.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <doctest/doctest.h>
@@ -158,6 +159,25 @@ TEST_CASE("p2pBandwidthLatencyTest with device names and nvidia-smi topo -m")
   CHECK(r.bidir_p2p_GBps[4][5] == doctest::Approx(517.80));
   CHECK(r.latency_nop2p_us[7][0] == doctest::Approx(24.34));
   CHECK(r.cpu_latency_p2p_us[7][7] == doctest::Approx(3.03));
+}
+
+TEST_CASE("dtsim-bench-link on one H200: nvidia-smi topo -m's terminal escapes are dropped")
+{
+  // Driver 580 underlines the header row (ESC[4m ... ESC[0m) also into a file; read as text, the
+  // row "GPU0 X 0-15 ..." was taken for a header and the log refused.
+  const auto runs = load("bench_link_H200_1gpu_escapes.txt");
+  REQUIRE(runs.size() == 1);
+  const auto& r = runs[0];
+  REQUIRE(r.topology.size() == 1);
+  CHECK(r.topology[0][0] == "X");
+  CHECK(r.h2d_pinned_GBps.at(0) == doctest::Approx(55.12));
+  CHECK(r.d2h_pageable_GBps.at(0) == doctest::Approx(10.75));
+  // The same machine's JSON holds the same text in machine.topology_text.
+  const auto json = load_bandwidth_log(std::string(DTSIM_TESTS_DIR) + "/../calibration/measured/h200-1gpu-2026-11-26/link.json");
+  REQUIRE(json.size() == 1);
+  REQUIRE(json[0].topology.size() == 1);
+  CHECK(json[0].h2d_pinned_GBps.at(0) == doctest::Approx(r.h2d_pinned_GBps.at(0)).epsilon(1e-3));
+  CHECK(dtsim::calibration::detail::without_terminal_escapes("\x1b[1;31mGPU0\x1b[0m \x1b[") == "GPU0 \x1b[");
 }
 
 TEST_CASE("two runs of p2pBandwidthLatencyTest (stock vs P2P driver) split into two")
