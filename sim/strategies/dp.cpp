@@ -140,18 +140,21 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       replica_ready = add_coalesced(g, topology, CollectiveOp::Broadcast, plan.ranks, param_bytes, chunk, start,
                                     "replicate", "replicate", collectives);
     }
-    // The Python lane (GIL): replicate() copies every module for every replica, then the forward
-    // launches of every replica run one thread at a time.
+    // The Python lane (GIL): replicate() copies every module for every replica, GPU0's own included
+    // (replicate(module, device_ids) makes len(device_ids) copies), then the forward launches of
+    // every replica run one thread at a time.
     int python = -1;
     if (n > 1 && replicate_s > 0)
-      python = g.add_delay(gpu0, replicate_s * static_cast<double>(n - 1),
-                           fmt::format("replicate modules for {} replicas (Python, GIL)", n - 1), "launch",
+      python = g.add_delay(gpu0, replicate_s * static_cast<double>(n),
+                           fmt::format("replicate modules for {} replicas (Python, GIL)", n), "launch",
                            deps(replica_ready));
+    // parallel_apply starts once replicate() has returned: no replica's forward runs before then.
+    const int replicated = python;
     std::vector<int> fwd_end(n);
     for (std::size_t r = 0; r < n; ++r) {
       const int dev = plan.ranks[r];
       const int fwd = g.add_compute(dev, times.fwd_total(), fmt::format("forward (replica {})", r), "forward",
-                                    deps({replica_ready[r], input[r]}));
+                                    deps({replica_ready[r], input[r], replicated}));
       if (n > 1 && launch_s > 0) {
         std::vector<int> after{replica_ready[r], python};
         python = g.add_delay(dev, launch_s, fmt::format("launch forward of replica {} (Python thread, GIL)", r), "launch",

@@ -18,14 +18,18 @@
 namespace dtsim {
 
 struct DpOptions {
-  /// Python + dispatcher cost of launching one layer's forward kernels, per replica (PyTorch eager
-  /// overhead is of the order of 10 us per operator; a layer is 1-3 operators). Assumption.
-  double launch_overhead_us_per_layer = 20;
-  /// Python cost of replicate() per module per replica: module._replicate_for_data_parallel()
-  /// (object __new__ and copies of its __dict__, _parameters, _buffers, _modules) and the setattr
-  /// of each broadcast parameter (torch/nn/parallel/replicate.py); a few CPython attribute and
-  /// dict operations of about 1-2 us each. Assumption, on the same Python lane (GIL).
-  double replicate_us_per_module = 10;
+  /// Python + dispatcher cost of launching one layer's forward kernels, per replica, on the one Python
+  /// lane (GIL). Measured (calibration/measured/h200-1gpu-2026-11-26/host_costs*.json,
+  /// calibration/bench/host_costs.py): the host time of a torchvision ResNet-50 forward at batch 1
+  /// (PyTorch 2.11, Python 3.12, a 16-core Xeon VM) over the 109 layers of models/resnet50.json:
+  /// 45.7 and 49.6 us per layer in fp32, 48.2 and 83.9 with float16 autocast (two runs).
+  double launch_overhead_us_per_layer = 48;
+  /// Python cost of replicate() per replica, per layer of the model table (module._replicate_for_
+  /// data_parallel() of every nn.Module and the setattr of each broadcast parameter,
+  /// torch/nn/parallel/replicate.py), on the same Python lane. Measured as above: replicate() of
+  /// ResNet-50 onto two devices minus onto one, 3.05 and 4.27 ms per added replica, over 109 layers
+  /// (151 nn.Modules): 28 and 39 us per layer.
+  double replicate_us_per_module = 33;
   double coalesce_mb = 10;  ///< broadcast_coalesced / reduce_add_coalesced buffer_size (10 MiB)
 };
 
