@@ -4,16 +4,8 @@
 // Knows nothing of SimGrid.
 #pragma once
 
-// GCC 12 warns (-Wstringop-overread) on small_vector's move of its inline elements once inlined into
-// a caller: a false positive of its object-size analysis (clang 14 does not warn, ASan finds nothing).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overread"
-#endif
-#include <boost/container/small_vector.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "sim/engine/task_deps.hpp"
+
 #include <boost/flyweight.hpp>
 #include <boost/flyweight/no_tracking.hpp>
 #include <fmt/format.h>
@@ -35,11 +27,7 @@ enum class TaskKind : std::uint8_t { Compute, Transfer, Delay };
 /// bounded set of them.
 using TaskText = boost::flyweight<std::string, boost::flyweights::no_tracking>;
 
-/// The tasks a task waits on: most wait on one to three, held inside the task (no allocation; a
-/// task copied, as a repeated collective's are, copies no heap block).
-using TaskDeps = boost::container::small_vector<int, 3>;
-
-/// Fields ordered so that a task is 96 bytes with no padding: a plan of 16,384 GPUs holds tens of
+/// Fields ordered so that a task is 80 bytes with no padding: a plan of 16,384 GPUs holds tens of
 /// millions of them.
 struct Task {
   TaskKind kind = TaskKind::Compute;
@@ -65,6 +53,7 @@ struct Task {
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
   TaskDeps after;          ///< tasks that must finish before this one starts
 };
+static_assert(sizeof(Task) == 80, "Task: 80 bytes, no padding");
 
 /// The tasks one collective expanded into: ids [first, end), added one after the other, so that it
 /// can be recognised, simulated once on its own and replayed (collective_replay.hpp). done[i] is the
