@@ -105,8 +105,20 @@ IsolatedRuns simulate_isolated(const Topology& topology, const TaskGraph& g, con
     return r.end - r.first;
   };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size_of(a) > size_of(b); });
+  // Folds found so far, by collective: one of the same structure (another bucket) takes its fold.
+  std::vector<std::pair<int, CollectiveFold>> found;
+  auto fold_of = [&](int k) {
+    if (!fold)
+      return CollectiveFold{};
+    const CollectiveRange& r = ranges[static_cast<std::size_t>(k)];
+    for (const auto& [earlier, f] : found)
+      if (fold_carries_over(g, ranges[static_cast<std::size_t>(earlier)], r))
+        return f;
+    found.emplace_back(k, fold_collective(topology, g, r));
+    return found.back().second;
+  };
   for (const std::size_t c : order)
-    pool.run(g, distinct[c], fold ? fold_collective(topology, g, ranges[static_cast<std::size_t>(distinct[c])]) : CollectiveFold{});
+    pool.run(g, distinct[c], fold_of(distinct[c]));
   IsolatedRuns out;
   for (std::size_t c = 0; c < distinct.size(); ++c) {
     IsolatedRun run = pool.take(distinct[c]);

@@ -398,6 +398,35 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
   return out;
 }
 
+bool fold_carries_over(const TaskGraph& g, const CollectiveRange& a, const CollectiveRange& b)
+{
+  const int n = a.end - a.first;
+  if (b.end - b.first != n)
+    return false;
+  auto offset = [](const CollectiveRange& r, int id) { return id >= r.first ? id - r.first : -1; };
+  // (seconds, bytes) of `a` <-> of `b`, both ways: a bijection between the values that occur.
+  std::map<std::pair<double, double>, std::pair<double, double>> to_b, to_a;
+  for (int i = 0; i < n; ++i) {
+    const Task& x = g[a.first + i];
+    const Task& y = g[b.first + i];
+    if (x.kind != y.kind || x.device != y.device || x.src != y.src || x.dst != y.dst ||
+        x.link_latency != y.link_latency || x.rate_cap != y.rate_cap ||
+        (x.sender_joined < 0) != (y.sender_joined < 0) ||
+        (x.sender_joined >= 0 && offset(a, x.sender_joined) != offset(b, y.sender_joined)) ||
+        x.after.size() != y.after.size())
+      return false;
+    for (std::size_t k = 0; k < x.after.size(); ++k)
+      if (offset(a, x.after[k]) != offset(b, y.after[k]))
+        return false;
+    const std::pair<double, double> vx{x.seconds, x.bytes}, vy{y.seconds, y.bytes};
+    const auto [fwd, fresh_fwd] = to_b.emplace(vx, vy);
+    const auto [back, fresh_back] = to_a.emplace(vy, vx);
+    if (fwd->second != vy || back->second != vx)
+      return false;
+  }
+  return true;
+}
+
 Topology folded_machine(const Topology& topology, const TaskGraph& g, const CollectiveRange& r, const CollectiveFold& fold)
 {
   struct FoldedHop {

@@ -129,3 +129,61 @@ TEST_CASE("no fold where the machine or the communicator is not symmetric")
     CHECK(check_fold_is_exact(t, g).folded == 0);
   }
 }
+
+TEST_CASE("a fold carries over to a collective that differs in its byte counts alone")
+{
+  // Two AllReduces of one plan (DDP's buckets): the same tasks, other sizes.
+  const Topology t = load_topology("hgx-h100", 4);
+  const Case tree{"hgx-h100", 4, CollectiveOp::AllReduce, NcclAlgo::Tree, NcclProto::LL128, 1};
+  TaskGraph g;
+  std::vector<std::vector<int>> start;
+  for (int r : t.gpus())
+    start.push_back({g.add_delay(r, 0, fmt::format("rank {} ready", r), "test")});
+  CollectiveOptions o;
+  o.filter.algos = {tree.algo};
+  o.filter.protos = {tree.proto};
+  add_collective(g, t, {tree.op, t.gpus(), 25e6, 0, "bucket 0", "allreduce"}, start, o);
+  add_collective(g, t, {tree.op, t.gpus(), 24e6, 0, "bucket 1", "allreduce"}, start, o);
+  REQUIRE(g.collectives().size() == 2);
+  const CollectiveRange& a = g.collectives()[0];
+  const CollectiveRange& b = g.collectives()[1];
+  REQUIRE(a.end - a.first == b.end - b.first);
+  int transfer = a.first;
+  while (g[transfer].kind != TaskKind::Transfer)
+    ++transfer;
+  REQUIRE(g[transfer].bytes != g[transfer - a.first + b.first].bytes);
+  CHECK(fold_carries_over(g, a, b));
+  const CollectiveFold fa = fold_collective(t, g, a), fb = fold_collective(t, g, b);
+  CHECK(fa.rotation > 0);
+  CHECK(fa.rotation == fb.rotation);
+  CHECK(fa.mirrored == fb.mirrored);
+  CHECK(fa.representative == fb.representative);
+  REQUIRE(fa.links.size() == fb.links.size());
+  for (const auto& [key, link] : fa.links) {
+    REQUIRE(fb.links.count(key) == 1);
+    CHECK(fb.links.at(key).key == link.key);
+    CHECK(fb.links.at(key).flows == link.flows);
+  }
+  SUBCASE("one transfer's bytes differ from those its counterpart's equals have")
+  {
+    TaskGraph h = g;
+    const CollectiveRange& hb = h.collectives()[1];
+    for (int id = hb.first; id < hb.end; ++id)
+      if (h[id].kind == TaskKind::Transfer) {
+        h[id].bytes *= 1.5;
+        break;
+      }
+    CHECK_FALSE(fold_carries_over(h, h.collectives()[0], hb));
+  }
+  SUBCASE("one dependency differs")
+  {
+    TaskGraph h = g;
+    const CollectiveRange& hb = h.collectives()[1];
+    for (int id = hb.first + 1; id < hb.end; ++id)
+      if (!h[id].after.empty() && h[id].after[0] >= hb.first) {
+        h[id].after[0] = h[id].after[0] == hb.first ? hb.first + 1 : hb.first;
+        break;
+      }
+    CHECK_FALSE(fold_carries_over(h, h.collectives()[0], hb));
+  }
+}
