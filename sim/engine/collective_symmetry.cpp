@@ -409,7 +409,7 @@ bool fold_carries_over(const TaskGraph& g, const CollectiveRange& a, const Colle
   for (int i = 0; i < n; ++i) {
     const Task& x = g[a.first + i];
     const Task& y = g[b.first + i];
-    if (x.kind != y.kind || x.device != y.device || x.src != y.src || x.dst != y.dst ||
+    if (x.kind != y.kind || is_timer(x) != is_timer(y) || x.device != y.device || x.src != y.src || x.dst != y.dst ||
         x.link_latency != y.link_latency || x.rate_cap != y.rate_cap ||
         (x.sender_joined < 0) != (y.sender_joined < 0) ||
         (x.sender_joined >= 0 && offset(a, x.sender_joined) != offset(b, y.sender_joined)) ||
