@@ -38,6 +38,7 @@ int Expansion::transfer(int src, int dst, double payload, const std::string& wha
                         double extra_efficiency)
 {
   const int joined = sender_join(src);
+  const TaskText name(call.label.empty() ? what : call.label + " " + what);  // interned once for all legs
   const Device& from = topology.device(src);
   const Device& to = topology.device(dst);
   if (from.kind == DeviceKind::Gpu && to.kind == DeviceKind::Gpu && from.node != to.node) {
@@ -46,14 +47,13 @@ int Expansion::transfer(int src, int dst, double payload, const std::string& wha
     // legs are concurrent flows; the hop is done when all three are.
     const int out = nic_of(src), in = nic_of(dst);
     if (out >= 0 && in >= 0) {
-      std::vector<int> legs{one_flow(src, out, payload, what, after, extra_efficiency, joined),
-                            one_flow(out, in, payload, what, after, extra_efficiency, joined),
-                            one_flow(in, dst, payload, what, after, extra_efficiency, joined)};
-      return graph.add_delay(dst, 0.0, call.label.empty() ? what : call.label + " " + what, call.category,
-                             std::move(legs));
+      const std::vector<int> legs{one_flow(src, out, payload, name, after, extra_efficiency, joined),
+                                  one_flow(out, in, payload, name, after, extra_efficiency, joined),
+                                  one_flow(in, dst, payload, name, after, extra_efficiency, joined)};
+      return graph.add_delay(dst, 0.0, name, call.category, legs);
     }
   }
-  return one_flow(src, dst, payload, what, std::move(after), extra_efficiency, joined);
+  return one_flow(src, dst, payload, name, after, extra_efficiency, joined);
 }
 
 int Expansion::sender_join(int device) const
@@ -64,15 +64,14 @@ int Expansion::sender_join(int device) const
   return start[static_cast<std::size_t>(it->second)];  // not a rank (an NVSwitch multicasting): it sends what every rank has joined
 }
 
-int Expansion::one_flow(int src, int dst, double payload, const std::string& what, std::vector<int> after,
+int Expansion::one_flow(int src, int dst, double payload, const TaskText& name, const std::vector<int>& after,
                         double extra_efficiency, int sender_joined)
 {
   auto it = efficiency_.find({src, dst});
   if (it == efficiency_.end())
     it = efficiency_.emplace(std::make_pair(src, dst), route_efficiency(topology, src, dst, params)).first;
   const double wire = payload / (it->second * extra_efficiency * protocol_factor);
-  const int id = graph.add_transfer(src, dst, wire, call.label.empty() ? what : call.label + " " + what,
-                                    call.category, std::move(after));
+  const int id = graph.add_transfer(src, dst, wire, name, call.category, after);
   // NCCL's per-hop latency (the start-up) already includes the wire's.
   graph[id].link_latency = !charges_hop_latency;
   graph[id].sender_joined = sender_joined;

@@ -69,7 +69,7 @@ public:
   std::vector<int> start;
 
 private:
-  int one_flow(int src_device, int dst_device, double payload, const std::string& what, std::vector<int> after,
+  int one_flow(int src_device, int dst_device, double payload, const TaskText& name, const std::vector<int>& after,
                double extra_efficiency, int sender_joined);
   /// The start-up task of the rank on `device` (its join), -1 when the device is not a rank.
   int sender_join(int device) const;

@@ -18,11 +18,11 @@ int TaskGraph::add(Task task)
   return size() - 1;
 }
 
-Task TaskGraph::make_task(TaskKind kind, std::string name, const std::string& category, const std::vector<int>& after)
+Task TaskGraph::make_task(TaskKind kind, const TaskText& name, const std::string& category, const std::vector<int>& after)
 {
   Task t;
   t.kind = kind;
-  t.name = TaskText(std::move(name));
+  t.name = name;
   // Tasks come in runs of one category (a collective's, a layer's): the last one is kept at hand.
   if (category != last_category_.get())
     last_category_ = TaskText(category);
@@ -33,7 +33,7 @@ Task TaskGraph::make_task(TaskKind kind, std::string name, const std::string& ca
 
 int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Compute, std::move(name), category, after);
+  Task t = make_task(TaskKind::Compute, TaskText(std::move(name)), category, after);
   t.device = device;
   t.seconds = seconds;
   return add(std::move(t));
@@ -41,7 +41,13 @@ int TaskGraph::add_compute(int device, double seconds, std::string name, std::st
 
 int TaskGraph::add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Delay, std::move(name), category, after);
+  return add_delay(device, seconds, TaskText(std::move(name)), category, after);
+}
+
+int TaskGraph::add_delay(int device, double seconds, const TaskText& name, const std::string& category,
+                         const std::vector<int>& after)
+{
+  Task t = make_task(TaskKind::Delay, name, category, after);
   t.device = device;
   t.seconds = seconds;
   return add(std::move(t));
@@ -50,7 +56,13 @@ int TaskGraph::add_delay(int device, double seconds, std::string name, std::stri
 int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, std::string category,
                             std::vector<int> after)
 {
-  Task t = make_task(TaskKind::Transfer, std::move(name), category, after);
+  return add_transfer(src, dst, bytes, TaskText(std::move(name)), category, after);
+}
+
+int TaskGraph::add_transfer(int src, int dst, double bytes, const TaskText& name, const std::string& category,
+                            const std::vector<int>& after)
+{
+  Task t = make_task(TaskKind::Transfer, name, category, after);
   t.src = src;
   t.dst = dst;
   t.device = src;

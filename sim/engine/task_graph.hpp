@@ -73,6 +73,11 @@ public:
   int add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after = {});
   int add_transfer(int src, int dst, double bytes, std::string name, std::string category,
                    std::vector<int> after = {});
+  /// The same with a name already interned (the legs of one hop share it: one look-up, not three).
+  int add_transfer(int src, int dst, double bytes, const TaskText& name, const std::string& category,
+                   const std::vector<int>& after);
+  int add_delay(int device, double seconds, const TaskText& name, const std::string& category,
+                const std::vector<int>& after);
   void add_dependency(int task, int must_finish_first);
   /// Drops every task from `count` on (those of iterations not simulated, when they come last).
   void keep_first(int count);
@@ -98,7 +103,7 @@ public:
   int group() const { return group_; }
 
 private:
-  Task make_task(TaskKind kind, std::string name, const std::string& category, const std::vector<int>& after);
+  Task make_task(TaskKind kind, const TaskText& name, const std::string& category, const std::vector<int>& after);
 
   std::vector<Task> tasks_;
   std::vector<CollectiveRange> collectives_;
