@@ -60,10 +60,11 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& graph,
 
 /// Whether the fold found for the collective `folded` holds for `other` as it is: the same tasks,
 /// devices, routes' end points and dependencies (as offsets in each range), the same timers (delays
-/// and empty computes), and durations and byte counts that correspond one to one (two tasks of `other` have equal (seconds, bytes) exactly when
-/// their counterparts in `folded` do). Every test fold_collective makes compares devices, links and
-/// those equalities only, so it would find the same fold: DDP's buckets of one plan differ in their
-/// byte counts alone, and 16,384 GPUs spent 3.5 s folding each.
+/// and empty computes), and durations and byte counts that correspond one to one (two tasks of
+/// `other` have equal (seconds, bytes) exactly when their counterparts in `folded` do). Every test
+/// fold_collective makes compares devices, links and those equalities only, so it would find the
+/// same fold: DDP's buckets of one plan differ in their byte counts alone, and 16,384 GPUs spent
+/// 3.5 s folding each.
 bool fold_carries_over(const TaskGraph& graph, const CollectiveRange& folded, const CollectiveRange& other);
 
 /// The machine a folded collective runs on alone: the topology, plus for each directed link that

@@ -64,19 +64,23 @@ public:
     heap()[size_++] = id;
   }
 
+  /// Copies [first, last) first, then lets the old storage go (the range may lie inside it).
   template <typename It>
   void assign(It first, It last)
   {
-    release();
     const auto n = static_cast<std::size_t>(std::distance(first, last));
     if (n > UINT32_MAX / 2)
       throw std::length_error("TaskDeps: too many dependencies");
     if (n > kInline) {
       int* block = new int[n];
       std::copy(first, last, block);
+      release();
       set_heap(block, static_cast<std::uint32_t>(n));
     } else {
-      std::copy(first, last, words_);
+      int ids[kInline] = {};
+      std::copy(first, last, ids);
+      release();
+      std::copy(ids, ids + n, words_);
     }
     size_ = static_cast<std::uint32_t>(n);
   }

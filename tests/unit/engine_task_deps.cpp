@@ -64,4 +64,8 @@ TEST_CASE("sort + unique + erase, from the heap back inline and within the heap"
   TaskDeps f;
   f.assign(e.begin(), e.begin() + 2);
   CHECK(items(f) == std::vector<int>{5, 6});
+  e.assign(e.begin() + 1, e.end());  // a range inside its own heap block
+  CHECK(items(e) == std::vector<int>{6, 7, 8, 9, 10});
+  f.assign(f.begin() + 1, f.end());  // inside its own inline words
+  CHECK(items(f) == std::vector<int>{6});
 }
