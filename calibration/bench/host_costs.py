@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+from bench_json import write_json_atomically
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "..", "models")
 
@@ -392,7 +394,7 @@ def measure_train(args, doc):
                      "peak_memory_GiB": round(torch.cuda.max_memory_allocated() / 2**30, 2)})
         print(f"  train: resnet50 {precision:4s} {'NHWC' if channels_last else 'NCHW'} batch {batch}: "
               f"{batch / med:7.1f} samples/s ({med * 1e3:.1f} ms/step)")
-        del model, opt, x, y
+        model = opt = x = y = None   # freed before the next setting's model
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -420,11 +422,10 @@ def main():
     if unknown:
         sys.exit(f"host_costs.py: unknown part(s) {unknown}; use loader, dp, train")
     try:
-        import torch  # noqa: F401
-        import torchvision  # noqa: F401
+        import torch
+        import torchvision  # noqa: F401 (checked here, used by the parts)
     except ImportError:
         sys.exit("host_costs.py: needs torch and torchvision")
-    import torch
     doc = {"tool": "dtsim-host-costs", "schema_version": 1, "machine": machine(), "not_measured": []}
     for part, fn in (("loader", measure_loader), ("dp", measure_dp), ("train", measure_train)):
         if part not in parts:
@@ -439,10 +440,7 @@ def main():
             doc["not_measured"].append(f"{part}: {type(e).__name__}: {e}")
             print(f"  {part}: failed: {type(e).__name__}: {e}", file=sys.stderr)
         sys.stdout.flush()
-        tmp = args.output + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=2)
-        os.replace(tmp, args.output)
+        write_json_atomically(args.output, doc)
     print(f"-> {args.output}")
 
 

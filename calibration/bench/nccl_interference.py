@@ -14,11 +14,11 @@ unpaced. Each step time is the median of the steps run while the kernel was in f
 baseline is measured between settings. Needs torch, torchvision, cupy and a CUDA GPU.
 """
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
+
+from bench_json import write_json_atomically
 
 KERNEL = r"""
 extern "C" __global__ void nccl_like(const float4* a, const float4* b, float4* c, long long per_cta,
@@ -162,12 +162,9 @@ def main():
                   f"{times[0] * 1e3:.0f}, {times[1] * 1e3:.0f} ms; kernel in flight at the end: {overlapped}", flush=True)
         results["models"].append({"model": name, "precision": precision, "channels_last": channels_last,
                                   "batch": batch, "rows": rows})
-        del model, opt, x, y
+        model = opt = x = y = None   # freed before the next model is built
         torch.cuda.empty_cache()
-    tmp = args.output + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(results, f, indent=2)
-    os.replace(tmp, args.output)
+    write_json_atomically(args.output, results)
     print(f"-> {args.output}")
 
 

@@ -21,6 +21,8 @@ import os
 import statistics
 import sys
 
+from bench_json import write_json_atomically
+
 
 def build_model(name, table):
     import torch
@@ -195,10 +197,7 @@ def main():
                         "torch": torch.__version__},
            "model": {"name": args.model, "batch": args.batch, "precision": args.precision,
                      "source": "PyTorch module hooks + CUDA events", "layers": layers}}
-    tmp = args.output + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
-    os.replace(tmp, args.output)
+    write_json_atomically(args.output, doc)
     print(f"{args.model}: batch {args.batch}, forward {sum(l['fwd_s'] for l in layers)*1e3:.2f} ms, "
           f"backward {sum(l['bwd_s'] for l in layers)*1e3:.2f} ms -> {args.output}")
 
