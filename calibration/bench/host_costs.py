@@ -33,6 +33,7 @@ import tempfile
 import time
 
 from bench_json import write_json_atomically
+from resnet_training import resnet50_step
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "..", "models")
@@ -355,30 +356,10 @@ def measure_dp(args, doc):
 
 def measure_train(args, doc):
     import torch
-    import torchvision
-    dev = torch.device("cuda", 0)
     runs = []
     settings = [("amp", True, 256), ("amp", False, 256), ("tf32", False, 256), ("fp32", False, 128)]
     for precision, channels_last, batch in settings:
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.benchmark = True
-        model = torchvision.models.resnet50(weights=None).to(dev).train()
-        fmt = torch.channels_last if channels_last else torch.contiguous_format
-        model = model.to(memory_format=fmt)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-5)
-        scaler = torch.amp.GradScaler("cuda", enabled=precision == "amp")
-        x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
-        y = torch.randint(0, 1000, (batch,), device=dev)
-        loss_fn = torch.nn.CrossEntropyLoss()
-
-        def step():
-            with torch.autocast("cuda", dtype=torch.float16, enabled=precision == "amp"):
-                loss = loss_fn(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+        step = resnet50_step(precision, channels_last, batch, weight_decay=5e-5)
         for _ in range(args.train_warmup):
             step()
         torch.cuda.synchronize()
@@ -394,7 +375,7 @@ def measure_train(args, doc):
                      "peak_memory_GiB": round(torch.cuda.max_memory_allocated() / 2**30, 2)})
         print(f"  train: resnet50 {precision:4s} {'NHWC' if channels_last else 'NCHW'} batch {batch}: "
               f"{batch / med:7.1f} samples/s ({med * 1e3:.1f} ms/step)")
-        model = opt = x = y = None   # freed before the next setting's model
+        step = None   # the model, freed before the next setting's
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     torch.backends.cuda.matmul.allow_tf32 = False

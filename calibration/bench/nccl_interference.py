@@ -19,6 +19,7 @@ import sys
 import time
 
 from bench_json import write_json_atomically
+from resnet_training import resnet50_step
 
 KERNEL = r"""
 extern "C" __global__ void nccl_like(const float4* a, const float4* b, float4* c, long long per_cta,
@@ -72,13 +73,12 @@ def main():
     try:
         import cupy
         import torch
-        import torchvision
+        import torchvision  # noqa: F401 (checked here, used by resnet_training)
     except ImportError as e:
         sys.exit(f"nccl_interference.py: needs torch, torchvision and cupy ({e})")
     if not torch.cuda.is_available():
         print("nccl_interference.py: no CUDA device", file=sys.stderr)
         sys.exit(3)
-    dev = torch.device("cuda", 0)
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     kernel = cupy.RawKernel(KERNEL, "nccl_like")
@@ -112,16 +112,7 @@ def main():
     if args.tf32_first:
         order.reverse()
     for name, precision, channels_last, batch in order:
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.benchmark = True
-        fmt = torch.channels_last if channels_last else torch.contiguous_format
-        model = getattr(torchvision.models, name)(weights=None).to(dev).to(memory_format=fmt).train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        scaler = torch.amp.GradScaler("cuda", enabled=precision == "amp")
-        x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=fmt)
-        y = torch.randint(0, 1000, (batch,), device=dev)
-        loss_fn = torch.nn.CrossEntropyLoss()
+        train_step = resnet50_step(precision, channels_last, batch, name=name)
         main = torch.cuda.Stream()
 
         def steps(count):
@@ -129,12 +120,7 @@ def main():
             with torch.cuda.stream(main):
                 for _ in range(count):
                     t0 = time.perf_counter()
-                    with torch.autocast("cuda", dtype=torch.float16, enabled=precision == "amp"):
-                        loss = loss_fn(model(x), y)
-                    opt.zero_grad(set_to_none=True)
-                    scaler.scale(loss).backward()
-                    scaler.step(opt)
-                    scaler.update()
+                    train_step()
                     main.synchronize()
                     out.append(time.perf_counter() - t0)
             return out
@@ -162,7 +148,7 @@ def main():
                   f"{times[0] * 1e3:.0f}, {times[1] * 1e3:.0f} ms; kernel in flight at the end: {overlapped}", flush=True)
         results["models"].append({"model": name, "precision": precision, "channels_last": channels_last,
                                   "batch": batch, "rows": rows})
-        model = opt = x = y = None   # freed before the next model is built
+        train_step = None   # the model, freed before the next one is built
         torch.cuda.empty_cache()
     write_json_atomically(args.output, results)
     print(f"-> {args.output}")
