@@ -68,6 +68,7 @@ struct Runner::Worker {
   sg4::Mailbox* mailbox = nullptr;  // where its receives are posted
   Job job = Job::Exit;
   int task = -1;
+  double seconds = 0;      // Compute: the work to do, in seconds alone on the host
   Worker* peer = nullptr;  // a transfer's other end
 };
 
@@ -96,7 +97,8 @@ constexpr std::size_t kStock = 16;
 
 Runner::Runner(const TaskGraph& graph, const Platform& platform, const SteadyStateStop* stop)
     : graph_(graph), platform_(platform), next_(graph), spans_(static_cast<std::size_t>(graph.size()), Span{-1, -1}),
-      remaining_(graph.size()), idle_(platform.hosts.size()), stop_(stop)
+      remaining_(graph.size()), idle_(platform.hosts.size()), timed_(platform.hosts.size()),
+      execs_(platform.hosts.size(), 0), stop_(stop)
 {
   for (const Task& t : graph.tasks()) {
     const auto it = static_cast<std::size_t>(std::max(0, static_cast<int>(t.iteration)));
@@ -212,10 +214,7 @@ void Runner::launch(int id)
     return;
   }
   if (t.kind == TaskKind::Compute && t.seconds > 0) {
-    Worker& w = take_worker(t.device);
-    w.job = Worker::Job::Compute;
-    w.task = id;
-    w.wake->release();
+    start_compute(id);
     return;
   }
   if (t.kind != TaskKind::Transfer && t.seconds > 0) {
@@ -226,6 +225,46 @@ void Runner::launch(int id)
     return;
   }
   done(id);  // zero-length: a marker, a join, a transfer to itself
+}
+
+// A compute alone on its device runs as a timer; one that joins others, or finds one running as a
+// timer (which then becomes an Exec with the work it has left), as an Exec (simgrid_runner.hpp).
+void Runner::start_compute(int id)
+{
+  const Task& t = graph_[id];
+  const auto host = static_cast<std::size_t>(t.device);
+  const double now = sg4::Engine::get_clock();
+  TimedCompute& timed = timed_[host];
+  if (timed.task < 0 && execs_[host] == 0) {
+    timed.task = id;
+    timed.end = now + t.seconds;
+    timed.timer = simgrid::kernel::timer::Timer::set(timed.end, [this, host, id] {
+      timed_[host] = TimedCompute{};
+      done(id);
+      drain();
+    });
+    return;
+  }
+  // A timer due now has done its work: it ends as it is (this compute then runs alone, as an Exec).
+  if (timed.task >= 0 && timed.end > now) {
+    const int earlier = timed.task;
+    const double left = timed.end - now;
+    timed.timer->remove();
+    timed = TimedCompute{};
+    run_exec(earlier, left);
+  }
+  run_exec(id, t.seconds);
+}
+
+void Runner::run_exec(int id, double seconds)
+{
+  const int host = graph_[id].device;
+  ++execs_[static_cast<std::size_t>(host)];
+  Worker& w = take_worker(host);
+  w.job = Worker::Job::Compute;
+  w.task = id;
+  w.seconds = seconds;
+  w.wake->release();
 }
 
 void Runner::done(int id)
@@ -391,8 +430,9 @@ void Runner::work(Worker& w)
     case Worker::Job::Exit:
       return;
     case Worker::Job::Compute:
-      sg4::this_actor::exec_init(graph_[id].seconds * kUnitsPerSecond)->wait();
+      sg4::this_actor::exec_init(w.seconds * kUnitsPerSecond)->wait();
       simcall_answered([this, &w, id] {
+        --execs_[static_cast<std::size_t>(w.host)];
         make_idle(w);
         done(id);
         drain();

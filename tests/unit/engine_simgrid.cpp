@@ -80,6 +80,29 @@ TEST_CASE("dependencies order compute, delays and transfers")
   CHECK(spans[static_cast<std::size_t>(x)].end == doctest::Approx(1.35));
 }
 
+TEST_CASE("a compute that starts beside a running one shares the device from then on")
+{
+  // GPU0: a runs alone for 0.5 s (a timer), then b joins: each at half speed until a's last 0.5 s
+  // of work is done at 1.5 s; b, with 0.5 s of work left, runs alone until c joins it (an Exec by
+  // then) at 1.75 s: b's last 0.25 s then takes 0.5 s, and c ends at 2.25 + 0.75 = 3.0 s.
+  // GPU1's compute is alone throughout: start + seconds. A compute due to start as another ends
+  // (not after it) runs alone.
+  const Topology t = star(2, 10e9, 0);
+  TaskGraph g;
+  const int a = g.add_compute(t.gpus()[0], 1.0, "a", "forward");
+  const int b = g.add_compute(t.gpus()[0], 1.0, "b", "forward", {g.add_delay(t.gpus()[0], 0.5, "wait b", "test")});
+  const int c = g.add_compute(t.gpus()[0], 1.0, "c", "forward", {g.add_delay(t.gpus()[0], 1.75, "wait c", "test")});
+  const int alone = g.add_compute(t.gpus()[1], 0.3, "alone", "forward");
+  const int next = g.add_compute(t.gpus()[1], 0.2, "next", "forward", {g.add_delay(t.gpus()[1], 0.3, "wait", "test")});
+  const auto spans = simulate(t, g);
+  auto end = [&](int id) { return spans[static_cast<std::size_t>(id)].end; };
+  CHECK(end(a) == doctest::Approx(1.5));
+  CHECK(end(b) == doctest::Approx(2.25));
+  CHECK(end(c) == doctest::Approx(3.0));
+  CHECK(end(alone) == doctest::Approx(0.3));
+  CHECK(end(next) == doctest::Approx(0.5));
+}
+
 TEST_CASE("ring AllReduce on a contention-free ring matches the closed form")
 {
   for (int n : {2, 4, 8, 16}) {
