@@ -134,7 +134,11 @@ Simulation run_simgrid(const Topology& topology, const TaskGraph& graph, const S
   char* argv[] = {name, quiet, nullptr};
 #endif
   int argc = static_cast<int>(sizeof argv / sizeof argv[0]) - 1;
-  sg4::Engine engine(&argc, argv);
+  // SimGrid runs in a child process that writes its result and exits (simulate(), ChildJob): the
+  // engine, the platform and the runner are left to that exit, which frees them at once, instead of
+  // being destroyed one actor, comm and link at a time before the result can be written (0.11 to
+  // 0.26 s for each distinct collective of 16,384-GPU DDP, 0.15 s for its replayed graph).
+  sg4::Engine& engine = *new sg4::Engine(&argc, argv);
   xbt_log_control_set("root.thresh:critical");
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
@@ -142,8 +146,8 @@ Simulation run_simgrid(const Topology& topology, const TaskGraph& graph, const S
   sg4::Engine::set_config(DTSIM_ASAN ? "contexts/stack-size:1024" : "contexts/stack-size:16");
   sg4::Engine::set_config("contexts/guard-size:0");
 
-  const Platform p = build_platform(topology, graph);
-  Runner runner(graph, p, stop);
+  const Platform& p = *new Platform(build_platform(topology, graph));
+  Runner& runner = *new Runner(graph, p, stop);
   const bool special = std::any_of(graph.tasks().begin(), graph.tasks().end(),
                                    [](const Task& t) { return t.rate_cap > 0 || !t.link_latency; });
   if (special) {  // registered before the first comm can start
