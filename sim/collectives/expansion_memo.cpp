@@ -62,6 +62,10 @@ std::optional<CollectiveTasks> ExpansionMemo::append_copy(TaskGraph& graph, cons
     return std::nullopt;
   const int first = graph.size();
   const int shift = first - entry->first;
+  // A copy whose start tasks wait on as many tasks as the original's runs as it does on its own.
+  bool alike = true;
+  for (std::size_t i = 0; i < entry->ranks; ++i)
+    alike = alike && graph[entry->first + static_cast<int>(i)].after.size() == start_after[i].size();
   for (int i = 0; i < entry->end - entry->first; ++i) {
     Task t = graph[entry->first + i];  // a copy, taken before add() may move the tasks
     if (static_cast<std::size_t>(i) < entry->ranks)
@@ -76,7 +80,7 @@ std::optional<CollectiveTasks> ExpansionMemo::append_copy(TaskGraph& graph, cons
   CollectiveTasks out = entry->result;
   for (int& d : out.done)
     d += shift;
-  graph.mark_collective(first, out.done);
+  graph.mark_collective(first, out.done, alike ? entry->first : -1);
   ++copies_;
   return out;
 }

@@ -217,6 +217,10 @@ ReplayedRun simulate_with_replayed_collectives(const Topology& topology, const T
   std::unordered_map<std::size_t, std::vector<int>> by_hash;
   std::vector<int> distinct, run_of(ranges.size(), -1);
   for (std::size_t k = 0; k < ranges.size(); ++k) {
+    if (ranges[k].copy_of >= 0) {  // a copy of an earlier one (TaskGraph::mark_collective): no comparison
+      run_of[k] = run_of[static_cast<std::size_t>(ranges[k].copy_of)];
+      continue;
+    }
     auto& candidates = by_hash[collective_content_hash(graph, ranges[k])];
     for (int c : candidates)
       if (same_content(graph, ranges[static_cast<std::size_t>(distinct[static_cast<std::size_t>(c)])], ranges[k]))

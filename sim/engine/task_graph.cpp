@@ -84,14 +84,22 @@ void TaskGraph::keep_first(int count)
     collectives_.pop_back();
 }
 
-void TaskGraph::mark_collective(int first, std::vector<int> done)
+void TaskGraph::mark_collective(int first, std::vector<int> done, int copy_of)
 {
   if (first < 0 || first > size() || (!collectives_.empty() && first < collectives_.back().end))
     throw std::logic_error("TaskGraph: a collective's tasks must come after the previous collective's");
   for (int d : done)
     if (d < first || d >= size())
       throw std::logic_error("TaskGraph: a collective's done task must be one of its own");
-  collectives_.push_back({first, size(), std::move(done)});
+  int original = -1;
+  if (copy_of >= 0) {
+    const auto it = std::lower_bound(collectives_.begin(), collectives_.end(), copy_of,
+                                     [](const CollectiveRange& r, int id) { return r.first < id; });
+    if (it == collectives_.end() || it->first != copy_of || it->end - it->first != size() - first)
+      throw std::logic_error("TaskGraph: a collective copies one that is not there");
+    original = static_cast<int>(it - collectives_.begin());
+  }
+  collectives_.push_back({first, size(), std::move(done), original});
 }
 
 double union_length(std::vector<Span> spans)

@@ -62,6 +62,10 @@ struct CollectiveRange {
   int first = 0;
   int end = 0;
   std::vector<int> done;
+  /// The earlier collective this one is a copy of, task for task (an ExpansionMemo copy whose start
+  /// tasks wait on as many tasks as the original's), or -1: the replay then knows they run alike
+  /// without comparing their tasks.
+  int copy_of = -1;
   /// A task id as seen from inside the range: its offset there, or -1 for any task before it.
   int relative(int id) const { return id >= first ? id - first : -1; }
 };
@@ -83,8 +87,9 @@ public:
   void keep_first(int count);
   /// Room for `count` tasks in all, so that adding up to that many moves no task.
   void reserve(int count) { tasks_.reserve(static_cast<std::size_t>(count)); }
-  /// Records that tasks [first, size()) are one collective, with each rank's last task.
-  void mark_collective(int first, std::vector<int> done);
+  /// Records that tasks [first, size()) are one collective, with each rank's last task; `copy_of`:
+  /// the first task of the earlier collective it copies (CollectiveRange::copy_of), or -1.
+  void mark_collective(int first, std::vector<int> done, int copy_of = -1);
   const std::vector<CollectiveRange>& collectives() const { return collectives_; }
 
   Task& operator[](int id) { return tasks_[static_cast<std::size_t>(id)]; }

@@ -1,8 +1,11 @@
 // The expansion memo (expansion_memo.hpp): a collective copied from an earlier identical call is the
 // same graph, task for task, as expanding it again; a call that differs in anything the expansion
-// reads is expanded anew; and a whole DDP plan built with the memo equals the plan built without.
+// reads is expanded anew; a whole DDP plan built with the memo equals the plan built without; and a
+// copy whose ranks wait on as many tasks as the original's is marked as its copy (the replay then
+// takes its run without comparing tasks), with the same spans as when the replay finds it alike.
 #include "sim/collectives/collective_options.hpp"
 #include "sim/collectives/expansion_memo.hpp"
+#include "sim/engine/collective_replay.hpp"
 #include "sim/model/model.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/ddp.hpp"
@@ -12,6 +15,8 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+
+#include <stdexcept>
 
 using namespace dtsim;
 
@@ -145,4 +150,65 @@ TEST_CASE("a DDP plan built with the memo is the plan built without it")
   REQUIRE(fresh.graph.collectives().size() >= 4 * 5);
   CHECK(memo.copies() == static_cast<int>(fresh.graph.collectives().size()) - 7);  // parameters, buffers, 5 buckets
   require_same_graph(fresh.graph, memoised.graph);
+}
+
+TEST_CASE("a copy whose ranks wait on as many tasks as the original's is marked as its copy, and replays as it")
+{
+  const Topology t = load_topology("hgx-h100", 2);
+  const std::vector<int> ranks = t.gpus();
+  auto two_calls = [&](ExpansionMemo* memo, int extra_wait) {
+    TaskGraph g;
+    CollectiveOptions o;
+    o.filter.algos = {NcclAlgo::Tree};
+    o.filter.protos = {NcclProto::LL128};
+    o.memo = memo;
+    std::vector<int> previous(ranks.size(), -1);
+    for (int call = 0; call < 2; ++call) {
+      g.set_iteration(call);
+      std::vector<std::vector<int>> start(ranks.size());
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        start[r].push_back(g.add_compute(ranks[r], 1e-4 * static_cast<double>(1 + (r * 3 + static_cast<std::size_t>(call)) % 4),
+                                         fmt::format("rank {} backward", r), "backward",
+                                         previous[r] >= 0 ? std::vector<int>{previous[r]} : std::vector<int>{}));
+        if (call == 1 && extra_wait)
+          start[r].push_back(previous[r]);
+      }
+      previous = add_collective(g, t, {CollectiveOp::AllReduce, ranks, 8e6, 0, "c", "allreduce"}, start, o).done;
+    }
+    return g;
+  };
+  ExpansionMemo memo;
+  const TaskGraph copied = two_calls(&memo, 0);
+  REQUIRE(copied.collectives().size() == 2);
+  CHECK(memo.copies() == 1);
+  CHECK(copied.collectives()[0].copy_of == -1);
+  CHECK(copied.collectives()[1].copy_of == 0);
+  ExpansionMemo other;
+  CHECK(two_calls(&other, 1).collectives()[1].copy_of == -1);  // its ranks wait on two tasks each
+
+  // The replay takes the copy's runs from the original's, as it finds them without the mark.
+  const TaskGraph fresh = two_calls(nullptr, 0);
+  CHECK(fresh.collectives()[1].copy_of == -1);
+  const ReplayedRun a = simulate_with_replayed_collectives(t, copied);
+  const ReplayedRun b = simulate_with_replayed_collectives(t, fresh);
+  REQUIRE(a.applied);
+  REQUIRE(b.applied);
+  CHECK(a.distinct == 1);
+  CHECK(b.distinct == 1);
+  REQUIRE(a.spans.size() == b.spans.size());
+  for (std::size_t i = 0; i < a.spans.size(); ++i) {
+    CHECK(a.spans[i].start == b.spans[i].start);
+    CHECK(a.spans[i].end == b.spans[i].end);
+  }
+}
+
+TEST_CASE("a collective cannot be marked as the copy of one that is not there")
+{
+  TaskGraph g;
+  const int a = g.add_delay(0, 1.0, "a", "test");
+  g.mark_collective(a, {a});
+  const int b = g.add_delay(0, 1.0, "b", "test");
+  CHECK_THROWS_AS(g.mark_collective(b, {b}, 5), std::logic_error);
+  CHECK_NOTHROW(g.mark_collective(b, {b}, a));
+  CHECK(g.collectives()[1].copy_of == 0);
 }
