@@ -237,8 +237,7 @@ void Runner::start_compute(int id)
   TimedCompute& timed = timed_[host];
   if (timed.task < 0 && execs_[host] == 0) {
     timed.task = id;
-    timed.end = now + t.seconds;
-    timed.timer = simgrid::kernel::timer::Timer::set(timed.end, [this, host, id] {
+    timed.timer = simgrid::kernel::timer::Timer::set(now + t.seconds, [this, host, id] {
       timed_[host] = TimedCompute{};
       done(id);
       drain();
@@ -246,9 +245,9 @@ void Runner::start_compute(int id)
     return;
   }
   // A timer due now has done its work: it ends as it is (this compute then runs alone, as an Exec).
-  if (timed.task >= 0 && timed.end > now) {
+  if (timed.task >= 0 && timed.timer->get_date() > now) {
     const int earlier = timed.task;
-    const double left = timed.end - now;
+    const double left = timed.timer->get_date() - now;
     timed.timer->remove();
     timed = TimedCompute{};
     run_exec(earlier, left);

@@ -133,8 +133,7 @@ private:
   /// run there as Execs.
   struct TimedCompute {
     int task = -1;
-    double end = 0;
-    simgrid::kernel::timer::Timer* timer = nullptr;
+    simgrid::kernel::timer::Timer* timer = nullptr;  ///< due when the task ends
   };
   std::vector<TimedCompute> timed_;
   std::vector<int> execs_;
