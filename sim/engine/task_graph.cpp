@@ -23,9 +23,14 @@ Task TaskGraph::make_task(TaskKind kind, const TaskText& name, const std::string
   Task t;
   t.kind = kind;
   t.name = name;
-  // Tasks come in runs of one category (a collective's, a layer's): the last one is kept at hand.
-  if (category != last_category_.get())
-    last_category_ = TaskText(category);
+  // Tasks come in runs of one category (a collective's, a layer's): the last one is kept at hand,
+  // and the few a plan has (a rank's steps alternate between them) in a table of their own.
+  if (category != last_category_.get()) {
+    auto it = categories_.find(category);
+    if (it == categories_.end())
+      it = categories_.emplace(category, TaskText(category)).first;
+    last_category_ = it->second;
+  }
   t.category = last_category_;
   t.after.assign(after.begin(), after.end());
   return t;

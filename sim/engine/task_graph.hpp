@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace dtsim {
@@ -113,6 +114,7 @@ private:
   std::vector<Task> tasks_;
   std::vector<CollectiveRange> collectives_;
   TaskText last_category_;
+  std::unordered_map<std::string, TaskText> categories_;  ///< every category used so far (a dozen)
   int iteration_ = 0;
   int group_ = -1;
 };
