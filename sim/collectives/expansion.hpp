@@ -78,7 +78,7 @@ private:
   const TaskText& name_of(const std::string& what);
   static constexpr std::size_t kNamesKept = 4096;
   std::unordered_map<std::string, TaskText> names_;
-  TaskText unkept_;
+  TaskText unkept_ = empty_text();
   /// The start-up task of the rank on `device` (its join), -1 when the device is not a rank.
   int sender_join(int device) const;
   /// The NIC a GPU's channel uses: the one beside it (local index scaled to the NIC count).

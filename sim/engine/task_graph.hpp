@@ -28,6 +28,14 @@ enum class TaskKind : std::uint8_t { Compute, Transfer, Delay };
 /// bounded set of them.
 using TaskText = boost::flyweight<std::string, boost::flyweights::no_tracking>;
 
+/// The empty text, interned once. A default-constructed flyweight looks the empty string up in the
+/// factory (a hash under a lock) each time, and every Task made starts with two of them.
+inline const TaskText& empty_text()
+{
+  static const TaskText empty;
+  return empty;
+}
+
 /// Fields ordered so that a task is 80 bytes with no padding: a plan of 16,384 GPUs holds tens of
 /// millions of them.
 struct Task {
@@ -38,8 +46,8 @@ struct Task {
   /// TaskGraph::set_iteration refuses what does not fit).
   std::int16_t iteration = 0;
   int device = -1;         ///< Compute/Delay: the device it is attributed to
-  TaskText name;           ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
-  TaskText category;       ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
+  TaskText name = empty_text();      ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
+  TaskText category = empty_text();  ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
   double seconds = 0;      ///< Compute/Delay: duration when alone on the device
   double bytes = 0;        ///< Transfer: payload
   /// Transfer: bytes/s ceiling (0: none), through SimGrid's bandwidth factor: exact for a lone
@@ -113,7 +121,7 @@ private:
 
   std::vector<Task> tasks_;
   std::vector<CollectiveRange> collectives_;
-  TaskText last_category_;
+  TaskText last_category_ = empty_text();
   std::unordered_map<std::string, TaskText> categories_;  ///< every category used so far (a dozen)
   int iteration_ = 0;
   int group_ = -1;
