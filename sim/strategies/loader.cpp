@@ -149,9 +149,11 @@ int host_cpu_of(const Topology& topology, int gpu)
 {
   int best = -1;
   std::size_t best_hops = 0;
+  // The CPUs of the GPU's node (in device order, as the ties fall), not every CPU of the machine:
+  // a plan asks for each rank's, and 16,384 GPUs have 4,096 sockets.
   const int node = topology.device(gpu).node;
-  for (int cpu : topology.devices_of_kind(DeviceKind::Cpu)) {
-    if (topology.device(cpu).node != node)
+  for (int cpu : node >= 0 ? topology.devices_of_node(node) : topology.devices_of_kind(DeviceKind::Cpu)) {
+    if (topology.device(cpu).kind != DeviceKind::Cpu || topology.device(cpu).node != node)
       continue;
     const std::size_t hops = topology.route(cpu, gpu).size();
     if (best < 0 || hops < best_hops) {
