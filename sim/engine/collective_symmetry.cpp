@@ -93,6 +93,7 @@ Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
 {
   const int n = r.end - r.first;
   Shapes out;
+  out.of.reserve(static_cast<std::size_t>(n));
   out.alias.resize(static_cast<std::size_t>(n));
   auto& seen = out.by_hash;
   seen.reserve(static_cast<std::size_t>(n));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dtsim {
 
@@ -37,7 +38,7 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
   for (std::size_t k = 0; k < out.size(); ++k) {
     out[k].bytes_sent /= measured;
     out[k].bytes_received /= measured;
-    out[k].busy_s = union_length(busy[k]) / measured;
+    out[k].busy_s = union_length(std::move(busy[k])) / measured;
     out[k].idle_s = std::max(0.0, iteration_time_s - out[k].busy_s);
   }
   return out;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <utility>
 
 namespace dtsim {
 
@@ -29,14 +30,22 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
 
   std::vector<std::vector<Span>> transfers(static_cast<std::size_t>(iterations));
   const auto& tasks = plan.graph.tasks();
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
+  const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    if (t.kind == TaskKind::Transfer && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end))
-      transfers[static_cast<std::size_t>(t.iteration)].push_back(spans[i]);
-  }
+    return t.kind == TaskKind::Transfer && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
+  };
+  std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (counted(i))
+      ++per_iteration[static_cast<std::size_t>(tasks[i].iteration)];
+  for (int it = 0; it < iterations; ++it)
+    transfers[static_cast<std::size_t>(it)].reserve(per_iteration[static_cast<std::size_t>(it)]);
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (counted(i))
+      transfers[static_cast<std::size_t>(tasks[i].iteration)].push_back(spans[i]);
   double comm = 0;
   for (int it = plan.warmup_iterations; it < iterations; ++it)
-    comm += union_length(transfers[static_cast<std::size_t>(it)]);
+    comm += union_length(std::move(transfers[static_cast<std::size_t>(it)]));
   r.comm_time_s = comm / measured;
   r.compute_time_s = plan.compute_per_iteration_s;
 
@@ -61,7 +70,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
     double slowest = 0;
     double sum = 0;
     for (auto& busy_spans : per_rank) {
-      const double busy = union_length(busy_spans);
+      const double busy = union_length(std::move(busy_spans));
       slowest = std::max(slowest, busy);
       sum += busy;
     }
