@@ -67,10 +67,10 @@ int Expansion::sender_join(int device) const
 int Expansion::one_flow(int src, int dst, double payload, const TaskText& name, const std::vector<int>& after,
                         double extra_efficiency, int sender_joined)
 {
-  auto it = efficiency_.find({src, dst});
-  if (it == efficiency_.end())
-    it = efficiency_.emplace(std::make_pair(src, dst), route_efficiency(topology, src, dst, params)).first;
-  const double wire = payload / (it->second * extra_efficiency * protocol_factor);
+  // A stream's transfers, and a hop's legs' neighbours, ask for one pair after the other.
+  if (efficiency_.src != src || efficiency_.dst != dst)
+    efficiency_ = {src, dst, route_efficiency(topology, src, dst, params)};
+  const double wire = payload / (efficiency_.of * extra_efficiency * protocol_factor);
   const int id = graph.add_transfer(src, dst, wire, name, call.category, after);
   // NCCL's per-hop latency (the start-up) already includes the wire's.
   graph[id].link_latency = !charges_hop_latency;

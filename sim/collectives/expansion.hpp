@@ -6,7 +6,6 @@
 #include "sim/collectives/collective.hpp"
 #include "sim/collectives/comm_layout.hpp"
 
-#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -83,7 +82,10 @@ private:
   int sender_join(int device) const;
   /// The NIC a GPU's channel uses: the one beside it (local index scaled to the NIC count).
   int nic_of(int gpu) const;
-  std::map<std::pair<int, int>, double> efficiency_;
+  struct RouteEfficiency {
+    int src = -1, dst = -1;
+    double of = 1.0;  ///< route_efficiency of the pair
+  } efficiency_;  ///< the pair asked for last
   std::unordered_map<int, int> rank_of_device_;  ///< a rank's device -> the rank
 };
 

@@ -6,6 +6,7 @@
 
 #include "sim/topology/gpu_spec.hpp"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -140,12 +141,29 @@ private:
     RouteCaches(const RouteCaches&) {}
     RouteCaches& operator=(const RouteCaches&)
     {
-      routes.clear();
-      arrivals.clear();
-      last = {};
+      clear();
       return *this;
     }
-    std::unordered_map<std::pair<int, int>, Route, PairHash> routes;
+    void clear()
+    {
+      routes.clear();
+      by_source.clear();
+      arrivals.clear();
+      last = {};
+    }
+    /// The route from `from` to `to` computed so far, or null.
+    const Route* find(int from, int to) const;
+    /// Keeps `route` as the one from `from` to `to`.
+    const Route& add(int from, int to, Route route);
+    /// Routes computed so far, at stable addresses, found through their source: a device's few
+    /// destinations in a short list (one cache line, where one hash map of millions of routes
+    /// missed the cache on every look-up at scale), in a hash map of its own once it has many.
+    std::deque<Route> routes;
+    struct FromOne {
+      std::vector<std::pair<int, const Route*>> few;
+      std::unordered_map<int, const Route*> many;
+    };
+    std::vector<FromOne> by_source;
     std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals;
     /// The route returned last (a stream's transfers ask for the same pair one after the other;
     /// the maps above hold millions of routes at scale, and each lookup there misses the cache).

@@ -88,9 +88,7 @@ void Topology::reset_routes() const
 {
   index_.reset();
   routing_graph_.reset();
-  caches_.routes.clear();
-  caches_.arrivals.clear();
-  caches_.last = {};
+  caches_.clear();
   pinned_.clear();
   cached_forwarding_ = gpu_forwarding;
   cached_p2p_ = pcie_p2p;
@@ -188,6 +186,41 @@ Route Topology::shortest_route(int from, int to) const
   return route;
 }
 
+namespace {
+constexpr std::size_t kFewDestinations = 16;  ///< a source's routes kept in a list, scanned
+}  // namespace
+
+const Route* Topology::RouteCaches::find(int from, int to) const
+{
+  if (static_cast<std::size_t>(from) >= by_source.size())
+    return nullptr;
+  const FromOne& one = by_source[static_cast<std::size_t>(from)];
+  if (one.few.size() < kFewDestinations) {
+    for (const auto& [dst, route] : one.few)
+      if (dst == to)
+        return route;
+    return nullptr;
+  }
+  const auto it = one.many.find(to);
+  return it == one.many.end() ? nullptr : it->second;
+}
+
+const Route& Topology::RouteCaches::add(int from, int to, Route route)
+{
+  const Route& kept = routes.emplace_back(std::move(route));
+  if (static_cast<std::size_t>(from) >= by_source.size())
+    by_source.resize(static_cast<std::size_t>(from) + 1);
+  FromOne& one = by_source[static_cast<std::size_t>(from)];
+  if (one.few.size() < kFewDestinations) {
+    one.few.emplace_back(to, &kept);
+    if (one.few.size() == kFewDestinations)  // from now on every one is looked up in the hash map
+      one.many.insert(one.few.begin(), one.few.end());
+  } else {
+    one.many.emplace(to, &kept);
+  }
+  return kept;
+}
+
 const Route& Topology::route(int from, int to) const
 {
   static const Route empty;
@@ -204,8 +237,8 @@ const Route& Topology::route(int from, int to) const
   last = {from, to, nullptr};
   if (auto it = pinned_.find({from, to}); it != pinned_.end())
     return *(last.route = &it->second);
-  if (auto it = caches_.routes.find({from, to}); it != caches_.routes.end())
-    return *(last.route = &it->second);
+  if (const Route* known = caches_.find(from, to))
+    return *(last.route = known);
 
   Route route = shortest_route(from, to);
   const DeviceKind to_kind = devices_[to].kind;
@@ -232,7 +265,7 @@ const Route& Topology::route(int from, int to) const
       route = std::move(up);
     }
   }
-  const Route& found = caches_.routes.emplace(std::make_pair(from, to), std::move(route)).first->second;
+  const Route& found = caches_.add(from, to, std::move(route));
   caches_.last = {from, to, &found};  // (the staged route above asked for another pair meanwhile)
   return found;
 }
