@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace dtsim {
 
@@ -353,15 +354,44 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
   std::iota(out.representative.begin(), out.representative.end(), 0);
   if (n == 0)
     return out;
-  const Shapes shapes = shapes_of(g, r);
-  // The nodes the collective's transfers touch (a mirror maps them onto one another).
+  // The nodes the collective's transfers touch (a mirror maps them onto one another), and which
+  // devices send and which receive.
   int first_node = std::numeric_limits<int>::max(), last_node = -1;
-  for (int id = r.first; id < r.end; ++id)
-    for (const int d : {g[id].src, g[id].dst})
+  std::vector<char> role(topology.devices().size(), 0);  // per device: 1 sends, 2 receives, 3 both
+  for (int id = r.first; id < r.end; ++id) {
+    const Task& t = g[id];
+    if (t.kind == TaskKind::Transfer && t.src >= 0 && t.dst >= 0) {
+      role[static_cast<std::size_t>(t.src)] |= 1;
+      role[static_cast<std::size_t>(t.dst)] |= 2;
+    }
+    for (const int d : {t.src, t.dst})
       if (d >= 0 && topology.device(d).node >= 0) {
         first_node = std::min(first_node, topology.device(d).node);
         last_node = std::max(last_node, topology.device(d).node);
       }
+  }
+  // A symmetry maps each device onto one that sends and receives as it does (the task-by-task test
+  // implies it): this one-pass test turns down what cannot fold, a rooted collective whose root
+  // receives nothing, before every task's shape is worked out. Returns why not ("" when it holds).
+  const auto roles_kept = [&](const std::vector<int>& image) -> std::string {
+    for (std::size_t d = 0; d < role.size(); ++d) {
+      if (!role[d])
+        continue;
+      const int m = image[d];
+      if (m == kNotRotated)
+        return fmt::format("{} is on a device the rotation does not map", topology.device(static_cast<int>(d)).name);
+      if (role[static_cast<std::size_t>(m)] != role[d])
+        return fmt::format("{} {} and its image {} {}", topology.device(static_cast<int>(d)).name,
+                           role[d] == 1 ? "only sends" : role[d] == 2 ? "only receives" : "sends and receives",
+                           topology.device(m).name,
+                           role[static_cast<std::size_t>(m)] == 1   ? "only sends"
+                           : role[static_cast<std::size_t>(m)] == 2 ? "only receives"
+                           : role[static_cast<std::size_t>(m)] == 3 ? "sends and receives"
+                                                                    : "neither");
+    }
+    return {};
+  };
+  std::optional<Shapes> shapes;  // worked out for the first rotation that passes roles_kept
   const std::vector<int> mirror_image =
       last_node > first_node ? node_mirror(topology, first_node, last_node) : std::vector<int>{};
   std::vector<std::string> why;
@@ -381,10 +411,15 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
         for (int& m : image)
           m = m == kNotRotated ? m : mirror_image[static_cast<std::size_t>(m)];
       std::vector<int> tau;
-      std::string broken = task_image(g, r, shapes, image, tau);
+      std::string broken = roles_kept(image);
+      if (broken.empty()) {
+        if (!shapes)
+          shapes = shapes_of(g, r);
+        broken = task_image(g, r, *shapes, image, tau);
+      }
       CollectiveFold fold;
       if (broken.empty())
-        broken = fold_by(topology, g, r, shapes, tau, fold);
+        broken = fold_by(topology, g, r, *shapes, tau, fold);
       if (broken.empty() && fold.largest_orbit == 1)
         broken = "every task is its own image";
       if (broken.empty()) {

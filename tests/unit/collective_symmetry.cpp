@@ -118,6 +118,18 @@ TEST_CASE("no fold where the machine or the communicator is not symmetric")
     CHECK(fold.why_not.find("differ") != std::string::npos);
     CHECK(check_fold_is_exact(t, g).folded == 0);
   }
+  SUBCASE("a rooted broadcast: turned down by who sends and receives, before any task's shape")
+  {
+    const Topology t = load_topology("hgx-h100", 2);
+    const Case bcast{"hgx-h100", 2, CollectiveOp::Broadcast, NcclAlgo::Ring, NcclProto::Simple, 1};
+    const TaskGraph g = one_collective(t, t.gpus(), bcast, 48e6);
+    const CollectiveFold fold = fold_collective(t, g, g.collectives()[0]);
+    CHECK(fold.rotation == 0);
+    CAPTURE(fold.why_not);
+    // The root (rank 0) only sends; every rotation moves it onto a GPU that receives.
+    CHECK(fold.why_not.find(t.device(t.gpus()[0]).name + " only sends and its image") != std::string::npos);
+    CHECK(check_fold_is_exact(t, g).folded == 0);
+  }
   SUBCASE("four of each node's eight GPUs")
   {
     const Topology t = load_topology("hgx-h100", 2);
