@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <optional>
 
 namespace dtsim {
@@ -87,7 +88,19 @@ Shape shape_of(const Task& task, const CollectiveRange& r, DeviceMap device, Dep
 struct Shapes {
   std::vector<Shape> of;   ///< per task, dependencies through `alias`
   std::vector<int> alias;  ///< per task: the first task of its shape (itself for a compute)
-  std::unordered_map<std::size_t, std::vector<int>> by_hash;  ///< the tasks that are their own alias
+  /// The tasks that are their own alias, by shape hash: the first and last of each hash, and per
+  /// task the next one of its hash (-1: none), in task order (one array, not a list per hash).
+  std::unordered_map<std::size_t, std::pair<int, int>> by_hash;
+  std::vector<int> next_of_hash;
+  /// Calls f(j) for each task j of hash `h` that is its own alias, in order, until f returns true.
+  template <class F>
+  void each_of_hash(std::size_t h, F f) const
+  {
+    const auto it = by_hash.find(h);
+    for (int j = it == by_hash.end() ? -1 : it->second.first; j >= 0; j = next_of_hash[static_cast<std::size_t>(j)])
+      if (f(j))
+        return;
+  }
 };
 
 Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
@@ -96,23 +109,28 @@ Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
   Shapes out;
   out.of.reserve(static_cast<std::size_t>(n));
   out.alias.resize(static_cast<std::size_t>(n));
-  auto& seen = out.by_hash;
-  seen.reserve(static_cast<std::size_t>(n));
+  out.next_of_hash.assign(static_cast<std::size_t>(n), -1);
+  out.by_hash.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const Task& t = g[r.first + i];
     out.of.push_back(shape_of(t, r, [](int d) { return d; },
                               [&](int o) { return o < i ? out.alias[static_cast<std::size_t>(o)] : o; }));
     int& alias = out.alias[static_cast<std::size_t>(i)];
     alias = i;
-    auto& same = seen[hash_of(out.of.back())];
+    const std::size_t h = hash_of(out.of.back());
     if (is_timer(t) || t.kind == TaskKind::Transfer)
-      for (int j : same)
-        if (out.of[static_cast<std::size_t>(j)] == out.of.back()) {
+      out.each_of_hash(h, [&](int j) {
+        if (out.of[static_cast<std::size_t>(j)] == out.of.back())
           alias = j;
-          break;
-        }
-    if (alias == i)
-      same.push_back(i);
+        return alias != i;
+      });
+    if (alias != i)
+      continue;
+    const auto [it, fresh] = out.by_hash.try_emplace(h, i, i);
+    if (!fresh) {
+      out.next_of_hash[static_cast<std::size_t>(it->second.second)] = i;
+      it->second.second = i;
+    }
   }
   return out;
 }
@@ -215,14 +233,14 @@ std::string task_image(const TaskGraph& g, const CollectiveRange& r, const Shape
     // several ranks (their start-ups) then map as the ranks do.
     const int on = t.device >= 0 ? image[static_cast<std::size_t>(t.device)] : -1;
     int found = -1;
-    if (const auto it = shapes.by_hash.find(hash_of(want)); it != shapes.by_hash.end())
-      for (int j : it->second)
-        if (!taken[static_cast<std::size_t>(j)] && shapes.of[static_cast<std::size_t>(j)] == want &&
-            (found < 0 || g[r.first + j].device == on)) {
-          found = j;
-          if (g[r.first + j].device == on)
-            break;
-        }
+    shapes.each_of_hash(hash_of(want), [&](int j) {
+      if (!taken[static_cast<std::size_t>(j)] && shapes.of[static_cast<std::size_t>(j)] == want &&
+          (found < 0 || g[r.first + j].device == on)) {
+        found = j;
+        return g[r.first + j].device == on;
+      }
+      return false;
+    });
     if (found < 0)
       return fmt::format("'{}' has no image", t.name);
     tau[static_cast<std::size_t>(i)] = found;
@@ -257,8 +275,10 @@ std::string fold_by(const Topology& topology, const TaskGraph& g, const Collecti
   const int n = r.end - r.first;
   std::vector<int> first, length;
   cycles_of(tau, first, length);
-  // The rotation on directed links, from every transfer's route and its image's.
-  std::unordered_map<int, int> pi, inverse;
+  // The rotation on directed links, from every transfer's route and its image's (-1: not known).
+  const std::size_t directed = 2 * topology.links().size();
+  std::vector<int> pi(directed, -1), inverse(directed, -1);
+  std::vector<int> mapped;  // the directed links pi maps, in the order first met
   for (int i = 0; i < n; ++i) {
     const Task& t = g[r.first + i];
     if (shapes.alias[static_cast<std::size_t>(i)] != i || t.kind != TaskKind::Transfer || t.src == t.dst)
@@ -276,20 +296,28 @@ std::string fold_by(const Topology& topology, const TaskGraph& g, const Collecti
       if (la.bandwidth != lb.bandwidth || la.latency != lb.latency)
         return fmt::format("links {} and {} differ", la.name, lb.name);
       const int ka = directed_link(a[h]), kb = directed_link(b[h]);
-      const auto [it, fresh] = pi.emplace(ka, kb);
-      const auto [back, fresh_back] = inverse.emplace(kb, ka);
-      if (it->second != kb || back->second != ka)
+      int& to = pi[static_cast<std::size_t>(ka)];
+      int& from = inverse[static_cast<std::size_t>(kb)];
+      if (to < 0 && from < 0) {
+        to = kb;
+        from = ka;
+        mapped.push_back(ka);
+      }
+      if (to != kb || from != ka)
         return fmt::format("link {} maps to two links", la.name);
     }
   }
   // Orbits of directed links (the permutation is closed: every image is a route's link too).
   std::unordered_map<int, std::pair<int, int>> orbit;  // key -> (representative key, orbit size)
-  for (const auto& [key, to] : pi) {
+  for (const int key : mapped) {
     if (orbit.count(key))
       continue;
     std::vector<int> members{key};
-    for (int k = pi.at(key); k != key; k = pi.at(k))
+    for (int k = pi[static_cast<std::size_t>(key)]; k != key; k = pi[static_cast<std::size_t>(k)]) {
+      if (k < 0)
+        throw std::logic_error("fold_by: the rotation of links is not closed");
       members.push_back(k);
+    }
     const int rep = *std::min_element(members.begin(), members.end());
     for (int k : members)
       orbit[k] = {rep, static_cast<int>(members.size())};
