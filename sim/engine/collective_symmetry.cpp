@@ -1,139 +1,19 @@
 #include "sim/engine/collective_symmetry.hpp"
 
-// GCC 12 warns (-Wstringop-overread) on small_vector's move of its inline elements once inlined into
-// a caller: a false positive of its object-size analysis (clang 14 does not warn, ASan finds nothing).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overread"
-#endif
-#include <boost/container/small_vector.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#include <boost/container_hash/hash.hpp>
+#include "sim/engine/task_shapes.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
-#include <stdexcept>
 #include <optional>
+#include <stdexcept>
 
 namespace dtsim {
 
 namespace {
-
-/// A task as the rotation must preserve it: everything that decides how it runs, with devices and
-/// dependencies possibly mapped (dependencies as offsets in the range; -1: the collective's start).
-struct Shape {
-  TaskKind kind = TaskKind::Compute;
-  int device = -1, src = -1, dst = -1, joined = -1;
-  double seconds = 0, bytes = 0, rate_cap = 0;
-  bool link_latency = true;
-  boost::container::small_vector<int, 4> after;  ///< most tasks wait on 1 to 3 others: no allocation
-  bool operator==(const Shape&) const = default;
-};
-
-std::size_t hash_of(const Shape& s)
-{
-  std::size_t h = 0;
-  boost::hash_combine(h, static_cast<int>(s.kind));
-  boost::hash_combine(h, s.device);
-  boost::hash_combine(h, s.src);
-  boost::hash_combine(h, s.dst);
-  boost::hash_combine(h, s.joined);
-  boost::hash_combine(h, s.seconds);
-  boost::hash_combine(h, s.bytes);
-  boost::hash_combine(h, s.rate_cap);
-  boost::hash_combine(h, s.link_latency);
-  boost::hash_range(h, s.after.begin(), s.after.end());
-  return h;
-}
-
-/// A delay or an empty compute: a timer, whose device does not change when it ends (a join on a
-/// node's first GPU for the whole node, say).
-bool is_timer(const Task& task)
-{
-  return task.kind == TaskKind::Delay || (task.kind == TaskKind::Compute && !(task.seconds > 0));
-}
-
-/// `task`'s shape with its devices through `device` and its dependencies (offsets) through `dep`.
-template <class DeviceMap, class DepMap>
-Shape shape_of(const Task& task, const CollectiveRange& r, DeviceMap device, DepMap dep)
-{
-  auto offset = [&](int id) { return id >= r.first ? dep(id - r.first) : -1; };
-  Shape s;
-  s.kind = task.kind;
-  s.device = task.device >= 0 && !is_timer(task) ? device(task.device) : -1;
-  s.src = task.src >= 0 ? device(task.src) : -1;
-  s.dst = task.dst >= 0 ? device(task.dst) : -1;
-  s.joined = task.sender_joined >= 0 ? offset(task.sender_joined) : -1;
-  s.seconds = task.seconds;
-  s.bytes = task.bytes;
-  s.rate_cap = task.rate_cap;
-  s.link_latency = task.link_latency;
-  for (int d : task.after)
-    s.after.push_back(offset(d));
-  std::sort(s.after.begin(), s.after.end());
-  s.after.erase(std::unique(s.after.begin(), s.after.end()), s.after.end());
-  return s;
-}
-
-/// The range's tasks as shapes, each task's class (`alias`) the first task of its shape. Timers of
-/// one shape end at the same moment; transfers of one shape (the same two devices, bytes and
-/// dependencies: rings that share a node's inner hops) start together on one route and share it
-/// equally, so they end together too. Dependencies go to classes, which makes the rotation's image
-/// of a task unambiguous (it maps classes); every transfer of a class is still a flow of its own.
-struct Shapes {
-  std::vector<Shape> of;   ///< per task, dependencies through `alias`
-  std::vector<int> alias;  ///< per task: the first task of its shape (itself for a compute)
-  /// The tasks that are their own alias, by shape hash: the first and last of each hash, and per
-  /// task the next one of its hash (-1: none), in task order (one array, not a list per hash).
-  std::unordered_map<std::size_t, std::pair<int, int>> by_hash;
-  std::vector<int> next_of_hash;
-  /// Calls f(j) for each task j of hash `h` that is its own alias, in order, until f returns true.
-  template <class F>
-  void each_of_hash(std::size_t h, F f) const
-  {
-    const auto it = by_hash.find(h);
-    for (int j = it == by_hash.end() ? -1 : it->second.first; j >= 0; j = next_of_hash[static_cast<std::size_t>(j)])
-      if (f(j))
-        return;
-  }
-};
-
-Shapes shapes_of(const TaskGraph& g, const CollectiveRange& r)
-{
-  const int n = r.end - r.first;
-  Shapes out;
-  out.of.reserve(static_cast<std::size_t>(n));
-  out.alias.resize(static_cast<std::size_t>(n));
-  out.next_of_hash.assign(static_cast<std::size_t>(n), -1);
-  out.by_hash.reserve(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const Task& t = g[r.first + i];
-    out.of.push_back(shape_of(t, r, [](int d) { return d; },
-                              [&](int o) { return o < i ? out.alias[static_cast<std::size_t>(o)] : o; }));
-    int& alias = out.alias[static_cast<std::size_t>(i)];
-    alias = i;
-    const std::size_t h = hash_of(out.of.back());
-    if (is_timer(t) || t.kind == TaskKind::Transfer)
-      out.each_of_hash(h, [&](int j) {
-        if (out.of[static_cast<std::size_t>(j)] == out.of.back())
-          alias = j;
-        return alias != i;
-      });
-    if (alias != i)
-      continue;
-    const auto [it, fresh] = out.by_hash.try_emplace(h, i, i);
-    if (!fresh) {
-      out.next_of_hash[static_cast<std::size_t>(it->second.second)] = i;
-      it->second.second = i;
-    }
-  }
-  return out;
-}
 
 constexpr int kNotRotated = -2;  ///< a device the rotation does not map (its kind does not divide)
 
