@@ -38,7 +38,7 @@ int Expansion::transfer(int src, int dst, double payload, const std::string& wha
                         double extra_efficiency)
 {
   const int joined = sender_join(src);
-  const TaskText& name = name_of(what);  // one look-up for all legs
+  const TaskText name = name_of(what);  // one look-up for all legs
   const Device& from = topology.device(src);
   const Device& to = topology.device(dst);
   if (from.kind == DeviceKind::Gpu && to.kind == DeviceKind::Gpu && from.node != to.node) {
@@ -83,16 +83,14 @@ int Expansion::join(int rank, std::vector<int> after, const std::string& what)
   return graph.add_delay(device(rank), 0.0, name_of(what), call.category, after);
 }
 
-const TaskText& Expansion::name_of(const std::string& what)
+TaskText Expansion::name_of(const std::string& what)
 {
   if (const auto it = names_.find(what); it != names_.end())
     return it->second;
-  TaskText name(call.label.empty() ? what : call.label + " " + what);
-  if (names_.size() >= kNamesKept) {  // names that do not repeat (a chain's hops): not kept
-    unkept_ = std::move(name);
-    return unkept_;
-  }
-  return names_.emplace(what, std::move(name)).first->second;
+  const TaskText name(call.label.empty() ? what : call.label + " " + what);
+  if (names_.size() < kNamesKept)  // past it, names that do not repeat (a chain's hops): not kept
+    names_.emplace(what, name);
+  return name;
 }
 
 void pace_transfers(TaskGraph& graph, const Topology& topology, int first, double seconds)

@@ -73,11 +73,10 @@ private:
   /// The task name of `what` ("tree 3 up"): the call's label and `what`, interned (TaskText). The
   /// names of a collective repeat (every hop of a channel's tree has the same): the first
   /// kNamesKept are kept here, so that a repeat costs a look-up in a small table rather than a
-  /// concatenation and a look-up among every name of the plan. Valid until the next call.
-  const TaskText& name_of(const std::string& what);
+  /// concatenation and a look-up among every name of the plan.
+  TaskText name_of(const std::string& what);
   static constexpr std::size_t kNamesKept = 4096;
   std::unordered_map<std::string, TaskText> names_;
-  TaskText unkept_ = empty_text();
   /// The start-up task of the rank on `device` (its join), -1 when the device is not a rank.
   int sender_join(int device) const;
   /// The NIC a GPU's channel uses: the one beside it (local index scaled to the NIC count).

@@ -79,6 +79,36 @@ std::vector<int> node_mirror(const Topology& topology, int first, int last)
   return image;
 }
 
+/// What a device does in a collective: 1 sends, 2 receives, 3 both, 0 neither.
+const char* role_name(char role)
+{
+  switch (role) {
+    case 1: return "only sends";
+    case 2: return "only receives";
+    case 3: return "sends and receives";
+    default: return "neither";
+  }
+}
+
+/// A symmetry maps each device onto one with the same role (the task-by-task test implies it): this
+/// one-pass test turns down what cannot fold, a rooted collective whose root receives nothing,
+/// before every task's shape is worked out. `role` per device (role_name); returns why not ("" when
+/// it holds).
+std::string roles_kept(const Topology& topology, const std::vector<char>& role, const std::vector<int>& image)
+{
+  for (std::size_t d = 0; d < role.size(); ++d) {
+    if (!role[d])
+      continue;
+    const int m = image[d];
+    if (m == kNotRotated)
+      return fmt::format("{} is on a device the rotation does not map", topology.device(static_cast<int>(d)).name);
+    if (role[static_cast<std::size_t>(m)] != role[d])
+      return fmt::format("{} {} and its image {} {}", topology.device(static_cast<int>(d)).name, role_name(role[d]),
+                         topology.device(m).name, role_name(role[static_cast<std::size_t>(m)]));
+  }
+  return {};
+}
+
 /// The task permutation `tau` (offsets) that the device rotation `image` induces on the range: each
 /// task's image is a task of the same shape on the rotated devices, waiting on the images of what
 /// it waits on (an alias maps with the task it is an alias of, and stays put itself). Returns why
@@ -265,7 +295,7 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
   // The nodes the collective's transfers touch (a mirror maps them onto one another), and which
   // devices send and which receive.
   int first_node = std::numeric_limits<int>::max(), last_node = -1;
-  std::vector<char> role(topology.devices().size(), 0);  // per device: 1 sends, 2 receives, 3 both
+  std::vector<char> role(topology.devices().size(), 0);  // per device (role_name)
   for (int id = r.first; id < r.end; ++id) {
     const Task& t = g[id];
     if (t.kind == TaskKind::Transfer && t.src >= 0 && t.dst >= 0) {
@@ -278,27 +308,6 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
         last_node = std::max(last_node, topology.device(d).node);
       }
   }
-  // A symmetry maps each device onto one that sends and receives as it does (the task-by-task test
-  // implies it): this one-pass test turns down what cannot fold, a rooted collective whose root
-  // receives nothing, before every task's shape is worked out. Returns why not ("" when it holds).
-  const auto roles_kept = [&](const std::vector<int>& image) -> std::string {
-    for (std::size_t d = 0; d < role.size(); ++d) {
-      if (!role[d])
-        continue;
-      const int m = image[d];
-      if (m == kNotRotated)
-        return fmt::format("{} is on a device the rotation does not map", topology.device(static_cast<int>(d)).name);
-      if (role[static_cast<std::size_t>(m)] != role[d])
-        return fmt::format("{} {} and its image {} {}", topology.device(static_cast<int>(d)).name,
-                           role[d] == 1 ? "only sends" : role[d] == 2 ? "only receives" : "sends and receives",
-                           topology.device(m).name,
-                           role[static_cast<std::size_t>(m)] == 1   ? "only sends"
-                           : role[static_cast<std::size_t>(m)] == 2 ? "only receives"
-                           : role[static_cast<std::size_t>(m)] == 3 ? "sends and receives"
-                                                                    : "neither");
-    }
-    return {};
-  };
   std::optional<Shapes> shapes;  // worked out for the first rotation that passes roles_kept
   const std::vector<int> mirror_image =
       last_node > first_node ? node_mirror(topology, first_node, last_node) : std::vector<int>{};
@@ -319,7 +328,7 @@ CollectiveFold fold_collective(const Topology& topology, const TaskGraph& g, con
         for (int& m : image)
           m = m == kNotRotated ? m : mirror_image[static_cast<std::size_t>(m)];
       std::vector<int> tau;
-      std::string broken = roles_kept(image);
+      std::string broken = roles_kept(topology, role, image);
       if (broken.empty()) {
         if (!shapes)
           shapes = shapes_of(g, r);

@@ -165,8 +165,8 @@ private:
     };
     std::vector<FromOne> by_source;
     std::unordered_map<std::pair<int, int>, std::unordered_map<int, Hop>, PairHash> arrivals;
-    /// The route returned last (a stream's transfers ask for the same pair one after the other;
-    /// the maps above hold millions of routes at scale, and each lookup there misses the cache).
+    /// The route returned last (a stream's transfers ask for the same pair one after the other:
+    /// no look-up at all for them).
     struct Last {
       int from = -1, to = -1;
       const Route* route = nullptr;
