@@ -3,6 +3,7 @@
 input-pipeline and DataParallel models otherwise take from estimates.
 
     python3 calibration/bench/host_costs.py -o host_costs.json [--only loader,dp,train]
+    python3 calibration/bench/host_costs.py -o host_loadcurve.json --only loadcurve
 
 loader  ImageNet-style JPEG samples through torchvision's ImageFolder pipeline (PIL decode,
         RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize) on one core, step by
@@ -18,6 +19,13 @@ dp      the Python costs of nn.DataParallel on one GPU: replicate() per module p
 train   one-GPU ResNet-50 training throughput (SGD, cross-entropy, synthetic data already on the
         GPU) at fp32, TF32 and AMP (float16 autocast + GradScaler, channels_last as NVIDIA's
         DeepLearningExamples run it).
+loadcurve (not in the default parts) the host's load curve: k processes (k = 1, 2, 4, ... past the
+        core count) each run the loader part's decode + augment loop over the same JPEGs at the same
+        time, for a fixed window after a warm-up; each reports its samples, wall and CPU time and
+        context switches. Once with the host otherwise idle, once with a ResNet-50 AMP training
+        process (resnet_training.resnet50_step, channels_last, batch 256, synchronised every step)
+        running beside them throughout, whose step times in each window are kept too. With the
+        CPU's facts (cpu_count, affinity, model, threads per core, cgroup quota) and MHz samples.
 
 Every timing is the median of repeated samples; min and max are kept. Needs torch and torchvision;
 the dp and train parts need a CUDA GPU (skipped without one, and the JSON says so).
@@ -266,6 +274,288 @@ def measure_loader(args, doc):
 
 
 # ---------------------------------------------------------------------------------------------
+# the host's load curve
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def cpu_mhz():
+    """The MHz that /proc/cpuinfo (and cpufreq, where the kernel has it) report, per CPU."""
+    out = {}
+    text = read_text("/proc/cpuinfo")
+    if text:
+        out["proc_cpuinfo"] = [float(line.split(":", 1)[1]) for line in text.splitlines() if line.startswith("cpu MHz")]
+    freqs = []
+    for cpu in range(os.cpu_count() or 0):
+        v = read_text(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq")
+        if v is None:
+            break
+        freqs.append(int(v) / 1e3)
+    if freqs:
+        out["scaling_cur_freq"] = freqs
+    return out
+
+
+def cpu_facts():
+    facts = {"cpu_count": os.cpu_count()}
+    try:
+        facts["sched_getaffinity"] = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    text = read_text("/proc/cpuinfo") or ""
+    fields = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = (x.strip() for x in line.split(":", 1))
+            fields.setdefault(k, []).append(v)
+    for k in ("model name", "siblings", "cpu cores", "physical id", "core id", "cpu family", "model", "stepping"):
+        if k in fields:
+            vals = sorted(set(fields[k]))
+            facts[k.replace(" ", "_")] = vals if len(vals) > 1 else vals[0]
+    if "flags" in fields:
+        flags = set(fields["flags"][0].split())
+        facts["flags_of_note"] = sorted(flags & {"hypervisor", "ht", "avx2", "avx512f", "avx512bw", "amx_tile"})
+    siblings = set()
+    for cpu in range(os.cpu_count() or 0):
+        v = read_text(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        if v is not None:
+            siblings.add(v.strip())
+    if siblings:
+        facts["thread_siblings_lists"] = sorted(siblings)
+        facts["threads_per_core_from_sys"] = max(len(expand_cpu_list(x)) for x in siblings)
+    for path in ("/sys/fs/cgroup/cpu.max", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/proc/self/cgroup", "/proc/loadavg",
+                 "/sys/devices/system/cpu/smt/active", "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                 "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"):
+        v = read_text(path)
+        if v is not None:
+            facts[path] = v.strip()
+    mem = read_text("/proc/meminfo")
+    if mem:
+        facts["MemTotal"] = mem.splitlines()[0].split(":", 1)[1].strip()
+    facts["mhz_idle"] = cpu_mhz()
+    return facts
+
+
+def expand_cpu_list(text):
+    out = []
+    for part in text.replace("\n", "").split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part.strip():
+            out.append(int(part))
+    return out
+
+
+def curve_worker(folder, index, start_at, warm_s, measure_s, queue):
+    """One of k processes: the ImageFolder's __getitem__ in a loop, warm-up then the window."""
+    import resource
+    import torch
+    torch.set_num_threads(1)
+    try:
+        n, i = len(folder), index * 13
+        while time.monotonic() < start_at:
+            time.sleep(0.0005)
+        warm_end = start_at + warm_s
+        while time.monotonic() < warm_end:
+            folder[i % n]
+            i += 1
+        end = warm_end + measure_s
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0, c0 = time.monotonic(), time.process_time()
+        count = 0
+        while time.monotonic() < end:
+            folder[i % n]
+            i += 1
+            count += 1
+        t1, c1 = time.monotonic(), time.process_time()
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        queue.put({"index": index, "samples": count, "wall_s": t1 - t0, "cpu_s": c1 - c0, "t0": t0, "t1": t1,
+                   "voluntary_switches": r1.ru_nvcsw - r0.ru_nvcsw, "involuntary_switches": r1.ru_nivcsw - r0.ru_nivcsw,
+                   "cpu": os.sched_getcpu() if hasattr(os, "sched_getcpu") else None})
+    except Exception as e:   # noqa: BLE001
+        queue.put({"index": index, "error": f"{type(e).__name__}: {e}"})
+
+
+def proc_cpu_s(pid):
+    text = read_text(f"/proc/{pid}/stat")
+    if not text:
+        return None
+    f = text.rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
+TRAINER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from resnet_training import resnet50_step
+import torch
+step = resnet50_step("amp", True, 256)
+for _ in range(8):
+    step()
+torch.cuda.synchronize()
+limit = time.monotonic() + float(sys.argv[3])
+with open(sys.argv[2], "w", buffering=1) as f:
+    f.write("ready %.6f\\n" % time.monotonic())
+    while time.monotonic() < limit:
+        step()
+        torch.cuda.synchronize()
+        f.write("%.6f\\n" % time.monotonic())
+"""
+
+
+def trainer_steps(path):
+    times = []
+    for line in (read_text(path) or "").splitlines():
+        if line.startswith("ready"):
+            continue
+        try:
+            times.append(float(line.split()[-1]))
+        except ValueError:
+            pass
+    return times
+
+
+def curve_point(folder, k, args, trainer=None):
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    start_at = time.monotonic() + 0.3 + 0.05 * k   # every process forked before the start
+    procs = [ctx.Process(target=curve_worker, args=(folder, i, start_at, args.curve_warm, args.curve_seconds, queue),
+                         daemon=True) for i in range(k)]
+    for p in procs:
+        p.start()
+    win0 = start_at + args.curve_warm
+    win1 = win0 + args.curve_seconds
+    time.sleep(max(0.0, win0 - time.monotonic()))
+    tr0 = proc_cpu_s(trainer.pid) if trainer else None
+    time.sleep(max(0.0, win0 + args.curve_seconds / 2 - time.monotonic()))
+    mhz = cpu_mhz()
+    load = read_text("/proc/loadavg")
+    time.sleep(max(0.0, win1 - time.monotonic()))
+    tr1 = proc_cpu_s(trainer.pid) if trainer else None
+    results = []
+    deadline = time.monotonic() + 30
+    while len(results) < k and time.monotonic() < deadline:
+        try:
+            results.append(queue.get(timeout=max(0.1, deadline - time.monotonic())))
+        except Exception:   # noqa: BLE001 (queue.Empty: a worker died)
+            break
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.terminate()
+    ok = [r for r in results if "error" not in r and r["samples"] > 0]
+    point = {"processes": k, "window": [win0, win1], "reported": len(results), "ok": len(ok),
+             "errors": [r["error"] for r in results if "error" in r], "mhz_mid_window": mhz,
+             "loadavg_mid_window": load.strip() if load else None, "per_process": results}
+    if ok:
+        per = [r["wall_s"] / r["samples"] * 1e3 for r in ok]
+        point.update({"ms_per_sample_per_process": stats(per),
+                      "cpu_ms_per_sample_per_process": stats([r["cpu_s"] / r["samples"] * 1e3 for r in ok]),
+                      "cpu_utilisation_per_process": stats([r["cpu_s"] / r["wall_s"] for r in ok]),
+                      "samples_per_s": sum(r["samples"] / r["wall_s"] for r in ok),
+                      "involuntary_switches_per_process": stats([r["involuntary_switches"] for r in ok])})
+    if trainer:
+        steps = [t for t in trainer_steps(trainer.step_file) if win0 <= t <= win1]
+        gaps = [b - a for a, b in zip(steps, steps[1:])]
+        point["trainer"] = {"steps_in_window": len(steps), "cpu_s_in_window": (tr1 - tr0) if tr0 is not None and tr1 is not None else None,
+                            "step_s": stats(gaps) if gaps else None,
+                            "samples_per_s": 256 / statistics.median(gaps) if gaps else None,
+                            "alive": trainer.poll() is None}
+    return point
+
+
+def print_point(label, pt):
+    line = f"  loadcurve {label}: k={pt['processes']:2d} "
+    if "ms_per_sample_per_process" in pt:
+        m = pt["ms_per_sample_per_process"]
+        line += (f"{m['median']:6.2f} ms/sample/process (min {m['min']:.2f}, max {m['max']:.2f}), "
+                 f"{pt['samples_per_s']:7.1f} samples/s, cpu util {pt['cpu_utilisation_per_process']['median']:.2f}")
+    elif pt["processes"]:
+        line += f"no result ({pt['reported']} reported, errors {pt['errors']})"
+    if "trainer" in pt:
+        tr = pt["trainer"]
+        line += (f"; trainer {tr['samples_per_s'] or 0:7.1f} samples/s, "
+                 f"step {((tr['step_s'] or {}).get('median') or 0) * 1e3:.1f} ms, cpu {tr['cpu_s_in_window']}")
+    print(line, flush=True)
+
+
+def measure_loadcurve(args, doc):
+    import subprocess
+    import torch
+    import torchvision
+    torch.set_num_threads(1)
+    res = {"method": "k processes forked from one parent, each looping ImageFolder.__getitem__ (PIL decode, "
+                     "RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize) over the same JPEGs in the "
+                     "page cache, one intra-op thread each, all started at one instant; a warm-up, then the window; "
+                     "per process: samples, wall (time.monotonic) and CPU (time.process_time) seconds, context switches",
+           "warm_s": args.curve_warm, "window_s": args.curve_seconds, "cpu": cpu_facts()}
+    doc["loadcurve"] = res
+    root = tempfile.mkdtemp(prefix="dtsim-jpeg-curve-")
+    res["images"] = make_jpegs(root, args.jpegs, 90, args.jpeg_bytes)
+    folder = torchvision.datasets.ImageFolder(root, transform=imagenet_transform())
+    for p, _ in folder.samples:
+        with open(p, "rb") as f:
+            f.read()
+    ks = [int(k) for k in args.curve_procs.split(",") if k]
+    res["idle"] = []
+    for k in ks:
+        pt = curve_point(folder, k, args)
+        res["idle"].append(pt)
+        print_point("idle", pt)
+        write_json_atomically(args.output, doc)   # a stop midway keeps the points taken
+    if not torch.cuda.is_available():
+        doc["not_measured"].append("loadcurve with training: no CUDA device")
+        return
+    step_file = os.path.join(root, "trainer-steps.txt")
+    log = open(os.path.join(root, "trainer.log"), "w")
+    trainer = subprocess.Popen([sys.executable, "-c", TRAINER, HERE, step_file, str(args.curve_trainer_limit)],
+                               stdout=log, stderr=subprocess.STDOUT)
+    trainer.step_file = step_file
+    res["with_training"] = []
+    res["trainer"] = {"what": "resnet50_step('amp', channels_last=True, batch=256): SGD momentum, float16 autocast + "
+                              "GradScaler, synthetic data on the GPU; torch.cuda.synchronize() after every step",
+                      "pid": trainer.pid}
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < args.curve_trainer_start and trainer.poll() is None:
+            if (read_text(step_file) or "").startswith("ready"):
+                break
+            time.sleep(0.2)
+        res["trainer"]["start_s"] = round(time.monotonic() - t0, 1)
+        if trainer.poll() is not None or not (read_text(step_file) or "").startswith("ready"):
+            log.flush()
+            tail = (read_text(os.path.join(root, "trainer.log")) or "")[-2000:]
+            res["trainer"]["error"] = f"not running (exit {trainer.poll()}): {tail}"
+            doc["not_measured"].append("loadcurve with training: the trainer did not start")
+            print(f"  loadcurve: trainer failed: {tail}", file=sys.stderr)
+            return
+        for k in [0] + ks:   # k = 0: the trainer alone, as the baseline
+            pt = curve_point(folder, k, args, trainer)
+            res["with_training"].append(pt)
+            print_point("with training", pt)
+            write_json_atomically(args.output, doc)
+    finally:
+        if trainer.poll() is None:
+            trainer.terminate()
+            try:
+                trainer.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                trainer.kill()
+        log.close()
+        res["trainer"]["exit_code"] = trainer.poll()
+        res["trainer"]["log_tail"] = (read_text(os.path.join(root, "trainer.log")) or "")[-1500:]
+        res["cpu"]["mhz_end"] = cpu_mhz()
+
+
+# ---------------------------------------------------------------------------------------------
 # DataParallel's host costs
 
 
@@ -387,7 +677,8 @@ def measure_train(args, doc):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--only", default="loader,dp,train", help="comma-separated parts: loader, dp, train")
+    ap.add_argument("--only", default="loader,dp,train",
+                    help="comma-separated parts: loader, dp, train, loadcurve (not a default one)")
     ap.add_argument("--jpegs", type=int, default=96, help="JPEG files made for the loader part")
     ap.add_argument("--jpeg-bytes", type=float, default=108e3,
                     help="mean JPEG size to reach with grain (default ILSVRC2012 train's 108 KB)")
@@ -397,21 +688,27 @@ def main():
     ap.add_argument("--dp-repeats", type=int, default=30)
     ap.add_argument("--train-warmup", type=int, default=10)
     ap.add_argument("--train-iters", type=int, default=30)
+    ap.add_argument("--curve-procs", default="1,2,4,8,12,16,24", help="loadcurve: process counts")
+    ap.add_argument("--curve-warm", type=float, default=1.0, help="loadcurve: warm-up seconds per point")
+    ap.add_argument("--curve-seconds", type=float, default=4.0, help="loadcurve: measured seconds per point")
+    ap.add_argument("--curve-trainer-start", type=float, default=90.0, help="loadcurve: seconds the trainer may take to start")
+    ap.add_argument("--curve-trainer-limit", type=float, default=150.0, help="loadcurve: the trainer stops itself after this")
     args = ap.parse_args()
     parts = [p for p in args.only.split(",") if p]
-    unknown = [p for p in parts if p not in ("loader", "dp", "train")]
+    unknown = [p for p in parts if p not in ("loader", "dp", "train", "loadcurve")]
     if unknown:
-        sys.exit(f"host_costs.py: unknown part(s) {unknown}; use loader, dp, train")
+        sys.exit(f"host_costs.py: unknown part(s) {unknown}; use loader, dp, train, loadcurve")
     try:
         import torch
         import torchvision  # noqa: F401 (checked here, used by the parts)
     except ImportError:
         sys.exit("host_costs.py: needs torch and torchvision")
     doc = {"tool": "dtsim-host-costs", "schema_version": 1, "machine": machine(), "not_measured": []}
-    for part, fn in (("loader", measure_loader), ("dp", measure_dp), ("train", measure_train)):
+    for part, fn in (("loader", measure_loader), ("dp", measure_dp), ("train", measure_train),
+                     ("loadcurve", measure_loadcurve)):
         if part not in parts:
             continue
-        if part != "loader" and not torch.cuda.is_available():
+        if part not in ("loader", "loadcurve") and not torch.cuda.is_available():
             doc["not_measured"].append(f"{part}: no CUDA device")
             continue
         print(f"{part}:", flush=True)
