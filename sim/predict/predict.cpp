@@ -73,8 +73,7 @@ SimulationSettings parse_settings(const Scenario& s)
     r->at("iterations").fail(fmt::format("expected at most 100 simulated iterations, got {}", out.iterations));
   // Every iteration repeats each micro-batch (pipeline) or accumulation step (DDP) in the plan: the
   // bound keeps the largest plans (1024 of them on 32 GPUs, 4 iterations: 15 s) within a minute.
-  const JsonReader strategy = s.strategy_options();
-  const int repeats = std::max(strategy.count_or("microbatches", 1, 1024), strategy.count_or("gradient_accumulation", 1, 1024));
+  const int repeats = s.training.batch.accumulation;
   if (out.iterations * repeats > 4096)
     r->at("iterations").fail(fmt::format("expected at most {} iterations with {} micro-batches or accumulation steps "
                                          "each (4096 in all), got {}", 4096 / repeats, repeats, out.iterations));
@@ -87,17 +86,20 @@ Plan build_plan(const Scenario& s, const Topology& topology, const Model& model,
   ExpansionMemo memo;  // repeated collectives (every iteration's buckets) are copied, not expanded again
   CollectiveOptions c = options;
   c.memo = &memo;
-  if (s.strategy == "ddp" || s.strategy == "single") {
-    if (s.strategy == "single" && s.gpus != 1)
-      s.reader().at("gpus").fail(fmt::format("strategy \"single\" runs on 1 GPU, got {}", s.gpus));
-    return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup, c);
+  switch (s.strategy_spec.kind) {
+    case StrategyKind::Single:
+      if (s.gpus != 1)
+        s.reader().at("gpus").fail(fmt::format("strategy \"single\" runs on 1 GPU, got {}", s.gpus));
+      return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Ddp:
+      return build_ddp_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Dp:
+      return build_dp_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Pipeline:
+      return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Hybrid:
+      return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup, c);
   }
-  if (s.strategy == "dp")
-    return build_dp_plan(s, topology, model, sim.iterations, sim.warmup, c);
-  if (s.strategy == "pipeline")
-    return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup, c);
-  if (s.strategy == "hybrid")
-    return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup, c);
   s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline or hybrid)", s.strategy));
 }
 
@@ -117,6 +119,9 @@ SingleGpuRun simulated_single_gpu_iteration(const Scenario& s, const Topology& t
   Scenario one = s;
   one.gpus = 1;
   one.strategy = "single";
+  one.strategy_spec = StrategySpec{StrategyKind::Single};
+  one.training.batch.accumulation = 1;  // one micro-step: the baseline of a measured single-GPU step
+  one.training.batch.global_batch = one.training.batch_per_gpu;
   one.doc["gpus"] = 1;
   one.doc["strategy"] = {{"kind", "single"}};
   const Plan plan = build_ddp_plan(one, topology, model, sim.iterations, sim.warmup);
@@ -144,7 +149,7 @@ NetCompute compute_net_of_modelled_overheads(const Scenario& s, const Topology& 
 {
   auto& spec = s.training.compute;
   const bool measured = spec.source == ComputeSpec::Source::StepTime || spec.source == ComputeSpec::Source::Throughput;
-  if (!measured || !(s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single"))
+  if (!measured || !replicates_the_model(s.strategy_spec.kind))
     return {s, {}, std::nullopt};
   const SingleGpuRun one = simulated_single_gpu_iteration(s, topology, model, sim);
   // What the simulation adds to the measured step, beyond the DataLoader's own pace (a loader slower
@@ -295,7 +300,7 @@ Prediction predict_scenario(const Scenario& s)
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate_plan(p.topology, p.plan, sim, pool);
-  if (s.strategy == "ddp" || s.strategy == "dp" || s.strategy == "single")
+  if (replicates_the_model(s.strategy_spec.kind))
     p.plan.single_gpu_iteration_s = net.single_gpu_iteration_s
                                          ? *net.single_gpu_iteration_s
                                          : simulated_single_gpu_iteration(net.scenario, p.topology, model, sim).iteration_s;
@@ -317,6 +322,10 @@ Prediction predict_scenario(const Scenario& s)
   r.dataset_samples = static_cast<double>(s.training.dataset_samples);
   r.epochs = s.training.epochs;
   r.batch_per_gpu = static_cast<double>(s.training.batch_per_gpu);
+  r.micro_batch = s.training.batch.micro_batch;
+  r.global_batch = s.training.batch.global_batch;
+  r.gradient_accumulation = s.training.batch.accumulation;
+  r.data_parallel = s.strategy_spec.data;
   analyse(p.plan, p.spans, r);
   r.per_gpu = gpu_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
   r.memory = memory_rows(p.topology, p.plan);

@@ -8,6 +8,7 @@
 #include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ struct RunResult {
   double dataset_samples = 0;
   double epochs = 0;
   double batch_per_gpu = 0;
+  double micro_batch = 0;          ///< samples per data-parallel rank and micro-step (BatchSpec)
+  std::int64_t global_batch = 0;   ///< samples per optimizer step, whole job
+  int gradient_accumulation = 1;   ///< micro-steps per optimizer step (a pipeline's micro-batches)
+  int data_parallel = 1;           ///< data-parallel replicas
   double iterations_per_epoch = 0;
   double single_gpu_iterations_per_epoch = 0;
   double epoch_time_s = 0;

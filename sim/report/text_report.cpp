@@ -65,6 +65,9 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  model      {}: {} parameters, {:.1f} MB of gradients per replica", r.model, thousands(static_cast<double>(r.params)),
                    r.gradient_bytes / 1e6));
   line(fmt::format("  strategy   {}", r.strategy));
+  line(fmt::format("  batch      global {} = micro-batch {:g} x {} micro-step{} x {} data-parallel replica{}", r.global_batch,
+                   r.micro_batch, r.gradient_accumulation, r.gradient_accumulation == 1 ? "" : "s", r.data_parallel,
+                   r.data_parallel == 1 ? "" : "s"));
   line(fmt::format("  compute    {}", r.compute_source));
   if (!r.comm_per_iteration.empty())
     line(fmt::format("  per step   {}   (per group of GPUs: the tensors its calls are made on, summed over one iteration)",
@@ -105,7 +108,13 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  single GPU (by hand)     {:>12}   = {} batches of {} x {:.4g} s x {} epochs",
                    duration(r.single_gpu_total_days * kSecondsPerDay), thousands(r.single_gpu_iterations_per_epoch),
                    r.batch_per_gpu, r.single_gpu_iteration_s, r.epochs));
-  if (!r.single_gpu_fits)
+  // A model-parallel run exists because the whole model does not fit one GPU: when each GPU's share
+  // fits, that is no warning, only a note on what the single-GPU figures are.
+  if (!r.single_gpu_fits && r.memory_fits && r.gpus > 1)
+    line(fmt::format("  note: the single-GPU figures are arithmetic: the whole model at batch {} would need {:.1f} GiB, more "
+                     "than one {}'s {:.1f} GiB (each GPU's share here fits)",
+                     r.batch_per_gpu, r.single_gpu_memory_bytes / kGiB, r.gpu, r.gpu_memory_bytes / kGiB));
+  else if (!r.single_gpu_fits)
     line(fmt::format("  WARNING: the whole model at batch {} needs {:.1f} GiB, more than one {}'s {:.1f} GiB: the "
                      "single-GPU figures are arithmetic, not a run one GPU could do",
                      r.batch_per_gpu, r.single_gpu_memory_bytes / kGiB, r.gpu, r.gpu_memory_bytes / kGiB));

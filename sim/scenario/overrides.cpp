@@ -31,18 +31,23 @@ namespace {
 const std::array<std::vector<std::string>, 4> kComputeGroups = {{
     {"step_time_s"}, {"single_gpu_throughput"}, {"gpu", "efficiency"}, {"profile"}}};
 
-void drop_conflicting_compute_keys(nlohmann::json& compute, const std::string& key)
+// Ways of giving the batch: the older batch_per_gpu, or Megatron's micro_batch (+ global_batch).
+const std::array<std::vector<std::string>, 2> kBatchGroups = {{{"batch_per_gpu"}, {"micro_batch", "global_batch"}}};
+
+template <std::size_t N>
+void drop_conflicting_keys(const std::array<std::vector<std::string>, N>& groups, nlohmann::json& object,
+                           const std::string& key)
 {
-  const auto mine = std::find_if(kComputeGroups.begin(), kComputeGroups.end(), [&](const auto& group) {
+  const auto mine = std::find_if(groups.begin(), groups.end(), [&](const auto& group) {
     return std::find(group.begin(), group.end(), key) != group.end();
   });
-  if (mine == kComputeGroups.end())
+  if (mine == groups.end())
     return;
-  for (auto group = kComputeGroups.begin(); group != kComputeGroups.end(); ++group) {
+  for (auto group = groups.begin(); group != groups.end(); ++group) {
     if (group == mine)
       continue;
     for (const auto& k : *group)
-      compute.erase(k);
+      object.erase(k);
   }
 }
 
@@ -148,7 +153,9 @@ void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides
       continue;
     }
     if (parts.size() == 3 && parts[0] == "training" && parts[1] == "compute")
-      drop_conflicting_compute_keys(*node, key);
+      drop_conflicting_keys(kComputeGroups, *node, key);
+    if (parts.size() == 2 && parts[0] == "training")
+      drop_conflicting_keys(kBatchGroups, *node, key);
     (*node)[key] = value;
   }
 }

@@ -47,11 +47,58 @@ struct ComputeSpec {
   ComputeProfileSource profile;      ///< Profile: measured per-layer times
 };
 
+/// strategy.kind.
+enum class StrategyKind { Single, Ddp, Dp, Pipeline, Hybrid };
+
+/// "single", "ddp", "dp", "pipeline", "hybrid": the spelling scenarios and reports use.
+const char* to_string(StrategyKind kind);
+
+/// single, ddp and dp: every GPU holds the whole model (the one-GPU run is their baseline).
+inline bool replicates_the_model(StrategyKind kind)
+{
+  return kind == StrategyKind::Single || kind == StrategyKind::Ddp || kind == StrategyKind::Dp;
+}
+
+/// The parallel degrees of strategy.kind, read once: tensor_parallel and pipeline_stages of a hybrid,
+/// the stages of a pipeline (one per GPU), and the data-parallel replicas that follow from them.
+struct StrategySpec {
+  StrategyKind kind = StrategyKind::Ddp;
+  int tensor = 1;    ///< GPUs per tensor-parallel group
+  int stages = 1;    ///< pipeline stages of one replica
+  int data = 1;      ///< data-parallel replicas (DataParallel: the GPUs its one process splits the batch over)
+};
+
+/// The batch in Megatron's and PyTorch's vocabulary, resolved for the strategy:
+///   micro_batch   samples one data-parallel rank (a model replica) runs per forward and backward;
+///   accumulation  micro-steps per optimizer step (DDP's gradient accumulation, a pipeline's micro-batches);
+///   global_batch  samples per optimizer step of the whole job = micro_batch x accumulation x data.
+/// Given as training.micro_batch (+ training.global_batch), or by the older training.batch_per_gpu
+/// (+ strategy.gradient_accumulation or strategy.microbatches), whose meaning is kept: per GPU and
+/// micro-step for single/ddp/dp, one replica's batch of all its micro-batches for pipeline/hybrid.
+struct BatchSpec {
+  /// A whole number when given; batch_per_gpu / microbatches may leave a fraction (an older pipeline
+  /// scenario whose micro-batches do not divide its batch).
+  double micro_batch = 0;
+  std::int64_t global_batch = 0;
+  int accumulation = 1;
+  bool given_as_micro = false;     ///< training.micro_batch was given (not batch_per_gpu)
+  /// The batch a measured training.compute (step_time_s, single_gpu_throughput) was taken at:
+  /// batch_per_gpu, or micro_batch when the batch is given in micro-batches.
+  std::int64_t measured_at = 0;
+};
+
+/// training.activation_checkpointing: what backward recomputes (Korthikanti et al. 2022, section 5).
+enum class ActivationCheckpointing { None, Selective, Full };
+
 struct TrainingSpec {
   std::int64_t dataset_samples = 0;
+  /// The per-GPU batch the strategies read, as batch_per_gpu means it (see BatchSpec); derived from
+  /// micro_batch x accumulation for pipeline/hybrid when the batch is given in micro-batches.
   std::int64_t batch_per_gpu = 0;
+  BatchSpec batch;
   double epochs = 0;
   Precision precision = Precision::Fp32;
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
   ComputeSpec compute;
 };
 
@@ -70,7 +117,8 @@ struct Scenario {
   std::string name;
   std::string model;
   TrainingSpec training;
-  std::string strategy;        ///< strategy.kind
+  std::string strategy;        ///< strategy.kind, as spelled (to_string(strategy_spec.kind))
+  StrategySpec strategy_spec;
   int gpus = 0;
   /// Optional "reference_compute": a sourced single-GPU throughput to show beside the scenario's
   /// own compute (e.g. a realistic figure beside the seed's arithmetic); 0 when absent.
@@ -89,7 +137,8 @@ std::vector<std::string> split_override_path(const std::string& path);
 Override parse_override(const std::string& text);
 
 /// Applies overrides to a document. A value that parses as JSON is used as such, otherwise as a
-/// string; `null` removes the member. Setting one way of giving the compute times
+/// string; `null` removes the member. Setting training.micro_batch or global_batch removes
+/// batch_per_gpu and the other way round. Setting one way of giving the compute times
 /// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency | profile) removes the others.
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
 

@@ -45,7 +45,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
   LayerTimes t;
   t.fwd.resize(model.layers.size());
   t.bwd.resize(model.layers.size());
-  const double batch = static_cast<double>(scenario.training.batch_per_gpu);
+  const double batch = static_cast<double>(scenario.training.batch.measured_at);  // the measurement's batch
   double fwd_seconds = 0;  // whole forward for `samples` samples
   switch (spec.source) {
     case ComputeSpec::Source::StepTime:
@@ -82,10 +82,10 @@ std::string describe_compute_source(const Scenario& scenario)
   const auto& spec = scenario.training.compute;
   switch (spec.source) {
     case ComputeSpec::Source::StepTime:
-      return fmt::format("measured single-GPU step {} s at batch {}", spec.step_time_s, scenario.training.batch_per_gpu);
+      return fmt::format("measured single-GPU step {} s at batch {}", spec.step_time_s, scenario.training.batch.measured_at);
     case ComputeSpec::Source::Throughput:
       return fmt::format("measured single-GPU throughput {} samples/s at batch {}", spec.single_gpu_throughput,
-                         scenario.training.batch_per_gpu);
+                         scenario.training.batch.measured_at);
     case ComputeSpec::Source::Flops:
       return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
                          spec.gpu.empty() ? "cluster GPU's" : spec.gpu);

@@ -23,9 +23,7 @@ DdpOptions parse_ddp_options(const JsonReader& strategy)
   o.bucket_cap_mb = strategy.positive_or("bucket_cap_mb", o.bucket_cap_mb);
   o.first_bucket_mb = strategy.positive_or("first_bucket_mb", o.first_bucket_mb);
   o.broadcast_buffers = strategy.bool_or("broadcast_buffers", o.broadcast_buffers);
-  // Each accumulation step is a copy of the iteration's compute in the plan; 1024 is beyond any
-  // published setting (a few to a few hundred) and keeps the plan within memory.
-  o.gradient_accumulation = strategy.count_or("gradient_accumulation", 1, 1024);
+  // gradient_accumulation is read with the batch (sim/scenario: training.micro_batch and global_batch).
   return o;
 }
 
@@ -138,7 +136,8 @@ void slow_backward_beside_nccl(TaskGraph& g, const std::vector<Backward>& bwd, c
 Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
                     const CollectiveOptions& collectives)
 {
-  const DdpOptions opt = parse_ddp_options(scenario.strategy_options());
+  DdpOptions opt = parse_ddp_options(scenario.strategy_options());
+  opt.gradient_accumulation = scenario.training.batch.accumulation;
   Plan plan;
   plan.ranks = pick_ranks(scenario, topology);
   plan.warmup_iterations = warmup;

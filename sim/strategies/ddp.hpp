@@ -20,6 +20,8 @@ struct DdpOptions {
   int gradient_accumulation = 1;   ///< micro-steps per update; all but the last under no_sync()
 };
 
+/// The options of strategy ddp or single, but gradient_accumulation: that is the scenario's
+/// (Scenario::training.batch.accumulation, from micro_batch and global_batch or the strategy's member).
 DdpOptions parse_ddp_options(const JsonReader& strategy);
 
 /// Builds `iterations` DDP iterations (the first `warmup` are not measured).

@@ -31,11 +31,12 @@ std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int 
 
 namespace {
 
-void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model, int batch)
+void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model, const TrainingSpec& training)
 {
-  // Each micro-batch is a copy of every stage's tasks in the plan; 1024 is beyond published pipeline
-  // runs (GPipe: up to 32, Megatron-LM: a few hundred per step) and keeps the plan within memory.
-  c.microbatches = o.count_or("microbatches", 1, 1024);
+  // The micro-batches of one optimizer step are the scenario's (sim/scenario resolves them from
+  // training.micro_batch and global_batch, or strategy.microbatches, at most 1024).
+  c.microbatches = training.batch.accumulation;
+  const auto batch = training.batch_per_gpu;
   if (c.microbatches > batch)  // a micro-batch holds at least one sample of the replica's batch
     o.at("microbatches").fail(fmt::format("expected at most the batch of {} samples (training.batch_per_gpu), got {}",
                                           batch, c.microbatches));
@@ -62,7 +63,7 @@ Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, con
   o.reject_unknown({"kind", "microbatches", "schedule", "balance", "half_efficiency_samples"});
   ParallelConfig c;
   c.stages = scenario.gpus;
-  parse_common(o, c, model, scenario.training.batch_per_gpu);
+  parse_common(o, c, model, scenario.training);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 
@@ -73,17 +74,11 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
                     "bucket_cap_mb", "half_efficiency_samples"});
   ParallelConfig c;
-  // Each is at most the GPUs of the scenario; the bound keeps their product within an int.
-  c.tensor = o.count_or("tensor_parallel", 1, scenario.gpus);
-  c.stages = o.count_or("pipeline_stages", 1, scenario.gpus);
-  const int per_replica = c.tensor * c.stages;
-  if (scenario.gpus % per_replica != 0)
-    scenario.reader().at("gpus").fail(fmt::format(
-        "expected a multiple of tensor_parallel x pipeline_stages = {} x {} = {} GPUs, got {}", c.tensor, c.stages,
-        per_replica, scenario.gpus));
-  c.data = scenario.gpus / per_replica;
+  c.tensor = scenario.strategy_spec.tensor;  // read with the scenario (its degrees are checked there)
+  c.stages = scenario.strategy_spec.stages;
+  c.data = scenario.strategy_spec.data;
   c.bucket_cap_mb = o.positive_or("bucket_cap_mb", c.bucket_cap_mb);
-  parse_common(o, c, model, scenario.training.batch_per_gpu);
+  parse_common(o, c, model, scenario.training);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }
 

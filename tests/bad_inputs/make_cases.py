@@ -369,6 +369,25 @@ for i, v in enumerate(["0.0001", "1e-300"]):
          f"run {HYB} --set strategy.bucket_cap_mb={v}")
 case("set_compute_efficiency_tiny", "seed-4gpu-ddp.json", "/training/compute/efficiency",
      f"run {DDP} --set training.compute.efficiency=1e-300")
+# Megatron's batch (issue 29): training.micro_batch and global_batch, for every strategy.
+MICRO = "--set training.micro_batch"  # setting it removes batch_per_gpu (overrides.cpp)
+case("batch_micro_and_per_gpu", "scenario_micro_and_per_gpu.json", "/training/micro_batch",
+     f"run {F}scenario_micro_and_per_gpu.json")
+case("batch_global_without_micro", "seed-4gpu-ddp.json", "/training/global_batch", f"run {DDP} --set training.global_batch=64")
+for i, v in enumerate(["0", "-2", "1.5", "\"8\"", "16777217"]):
+    case(f"batch_micro_bad_{i}", "seed-4gpu-ddp.json", "/training/micro_batch", f"run {DDP} {MICRO}={v}")
+for i, v in enumerate(["0", "30", "2.5", "true"]):  # 30 is no multiple of 4 x 4 GPUs
+    case(f"batch_global_bad_{i}", "seed-4gpu-ddp.json", "/training/global_batch", f"run {DDP} {MICRO}=4 --set training.global_batch={v}")
+case("batch_global_too_many_steps", "seed-4gpu-ddp.json", "/training/global_batch",
+     f"run {DDP} {MICRO}=1 --set training.global_batch=8192")
+case("batch_global_vs_accumulation", "seed-4gpu-ddp.json", "/strategy/gradient_accumulation",
+     f"run {DDP} {MICRO}=4 --set training.global_batch=32 --set strategy.gradient_accumulation=3")
+case("batch_global_vs_microbatches", "imagenet-resnet50-32gpu-hybrid.json", "/strategy/microbatches",
+     f"run {HYB} {MICRO}=32 --set training.global_batch=1024")
+case("batch_global_hybrid_not_divisible", "imagenet-resnet50-32gpu-hybrid.json", "/training/global_batch",
+     f"run {HYB} {MICRO}=32 --set strategy.microbatches=null --set training.global_batch=1000")
+case("batch_global_dp_accumulation", "seed-4gpu-dp.json", "/training/global_batch",
+     f"run scenarios/seed-4gpu-dp.json {MICRO}=4 --set training.global_batch=32")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

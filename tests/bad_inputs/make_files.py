@@ -406,6 +406,8 @@ write("topo_notes_string.json", mutated(load("topologies/dgx1-v100.json"), ["not
 write("cal_duplicate_member.json", json.dumps(cal, indent=1).replace('"dtsim_calibration": 1', '"dtsim_calibration": 1, "dtsim_calibration": 1'))
 write("scenario_duplicate_member.json", json.dumps(load("scenarios/seed-4gpu-ddp.json"), indent=1).replace('"gpus": 4', '"gpus": 4, "gpus": 2'))
 write("scenario_description_number.json", mutated(load("scenarios/seed-4gpu-ddp.json"), ["description"], 1))
+# Both spellings of the batch in one file (issue 29: micro_batch or the older batch_per_gpu, not both)
+write("scenario_micro_and_per_gpu.json", mutated(load("scenarios/seed-4gpu-ddp.json"), ["training", "micro_batch"], 4))
 write("profile_fwd_huge.json", mutated(prof, ["model", "layers", 0, "fwd_s"], 1e17))
 # Round 3: calibration link figures without an upper bound, informational sections of any type;
 # sweep --collect folders with a point twice, values of a field not varied, a negative time.

@@ -140,3 +140,77 @@ TEST_CASE("malformed --set is bad input")
   json d = base();
   CHECK_THROWS_AS(apply_overrides(d, {parse_override("gpus.count=3")}), InputError);
 }
+
+TEST_CASE("the batch in Megatron's words: micro_batch, global_batch and the accumulation they imply")
+{
+  // DDP on 32 GPUs: 32 x micro 4 x 8 steps = 1024.
+  json d = base();
+  d["training"].erase("batch_per_gpu");
+  d["training"]["micro_batch"] = 4;
+  d["training"]["global_batch"] = 1024;
+  Scenario s = parse_scenario(d, "s.json");
+  CHECK(s.training.batch.accumulation == 8);
+  CHECK(s.training.batch.global_batch == 1024);
+  CHECK(s.training.batch_per_gpu == 4);  // per GPU and micro-step, as batch_per_gpu means for ddp
+  CHECK(s.training.batch.measured_at == 4);
+  CHECK(s.strategy_spec.data == 32);
+
+  // micro_batch alone: no accumulation unless the strategy says so.
+  d["training"].erase("global_batch");
+  d["strategy"]["gradient_accumulation"] = 3;
+  s = parse_scenario(d, "s.json");
+  CHECK(s.training.batch.accumulation == 3);
+  CHECK(s.training.batch.global_batch == 4 * 32 * 3);
+
+  // Megatron's hybrid: tp 8 x pp 2 on 32 GPUs leaves 2 replicas; global 64 at micro 2 is 16 micro-batches.
+  d = base();
+  d["training"].erase("batch_per_gpu");
+  d["training"]["micro_batch"] = 2;
+  d["training"]["global_batch"] = 64;
+  d["strategy"] = {{"kind", "hybrid"}, {"tensor_parallel", 8}, {"pipeline_stages", 2}};
+  s = parse_scenario(d, "s.json");
+  CHECK(s.strategy_spec.kind == StrategyKind::Hybrid);
+  CHECK(s.strategy_spec.data == 2);
+  CHECK(s.training.batch.accumulation == 16);
+  CHECK(s.training.batch_per_gpu == 32);  // a replica's batch, as batch_per_gpu means for hybrid
+  CHECK(s.training.batch.measured_at == 2);
+
+  // The older spelling keeps its meaning: a hybrid's batch_per_gpu is one replica's batch.
+  d = base();
+  d["strategy"] = {{"kind", "hybrid"}, {"pipeline_stages", 2}, {"microbatches", 4}};
+  s = parse_scenario(d, "s.json");
+  CHECK(!s.training.batch.given_as_micro);
+  CHECK(s.training.batch.micro_batch == doctest::Approx(32));
+  CHECK(s.training.batch.global_batch == 128 * 16);
+  CHECK(s.training.batch.measured_at == 128);
+}
+
+TEST_CASE("batch numbers that do not divide name both fields")
+{
+  json d = base();
+  d["training"].erase("batch_per_gpu");
+  d["training"]["micro_batch"] = 4;
+  d["training"]["global_batch"] = 1000;
+  CHECK(error_of(d) == "s.json: at /training/global_batch: expected a multiple of training.micro_batch x data-parallel "
+                       "replicas = 4 x 32 = 128, got 1000");
+  d["training"]["global_batch"] = 256;
+  d["strategy"]["gradient_accumulation"] = 4;
+  CHECK(error_of(d).find("s.json: at /strategy/gradient_accumulation: expected 2 = training.global_batch") == 0);
+  d = base();
+  d["training"]["micro_batch"] = 4;
+  CHECK(error_of(d).find("s.json: at /training/micro_batch: expected either training.micro_batch or "
+                         "training.batch_per_gpu") == 0);
+}
+
+TEST_CASE("--set of one spelling of the batch removes the other")
+{
+  json d = base();
+  apply_overrides(d, {parse_override("training.micro_batch=4"), parse_override("training.global_batch=256")});
+  CHECK(!d["training"].contains("batch_per_gpu"));
+  const Scenario s = parse_scenario(d, "s.json");
+  CHECK(s.training.batch.accumulation == 2);
+  apply_overrides(d, {parse_override("training.batch_per_gpu=64")});
+  CHECK(!d["training"].contains("micro_batch"));
+  CHECK(!d["training"].contains("global_batch"));
+  CHECK(parse_scenario(d, "s.json").training.batch.global_batch == 64 * 32);
+}

@@ -1,0 +1,204 @@
+// See training_settings.hpp.
+#include "sim/scenario/training_settings.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace dtsim {
+
+const char* to_string(StrategyKind kind)
+{
+  switch (kind) {
+    case StrategyKind::Single:
+      return "single";
+    case StrategyKind::Ddp:
+      return "ddp";
+    case StrategyKind::Dp:
+      return "dp";
+    case StrategyKind::Pipeline:
+      return "pipeline";
+    case StrategyKind::Hybrid:
+      return "hybrid";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Per-GPU batch bound: 16,777,216 samples, far beyond any training batch, keeps products in range.
+constexpr int kMaxBatch = 1 << 24;
+/// Micro-steps per optimizer step (see resolve_batch).
+constexpr int kMaxMicroSteps = 1024;
+
+StrategyKind strategy_kind_of(const std::string& kind)
+{
+  for (const auto k : {StrategyKind::Single, StrategyKind::Ddp, StrategyKind::Dp, StrategyKind::Pipeline, StrategyKind::Hybrid})
+    if (kind == to_string(k))
+      return k;
+  return StrategyKind::Ddp;  // as_choice admits only the names above
+}
+
+}  // namespace
+
+Precision parse_precision(const JsonReader& r)
+{
+  const std::string p = r.as_choice({"fp32", "tf32", "amp", "fp16", "bf16"});
+  if (p == "tf32")
+    return Precision::Tf32;
+  if (p == "amp")
+    return Precision::Amp;
+  if (p == "fp16")
+    return Precision::Fp16;
+  if (p == "bf16")
+    return Precision::Bf16;
+  return Precision::Fp32;
+}
+
+namespace {
+
+ComputeSpec parse_compute(const JsonReader& r)
+{
+  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "profile", "jitter_cv"});
+  const int given = static_cast<int>(r.has("step_time_s")) + static_cast<int>(r.has("single_gpu_throughput")) +
+                    static_cast<int>(r.has("gpu") || r.has("efficiency")) + static_cast<int>(r.has("profile"));
+  if (given != 1)
+    r.fail("expected exactly one of {\"step_time_s\": s}, {\"single_gpu_throughput\": samples/s}, "
+           "{\"gpu\": name, \"efficiency\": fraction} or {\"profile\": calibration or profile .json}");
+  ComputeSpec c;
+  if (r.has("profile")) {
+    c.source = ComputeSpec::Source::Profile;
+    c.profile = read_compute_profile_source(r.at("profile"));
+  } else if (r.has("step_time_s")) {
+    c.source = ComputeSpec::Source::StepTime;
+    c.step_time_s = r.at("step_time_s").as_positive_at_most(1e6);  // 11 days: far beyond any training step
+  } else if (r.has("single_gpu_throughput")) {
+    c.source = ComputeSpec::Source::Throughput;
+    c.single_gpu_throughput = r.at("single_gpu_throughput").as_positive();
+  } else {
+    c.source = ComputeSpec::Source::Flops;
+    c.gpu = r.string_or("gpu", "");
+    const auto eff = r.at("efficiency");
+    c.efficiency = eff.as_positive();
+    if (c.efficiency < 1e-3)  // 0.1% of peak: below any training workload (a run took 1e300 s at 1e-300)
+      eff.fail(fmt::format("expected a fraction of the GPU's peak from 0.001 to 1, got {:g}", c.efficiency));
+    if (c.efficiency > 1)
+      eff.fail(fmt::format("expected a fraction of peak in (0, 1], got {}", c.efficiency));
+  }
+  return c;
+}
+
+}  // namespace
+
+TrainingSpec parse_training(const JsonReader& r)
+{
+  r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
+                    "loader", "optimizer", "activation_checkpointing"});
+  TrainingSpec t;
+  t.dataset_samples = r.at("dataset_samples").as_positive_int();
+  if (r.has("batch_per_gpu") && r.has("micro_batch"))
+    r.at("micro_batch").fail("expected either training.micro_batch or training.batch_per_gpu, not both "
+                             "(batch_per_gpu is the older spelling: per GPU for ddp, a replica's batch for pipeline and hybrid)");
+  if (r.has("micro_batch")) {
+    t.batch.given_as_micro = true;
+    t.batch.micro_batch = r.at("micro_batch").as_count(kMaxBatch);
+  } else if (r.has("global_batch")) {
+    r.at("global_batch").fail("expected training.micro_batch beside global_batch (the samples one data-parallel rank "
+                              "runs per micro-step); batch_per_gpu does not combine with global_batch");
+  } else {
+    t.batch_per_gpu = r.at("batch_per_gpu").as_count(kMaxBatch);
+  }
+  t.epochs = r.at("epochs").as_positive();
+  if (t.epochs * static_cast<double>(t.dataset_samples) < 1)
+    r.at("epochs").fail(fmt::format("expected epochs x dataset_samples to be at least one sample, got {:g} x {}",
+                                    t.epochs, t.dataset_samples));
+  t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
+  if (const auto ac = r.find("activation_checkpointing")) {
+    const std::string v = ac->as_choice({"none", "selective", "full"});
+    t.activation_checkpointing = v == "full"        ? ActivationCheckpointing::Full
+                                 : v == "selective" ? ActivationCheckpointing::Selective
+                                                    : ActivationCheckpointing::None;
+  }
+  t.compute = parse_compute(r.at("compute"));
+  return t;
+}
+
+// The parallel degrees. Each is at most the GPUs of the scenario; the bound keeps their product within an int.
+StrategySpec parse_strategy_degrees(const JsonReader& root, const std::string& kind, int gpus)
+{
+  StrategySpec st;
+  st.kind = strategy_kind_of(kind);
+  const JsonReader o = root.at("strategy");
+  switch (st.kind) {
+    case StrategyKind::Single:
+      break;  // build_plan insists on one GPU
+    case StrategyKind::Ddp:
+    case StrategyKind::Dp:
+      st.data = gpus;
+      break;
+    case StrategyKind::Pipeline:
+      st.stages = gpus;
+      break;
+    case StrategyKind::Hybrid: {
+      st.tensor = o.count_or("tensor_parallel", 1, gpus);
+      st.stages = o.count_or("pipeline_stages", 1, gpus);
+      const int per_replica = st.tensor * st.stages;
+      if (gpus % per_replica != 0)
+        root.at("gpus").fail(fmt::format("expected a multiple of tensor_parallel x pipeline_stages = {} x {} = {} GPUs, got {}",
+                                         st.tensor, st.stages, per_replica, gpus));
+      st.data = gpus / per_replica;
+      break;
+    }
+  }
+  return st;
+}
+
+// Resolves micro_batch, accumulation and global_batch (BatchSpec) for the strategy, and the
+// batch_per_gpu that the strategies read. Each micro-step is a copy of the iteration's compute in
+// the plan; 1024 is beyond any published setting (a few to a few hundred micro-batches per step)
+// and keeps the plan within memory.
+void resolve_batch(const JsonReader& root, const StrategySpec& st, TrainingSpec& t)
+{
+  const JsonReader training = root.at("training");
+  const JsonReader o = root.at("strategy");
+  const bool pipelined = st.kind == StrategyKind::Pipeline || st.kind == StrategyKind::Hybrid;
+  const char* steps_key = pipelined ? "microbatches" : st.kind == StrategyKind::Dp ? "" : "gradient_accumulation";
+  const std::optional<JsonReader> steps = *steps_key ? o.find(steps_key) : std::nullopt;
+  const int given_steps = steps ? steps->as_count(kMaxMicroSteps) : 1;
+  BatchSpec& b = t.batch;
+  if (!b.given_as_micro) {
+    b.accumulation = given_steps;
+    b.micro_batch = pipelined ? static_cast<double>(t.batch_per_gpu) / b.accumulation : static_cast<double>(t.batch_per_gpu);
+    b.global_batch = t.batch_per_gpu * st.data * (pipelined ? 1 : b.accumulation);
+    b.measured_at = t.batch_per_gpu;
+    return;
+  }
+  const auto micro = static_cast<std::int64_t>(b.micro_batch);
+  if (const auto g = training.find("global_batch")) {
+    const std::int64_t global = g->as_positive_int();
+    const std::int64_t per_step = micro * st.data;
+    if (global % per_step != 0)
+      g->fail(fmt::format("expected a multiple of training.micro_batch x data-parallel replicas = {} x {} = {}, got {}",
+                          micro, st.data, per_step, global));
+    if (global / per_step > kMaxMicroSteps)
+      g->fail(fmt::format("expected at most {} micro-steps per optimizer step (global_batch / (micro_batch x {} "
+                          "data-parallel replicas)), got {} / {} = {}",
+                          kMaxMicroSteps, st.data, global, per_step, global / per_step));
+    b.accumulation = static_cast<int>(global / per_step);
+    if (steps && given_steps != b.accumulation)
+      steps->fail(fmt::format("expected {} = training.global_batch / (micro_batch x data-parallel replicas) = {} / ({} x {}), "
+                              "or leave it out, got {}", b.accumulation, global, micro, st.data, given_steps));
+  } else {
+    b.accumulation = given_steps;
+  }
+  b.global_batch = micro * st.data * b.accumulation;
+  if (st.kind == StrategyKind::Dp && b.accumulation > 1)
+    training.at("global_batch").fail(fmt::format(
+        "DataParallel (strategy dp) runs one step per optimizer step: expected micro_batch x GPUs = {} x {} = {}, got {}",
+        micro, st.data, micro * st.data, b.global_batch));
+  t.batch_per_gpu = pipelined ? micro * b.accumulation : micro;
+  b.measured_at = micro;
+}
+
+}  // namespace dtsim
