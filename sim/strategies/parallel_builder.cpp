@@ -4,6 +4,7 @@
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
+#include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/strategies/task_util.hpp"
@@ -24,37 +25,60 @@ namespace {
 /// GPT-3's stages; 4096 leaves room for small caps and keeps the plan within memory and time.
 constexpr double kMaxBucketsPerStage = 4096;
 
-// Row-parallel linears under Megatron tensor parallelism: in a block holding an attention layer,
-// the linears whose output is as wide as the block's input (attention output and MLP down
-// projections); each ends in an AllReduce of its output.
-std::vector<bool> row_parallel_layers(const Model& model)
-{
-  std::vector<bool> out(model.layers.size(), false);
-  std::map<std::string, std::pair<std::size_t, std::size_t>> blocks;  // block -> [first, last)
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    auto [it, fresh] = blocks.try_emplace(model.layers[i].block, i, i + 1);
-    if (!fresh)
-      it->second.second = i + 1;
-  }
-  for (const auto& [name, range] : blocks) {
-    bool attention = false;
-    for (std::size_t i = range.first; i < range.second; ++i)
-      attention = attention || model.layers[i].kind == "attention";
-    if (!attention)
-      continue;
-    const double width = model.layers[range.first].activation_elems;
-    for (std::size_t i = range.first; i < range.second; ++i)
-      out[i] = model.layers[i].kind == "linear" && model.layers[i].activation_elems == width;
-  }
-  return out;
-}
-
 struct StageCost {
-  double fwd = 0, bwd = 0;   // one micro-batch on one tensor rank
-  double tp_bytes = 0;       // AllReduce bytes per micro-batch, per direction
+  double fwd = 0, bwd = 0;   // one micro-batch on one tensor rank (recomputation included in bwd)
+  std::vector<StagePiece> pieces;  // the same, cut where tensor-parallel collectives fall
   double send_bytes = 0;     // boundary activation (or its gradient) per micro-batch, whole stage
   double params = 0;         // parameters of the whole stage
 };
+
+/// A memory-bound kernel reaches about 85% of the HBM datasheet bandwidth (as ddp.cpp's bucket copies).
+constexpr double kOptimizerBandwidthFraction = 0.85;
+
+/// Seconds of the optimizer step over `params` parameters, memory-bound (FusedAdam / foreach SGD):
+/// each step reads the fp32 weights, gradients and optimizer states and writes weights and states,
+/// plus the half-precision copy of the weights for fp16/bf16 training (Megatron's
+/// _copy_main_params_to_model_params). Bytes per parameter from the memory rules (memory.hpp).
+double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu)
+{
+  if (!(gpu.memory_bandwidth > 0))
+    return 0;
+  const double master = 4;  // fp32 weights the optimizer updates
+  const double bytes = 2 * (master + mem.optimizer_bytes) + 4 /* fp32 gradient read */ + (half_weights ? 2 : 0);
+  return params * bytes / (gpu.memory_bandwidth * kOptimizerBandwidthFraction);
+}
+
+/// Activations a stage keeps under full recomputation (Korthikanti et al. 2022, section 5: only each
+/// transformer layer's input is kept; the layer being recomputed holds its own for one micro-batch).
+double full_recompute_activations(const Model& model, StageRange range, double samples_in_flight, double micro,
+                                  double activation_bytes, int T)
+{
+  double kept = 0, largest_block = 0;
+  for (const auto& b : transformer_layers(model)) {
+    if (b.first < range.first || b.last > range.last)
+      continue;
+    kept += b.first > 0 ? model.layers[b.first - 1].activation_elems : 0;
+    largest_block = std::max(largest_block, activations_in(model, b.first, b.last));
+  }
+  double outside = activations_in(model, range.first, range.last);  // layers in no transformer layer
+  for (const auto& b : transformer_layers(model))
+    if (b.first >= range.first && b.last <= range.last)
+      outside -= activations_in(model, b.first, b.last);
+  return ((kept + outside) * samples_in_flight + largest_block * micro) * activation_bytes / T;
+}
+
+std::string rank_order_text(const RankOrder& order)
+{
+  std::string out;
+  for (const ParallelDim dim : order.inner_to_outer)
+    out += std::string(out.empty() ? "" : "-") + (dim == ParallelDim::Tensor ? "tp" : dim == ParallelDim::Data ? "dp" : "pp");
+  return out;
+}
+
+const char* op_name(CollectiveOp op)
+{
+  return op == CollectiveOp::AllReduce ? "all_reduce" : op == CollectiveOp::ReduceScatter ? "reduce_scatter" : "all_gather";
+}
 
 }  // namespace
 
@@ -68,7 +92,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   plan.pipeline_stages = cfg.stages;
   plan.microbatches = cfg.microbatches;
   const int D = cfg.data, P = cfg.stages, T = cfg.tensor, M = cfg.microbatches;
-  const auto dev = [&](int d, int s, int t) { return plan.ranks[static_cast<std::size_t>((d * P + s) * T + t)]; };
+  const auto idx = [&](int d, int s, int t) { return static_cast<std::size_t>(cfg.order.index(d, s, t, D, P, T)); };
+  const auto dev = [&](int d, int s, int t) { return plan.ranks[idx(d, s, t)]; };
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const double micro = batch / M;
   const MemoryRules mem = memory_rules(scenario);
@@ -81,20 +106,29 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       cost[i] = full.fwd[i] + full.bwd[i];
     ranges = partition_balanced(model, cost, P, scenario.strategy_options());
   }
-  const std::vector<bool> row_parallel = row_parallel_layers(model);
+  const TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing};
   std::vector<StageCost> sc(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
     auto& c = sc[static_cast<std::size_t>(s)];
     const auto& r = ranges[static_cast<std::size_t>(s)];
-    for (std::size_t i = r.first; i < r.last; ++i) {
-      c.fwd += mt.fwd[i] / T;
-      c.bwd += mt.bwd[i] / T;
-      if (T > 1 && row_parallel[i])
-        c.tp_bytes += model.layers[i].activation_elems * micro * mem.activation_bytes;
+    c.pieces = stage_pieces(model, mt, r, micro, mem.activation_bytes, tp);
+    for (const auto& piece : c.pieces) {
+      c.fwd += piece.fwd_s;
+      c.bwd += piece.bwd_s + piece.recompute_s;
     }
     c.send_bytes = model.layers[r.last - 1].activation_elems * micro * mem.activation_bytes;
     c.params = params_in(model, r.first, r.last);
   }
+  // Megatron's word embedding tied to the output layer, on two stages: its gradient is summed
+  // between them (finalize_model_grads.py, _allreduce_embedding_grads).
+  const bool embedding_sync = P > 1 && tied_embeddings(model);
+  const double embedding_params = embedding_sync ? static_cast<double>(model.layers.front().params()) : 0;
+  // Megatron's optimizer step, when compute comes from FLOPs (a measured step already holds it; the
+  // seed's pipeline and DDP leave it out of FLOP-based compute as before).
+  const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
+  const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops &&
+                             scenario.strategy_spec.kind == StrategyKind::Hybrid;
+  const double param_elem = half_weights ? 2.0 : 4.0;  // the model's weights, as the distributed optimizer gathers them
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
 
   double busiest = 0;
@@ -112,9 +146,27 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     plan.comm_per_iteration.push_back({fmt::format("stage {}->{} gradients", s + 1, s), "send_recv", message * M, M, D * T});
   }
   if (T > 1)
-    for (int s = 0; s < P; ++s)
-      plan.comm_per_iteration.push_back({fmt::format("stage {} tensor-parallel", s), "all_reduce",
-                                         2 * sc[static_cast<std::size_t>(s)].tp_bytes * M, 2 * M, D});
+    for (int s = 0; s < P; ++s) {
+      std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
+      for (const auto& piece : sc[static_cast<std::size_t>(s)].pieces) {
+        for (const auto* list : {&piece.after_fwd, &piece.after_bwd})
+          for (const auto& c : *list) {
+            per_op[c.op].first += c.bytes;
+            ++per_op[c.op].second;
+          }
+        if (piece.recompute_collectives)
+          for (const auto& c : piece.after_fwd) {
+            per_op[c.op].first += c.bytes;
+            ++per_op[c.op].second;
+          }
+      }
+      for (const auto& [op, sum] : per_op)
+        plan.comm_per_iteration.push_back({fmt::format("stage {} tensor-parallel", s), op_name(op), sum.first * M,
+                                           sum.second * M, D});
+    }
+  if (embedding_sync)
+    plan.comm_per_iteration.push_back({"embedding gradients (first and last stage)", "all_reduce",
+                                       embedding_params / T * grad_elem, 1, D * T});
   if (D > 1)
     for (int s = 0; s < P; ++s) {
       const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
@@ -126,7 +178,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             "expected at least {:.3g} MB: {} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
             bytes / kMiB / kMaxBucketsPerStage, cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage));
       const int buckets = std::max(1, static_cast<int>(wanted));
-      plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "all_reduce", bytes, buckets, T});
+      if (!cfg.distributed_optimizer) {
+        plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "all_reduce", bytes, buckets, T});
+        continue;
+      }
+      plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "reduce_scatter", bytes, buckets, T});
+      plan.comm_per_iteration.push_back({fmt::format("stage {} parameters", s), "all_gather",
+                                         sc[static_cast<std::size_t>(s)].params / T * param_elem, buckets, T});
     }
 
   TaskGraph& g = plan.graph;
@@ -138,7 +196,6 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   }
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
   std::vector<int> last(plan.ranks.size(), plan.setup_end);  // per GPU rank index: its last task
-  const auto idx = [&](int d, int s, int t) { return static_cast<std::size_t>((d * P + s) * T + t); };
   std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s)
     order[static_cast<std::size_t>(s)] = stage_schedule(cfg.schedule, s, P, M);
@@ -177,29 +234,53 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             if (!ready)
               break;
             const auto& c = sc[si];
-            std::vector<int> end(static_cast<std::size_t>(T));
-            std::vector<std::vector<int>> start(static_cast<std::size_t>(T));
+            // Each tensor rank's chain: the stage's pieces in order (backward: reversed, each after
+            // its recomputation), each piece's collectives among the stage's tensor ranks after it.
+            std::vector<std::vector<int>> at(static_cast<std::size_t>(T));  // per rank: what its next task waits on
             for (int t = 0; t < T; ++t) {
-              std::vector<int> deps{last[idx(d, s, t)]};
+              auto& deps = at[static_cast<std::size_t>(t)];
+              deps = {last[idx(d, s, t)]};
               const int data = backward ? bwd_in[si][ii][static_cast<std::size_t>(t)] : fwd_in[si][ii][static_cast<std::size_t>(t)];
               if (data >= 0)
                 deps.push_back(data);
-              g.set_group(i);
-              end[static_cast<std::size_t>(t)] = g.add_compute(
-                  dev(d, s, t), backward ? c.bwd : c.fwd,
-                  fmt::format("{} micro-batch {} stage {}{}", backward ? "backward" : "forward", i, s,
-                              T > 1 ? fmt::format(" tp {}", t) : ""),
-                  backward ? "backward" : "forward", dtsim::deps(std::move(deps)));
-              start[static_cast<std::size_t>(t)] = {end[static_cast<std::size_t>(t)]};
             }
-            if (T > 1 && c.tp_bytes > 0) {
-              std::vector<int> group;
-              for (int t = 0; t < T; ++t)
-                group.push_back(dev(d, s, t));
-              CollectiveCall call{CollectiveOp::AllReduce, group, c.tp_bytes, 0,
-                                  fmt::format("tp {} mb {} stage {}", backward ? "bwd" : "fwd", i, s), "tensor-parallel"};
-              end = add_collective(g, topology, call, start, collectives).done;
+            g.set_group(i);
+            const auto compute = [&](double seconds, const char* what, const std::string& piece) {
+              for (int t = 0; t < T; ++t) {
+                auto& deps = at[static_cast<std::size_t>(t)];
+                deps = {g.add_compute(dev(d, s, t), seconds,
+                                      fmt::format("{} micro-batch {} stage {}{}{}", what, i, s,
+                                                  T > 1 ? fmt::format(" tp {}", t) : "", piece),
+                                      what, dtsim::deps(std::move(deps)))};
+              }
+            };
+            const auto tp_collectives = [&](const std::vector<TpCollective>& list, const char* what) {
+              for (const auto& tc : list) {
+                std::vector<int> group;
+                for (int t = 0; t < T; ++t)
+                  group.push_back(dev(d, s, t));
+                CollectiveCall call{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} stage {}", what, i, s),
+                                    "tensor-parallel"};
+                const auto done = add_collective(g, topology, call, at, collectives).done;
+                for (int t = 0; t < T; ++t)
+                  at[static_cast<std::size_t>(t)] = {done[static_cast<std::size_t>(t)]};
+              }
+            };
+            const auto n = c.pieces.size();
+            for (std::size_t k = 0; k < n; ++k) {
+              const StagePiece& piece = c.pieces[backward ? n - 1 - k : k];
+              const std::string where = piece.name.empty() ? "" : " " + piece.name;
+              if (backward && piece.recompute_s > 0) {
+                compute(piece.recompute_s, "recompute", where);
+                if (piece.recompute_collectives)
+                  tp_collectives(piece.after_fwd, "recompute");
+              }
+              compute(backward ? piece.bwd_s : piece.fwd_s, backward ? "backward" : "forward", where);
+              tp_collectives(backward ? piece.after_bwd : piece.after_fwd, backward ? "bwd" : "fwd");
             }
+            std::vector<int> end(static_cast<std::size_t>(T));
+            for (int t = 0; t < T; ++t)
+              end[static_cast<std::size_t>(t)] = at[static_cast<std::size_t>(t)].front();
             for (int t = 0; t < T; ++t) {
               const auto ti = static_cast<std::size_t>(t);
               last[idx(d, s, t)] = end[ti];
@@ -221,8 +302,14 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         }
       }
     }
-    // Data-parallel gradient AllReduce per (stage, tensor rank), bucketed, then the optimizer.
-    std::vector<int> all;
+    // Data-parallel gradients per (stage, tensor rank), bucketed: AllReduced, or with the distributed
+    // optimizer reduce-scattered (each replica then updates 1/D of them and the parameters are
+    // all-gathered). Then the tied embedding's gradient between the first and last stage, then the
+    // optimizer (megatron/core/distributed/finalize_model_grads.py; optimizer/distrib_optimizer.py).
+    std::vector<std::vector<std::vector<int>>> synced(static_cast<std::size_t>(P),
+                                                      std::vector<std::vector<int>>(static_cast<std::size_t>(T)));
+    const double cap = cfg.bucket_cap_mb * kMiB;
+    const auto buckets_of = [&](double bytes) { return std::max(1, static_cast<int>(std::ceil(bytes / cap))); };
     for (int s = 0; s < P; ++s) {
       for (int t = 0; t < T; ++t) {
         std::vector<int> group;
@@ -233,19 +320,60 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         }
         if (D > 1) {
           const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
-          const double cap = cfg.bucket_cap_mb * kMiB;
-          const int buckets = std::max(1, static_cast<int>(std::ceil(bytes / cap)));
+          const int buckets = buckets_of(bytes);
           for (int b = 0; b < buckets; ++b) {
-            CollectiveCall call{CollectiveOp::AllReduce, group, std::min(cap, bytes - cap * b), 0,
+            CollectiveCall call{cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, group,
+                                std::min(cap, bytes - cap * b), 0,
                                 fmt::format("stage {} tp {} gradient bucket {}", s, t, b), "allreduce"};
             const auto done = add_collective(g, topology, call, start, collectives).done;
             for (int d = 0; d < D; ++d)
               start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
           }
         }
+        synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)] = {};
+        for (int d = 0; d < D; ++d)
+          synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)].push_back(
+              start[static_cast<std::size_t>(d)].front());
+      }
+    }
+    if (embedding_sync)
+      for (int d = 0; d < D; ++d)
+        for (int t = 0; t < T; ++t) {
+          auto& first = synced.front()[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
+          auto& lastst = synced.back()[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
+          CollectiveCall call{CollectiveOp::AllReduce, {dev(d, 0, t), dev(d, P - 1, t)}, embedding_params / T * grad_elem,
+                              0, fmt::format("embedding gradients replica {} tp {}", d, t), "embedding-grad"};
+          const auto done = add_collective(g, topology, call, {{first}, {lastst}}, collectives).done;
+          first = done[0];
+          lastst = done[1];
+        }
+    std::vector<int> all;
+    for (int s = 0; s < P; ++s) {
+      const double shard = sc[static_cast<std::size_t>(s)].params / T / (cfg.distributed_optimizer ? D : 1);
+      const double step_s = add_optimizer ? optimizer_seconds(shard, mem, half_weights, topology.gpu) : 0.0;
+      for (int t = 0; t < T; ++t) {
+        std::vector<std::vector<int>> start;
+        std::vector<int> group;
         for (int d = 0; d < D; ++d) {
-          last[idx(d, s, t)] = g.add_delay(dev(d, s, t), 0.0, fmt::format("optimizer step (stage {})", s), "optimizer",
-                                           dtsim::deps(start[static_cast<std::size_t>(d)]));
+          group.push_back(dev(d, s, t));
+          const int after = synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
+          const auto name = fmt::format("optimizer step (stage {})", s);
+          start.push_back({step_s > 0 ? g.add_compute(dev(d, s, t), step_s, name, "optimizer", {after})
+                                      : g.add_delay(dev(d, s, t), 0.0, name, "optimizer", {after})});
+        }
+        if (D > 1 && cfg.distributed_optimizer) {
+          const double bytes = sc[static_cast<std::size_t>(s)].params / T * param_elem;
+          const int buckets = buckets_of(bytes);
+          for (int b = 0; b < buckets; ++b) {
+            CollectiveCall call{CollectiveOp::AllGather, group, std::min(cap, bytes - cap * b), 0,
+                                fmt::format("stage {} tp {} parameter bucket {}", s, t, b), "allgather"};
+            const auto done = add_collective(g, topology, call, start, collectives).done;
+            for (int d = 0; d < D; ++d)
+              start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
+          }
+        }
+        for (int d = 0; d < D; ++d) {
+          last[idx(d, s, t)] = start[static_cast<std::size_t>(d)].front();
           all.push_back(last[idx(d, s, t)]);
         }
       }
@@ -260,6 +388,10 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         const auto& r = ranges[static_cast<std::size_t>(s)];
         const int in_flight = cfg.schedule == PipelineSchedule::GPipe ? M : std::min(P - s, M);
         GpuMemory m = replica_memory(model, mem, r.first, r.last, 1.0 / T, micro * in_flight);
+        if (scenario.training.activation_checkpointing == ActivationCheckpointing::Full)
+          m.activations = full_recompute_activations(model, r, micro * in_flight, micro, mem.activation_bytes, T);
+        if (cfg.distributed_optimizer)
+          m.optimizer /= D;  // each replica holds the states of its 1/dp of the parameters
         m.device = dev(d, s, t);
         m.io = s == 0 ? loader.input_bytes_per_sample * batch : 0;
         plan.memory.push_back(m);
@@ -286,8 +418,26 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     plan.notes.push_back(fmt::format("ideal bubble (p-1)/(m+p-1) = {:.1f}% with balanced stages and free links",
                                      100.0 * (P - 1) / (M + P - 1)));
   if (T > 1)
-    plan.notes.push_back("tensor parallel: one AllReduce per stage and micro-batch and direction, of the summed "
-                         "row-parallel outputs; embeddings and head split evenly without communication");
+    plan.notes.push_back(fmt::format(
+        "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward and two backward on the "
+        "critical path, the vocabulary-parallel embedding and cross entropy; ranks laid out {}",
+        cfg.sequence_parallel ? "ReduceScatter + AllGather pairs (sequence parallel)" : "AllReduces",
+        rank_order_text(cfg.order)));
+  else if (D > 1 && P > 1)
+    plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", rank_order_text(cfg.order)));
+  if (embedding_sync)
+    plan.notes.push_back(fmt::format("tied word embedding: its gradient ({:.3g} MB per tensor rank) is AllReduced between the "
+                                     "first and last stage every iteration",
+                                     embedding_params / T * grad_elem / 1e6));
+  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
+    plan.notes.push_back(scenario.training.activation_checkpointing == ActivationCheckpointing::Full
+                             ? "full activation recomputation: each transformer layer's forward, its tensor-parallel "
+                               "collectives included, runs again before its backward; only layer inputs are kept"
+                             : "selective activation recomputation: the core attention's forward runs again before its "
+                               "backward (its saved activations are not in the layer table's memory)");
+  if (add_optimizer)
+    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kOptimizerBandwidthFraction,
+                                     cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
   plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
   return plan;
 }

@@ -28,6 +28,58 @@ std::vector<StageRange> partition_explicit(const Model& model, const std::vector
   return out;
 }
 
+std::vector<StageRange> transformer_layers(const Model& model)
+{
+  std::vector<StageRange> out;
+  for (std::size_t i = 0; i < model.layers.size();) {
+    std::size_t end = i + 1;
+    while (end < model.layers.size() && !model.cut_allowed_after(end - 1))
+      ++end;
+    bool attention = false;
+    for (std::size_t k = i; k < end; ++k)
+      attention = attention || model.layers[k].kind == "attention";
+    if (attention)
+      out.push_back({i, end});
+    i = end;
+  }
+  return out;
+}
+
+std::vector<StageRange> partition_transformer(const Model& model, const std::vector<std::size_t>& per_stage,
+                                              const JsonReader& where)
+{
+  const auto blocks = transformer_layers(model);
+  std::size_t total = 0;
+  for (std::size_t s = 0; s < per_stage.size(); ++s) {
+    if (per_stage[s] == 0)
+      where.fail(fmt::format("stage {} has no transformer layers", s));
+    total += per_stage[s];
+  }
+  if (total != blocks.size())
+    where.fail(fmt::format("expected transformer layers per stage adding up to model \"{}\"'s {}, got {}", model.name,
+                           blocks.size(), total));
+  std::vector<StageRange> out;
+  std::size_t block = 0;
+  for (std::size_t s = 0; s < per_stage.size(); ++s) {
+    const std::size_t first = s == 0 ? 0 : out.back().last;
+    block += per_stage[s];
+    const std::size_t last = s + 1 == per_stage.size() ? model.layers.size() : blocks[block - 1].last;
+    out.push_back({first, last});
+  }
+  return out;
+}
+
+std::vector<StageRange> partition_transformer_even(const Model& model, int stages, const JsonReader& where)
+{
+  const auto layers = transformer_layers(model).size();
+  const auto p = static_cast<std::size_t>(stages);
+  if (layers % p != 0)
+    where.fail(fmt::format("expected pipeline stages that divide model \"{}\"'s {} transformer layers (Megatron splits "
+                           "them evenly), got {}; give strategy.balance (transformer layers per stage) for an uneven split",
+                           model.name, layers, stages));
+  return partition_transformer(model, std::vector<std::size_t>(p, layers / p), where);
+}
+
 std::vector<StageRange> partition_balanced(const Model& model, const std::vector<double>& cost, int stages,
                                            const JsonReader& where)
 {

@@ -7,13 +7,23 @@
 //   "gpipe" (all forwards, then all backwards) and "1f1b" (PipeDream-flush: after a warm-up of
 //   p - s - 1 forwards, stage s alternates one forward and one backward).
 // hybrid: `data` replicas of a pipeline of `pipeline_stages` stages, each stage split over
-//   `tensor_parallel` GPUs (Megatron-style: every row-parallel linear of a transformer block ends
-//   in an AllReduce of its output among the stage's GPUs, forward and backward). Gradients of each
-//   (stage, tensor rank) are AllReduced across the data-parallel replicas in buckets once that
-//   stage's last backward is done. GPU layout: tensor rank innermost, then stage, then replica
+//   `tensor_parallel` GPUs as Megatron-LM runs it: per transformer layer two tensor-parallel
+//   AllReduces forward and two backward, each on its rank's critical path, plus the vocabulary-
+//   parallel embedding and cross entropy (megatron_stage.hpp); `sequence_parallel` turns each into
+//   a ReduceScatter and an AllGather. Gradients of each (stage, tensor rank) are AllReduced across
+//   the data-parallel replicas in buckets once that stage's last backward is done
+//   (`distributed_optimizer`: ReduceScatter, the optimizer on 1/dp of them, then an AllGather of
+//   the parameters, Megatron's ZeRO-1), then the tied word embedding's gradient is AllReduced
+//   between the first and last stage (megatron/core/distributed/finalize_model_grads.py).
+//   GPU layout: `rank_order`, innermost first: Megatron's "tp-dp-pp" by default
+//   (megatron/core/parallel_state.py, RankGenerator order "tp-cp-ep-dp-pp"), or e.g. "tp-pp-dp"
 //   (the seed's DDP + model parallel: replica r uses GPUs 2r and 2r+1).
+// Stages: models with transformer layers are split as Megatron does, evenly by transformer layer
+// with embeddings on the first stage and head and loss on the last; `balance` then counts
+// transformer layers per stage. Other models (CNNs) split by compute, `balance` counting layer-
+// table rows as torchgpipe's does.
 // training.batch_per_gpu is read as the batch of one replica (one pipeline), as the seed's
-// DataLoader per process.
+// DataLoader per process; training.micro_batch and global_batch give it in Megatron's words.
 #pragma once
 
 #include "sim/collectives/collective_options.hpp"
@@ -23,9 +33,24 @@
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 
+#include <array>
+
 namespace dtsim {
 
 enum class PipelineSchedule { GPipe, OneFOneB };
+
+/// One parallel dimension of the rank layout.
+enum class ParallelDim { Tensor, Data, Pipeline };
+
+/// How global ranks are numbered over (data d, stage s, tensor t): `inner_to_outer[0]` varies fastest.
+struct RankOrder {
+  std::array<ParallelDim, 3> inner_to_outer{ParallelDim::Tensor, ParallelDim::Data, ParallelDim::Pipeline};
+  /// The index among the plan's ranks of (d, s, t) with D replicas, P stages, T tensor ranks.
+  int index(int d, int s, int t, int D, int P, int T) const;
+};
+
+/// strategy.rank_order: "tp-dp-pp" and the other orders of tp, dp and pp, innermost first.
+RankOrder parse_rank_order(const JsonReader& value);
 
 struct ParallelConfig {
   int data = 1;
@@ -36,6 +61,9 @@ struct ParallelConfig {
   std::vector<StageRange> ranges;      ///< per stage (empty: automatic)
   double bucket_cap_mb = 25;           ///< data-parallel gradient buckets
   double half_efficiency_samples = 0;  ///< see compute_time.hpp
+  RankOrder order;
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;
 };
 
 /// (stage, micro-batch) operations of one stage in schedule order: {is_backward, micro}.

@@ -388,6 +388,23 @@ case("batch_global_hybrid_not_divisible", "imagenet-resnet50-32gpu-hybrid.json",
      f"run {HYB} {MICRO}=32 --set strategy.microbatches=null --set training.global_batch=1000")
 case("batch_global_dp_accumulation", "seed-4gpu-dp.json", "/training/global_batch",
      f"run scenarios/seed-4gpu-dp.json {MICRO}=4 --set training.global_batch=32")
+# Megatron's layout, split and options (issue 29, items 3-5)
+GPT3 = "scenarios/gpt3-175b-h100-128gpu.json"
+for i, v in enumerate(["tp-dp", "dp-dp-pp", "TP-DP-PP", "1"]):
+    case(f"megatron_rank_order_{i}", "gpt3-175b-h100-128gpu.json", "/strategy/rank_order", f"run {GPT3} --set strategy.rank_order={v}")
+case("megatron_stages_not_dividing_layers", "gpt3-175b-h100-128gpu.json", "/strategy/pipeline_stages",
+     f"run {GPT3} --set strategy.tensor_parallel=1 --set strategy.pipeline_stages=128")
+case("megatron_balance_not_adding_up", "gpt3-175b-h100-128gpu.json", "/strategy/balance",
+     f"run {GPT3} --set strategy.balance=[12,12,12,12,12,12,12,13]")
+case("megatron_balance_empty_stage", "gpt3-175b-h100-128gpu.json", "/strategy/balance/7",
+     f"run {GPT3} --set strategy.balance=[12,12,12,12,12,12,24,0]")
+case("megatron_sequence_parallel_string", "gpt3-175b-h100-128gpu.json", "/strategy/sequence_parallel",
+     f"run {GPT3} --set strategy.sequence_parallel=yes")
+case("megatron_distributed_optimizer_number", "gpt3-175b-h100-128gpu.json", "/strategy/distributed_optimizer",
+     f"run {GPT3} --set strategy.distributed_optimizer=1")
+for i, v in enumerate(["partial", "true", "0"]):
+    case(f"megatron_activation_checkpointing_{i}", "gpt3-175b-h100-128gpu.json", "/training/activation_checkpointing",
+         f"run {GPT3} --set training.activation_checkpointing={v}")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

@@ -1,0 +1,140 @@
+// See megatron_stage.hpp.
+#include "sim/strategies/megatron_stage.hpp"
+
+#include <algorithm>
+
+namespace dtsim {
+
+namespace {
+
+/// Bytes per value of the cross entropy's reductions: Megatron computes them in fp32.
+constexpr double kCrossEntropyValueBytes = 4;
+/// AllReduces of the vocabulary-parallel cross entropy per token: max, target logit, sum of exp.
+constexpr int kCrossEntropyReductions = 3;
+
+double arch_or(const Model& model, const char* key, double fallback)
+{
+  const auto it = model.arch.find(key);
+  return it == model.arch.end() ? fallback : it->second;
+}
+
+/// The collectives that stand for one `g` (forward) or `f` (backward) of a tensor of `bytes`.
+std::vector<TpCollective> boundary(double bytes, bool sequence_parallel)
+{
+  if (sequence_parallel)
+    return {{CollectiveOp::ReduceScatter, bytes}, {CollectiveOp::AllGather, bytes}};
+  return {{CollectiveOp::AllReduce, bytes}};
+}
+
+}  // namespace
+
+int output_layer(const Model& model)
+{
+  const auto blocks = transformer_layers(model);
+  if (blocks.empty())
+    return -1;
+  const double logits = arch_or(model, "vocab", 0) * arch_or(model, "seq_len", 0);
+  int best = -1;
+  for (std::size_t i = blocks.back().last; i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    if (l.kind != "linear")
+      continue;
+    if (logits > 0 && l.activation_elems == logits)
+      return static_cast<int>(i);
+    if (best < 0 || l.fwd_flops > model.layers[static_cast<std::size_t>(best)].fwd_flops)
+      best = static_cast<int>(i);
+  }
+  return best;
+}
+
+bool tied_embeddings(const Model& model)
+{
+  const int out = output_layer(model);
+  return out >= 0 && model.layers[static_cast<std::size_t>(out)].params() == 0;
+}
+
+std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
+                                     double activation_bytes, const TensorParallelOptions& tp)
+{
+  const double T = tp.tensor;
+  const auto blocks = transformer_layers(model);
+  // Per layer: in a transformer layer? ends a row-parallel linear (the first linear after the core
+  // attention, and the block's last linear)?
+  std::vector<bool> in_block(model.layers.size(), false), row_parallel(model.layers.size(), false);
+  for (const auto& b : blocks) {
+    bool after_core = false, first_after_core = true;
+    std::size_t last_linear = b.last;
+    for (std::size_t i = b.first; i < b.last; ++i) {
+      in_block[i] = true;
+      const auto& kind = model.layers[i].kind;
+      if (kind == "attention")
+        after_core = true;
+      if (kind == "linear") {
+        last_linear = i;
+        if (after_core && first_after_core) {
+          row_parallel[i] = true;
+          first_after_core = false;
+        }
+      }
+    }
+    if (last_linear < b.last)
+      row_parallel[last_linear] = true;
+  }
+  const std::size_t first_block = blocks.empty() ? model.layers.size() : blocks.front().first;
+  bool embedding = false;  // the model starts with (word) embeddings, Megatron's vocabulary-parallel ones
+  for (std::size_t i = 0; i < first_block; ++i)
+    embedding = embedding || model.layers[i].kind == "embedding";
+  const int head = output_layer(model);
+
+  std::vector<StagePiece> pieces;
+  StagePiece cur;
+  bool cur_in_block = false;
+  const auto close = [&](std::vector<TpCollective> fwd, std::vector<TpCollective> bwd) {
+    cur.after_fwd = std::move(fwd);
+    cur.after_bwd = std::move(bwd);
+    if (cur_in_block && tp.recompute == ActivationCheckpointing::Full) {
+      cur.recompute_s = cur.fwd_s;
+      cur.recompute_collectives = true;
+    }
+    pieces.push_back(std::move(cur));
+    cur = StagePiece{};
+    cur_in_block = false;
+  };
+  for (std::size_t i = range.first; i < range.last; ++i) {
+    const Layer& l = model.layers[i];
+    if (cur.name.empty())
+      cur.name = l.name;
+    cur.fwd_s += times.fwd[i] / T;
+    cur.bwd_s += times.bwd[i] / T;
+    cur_in_block = cur_in_block || in_block[i];
+    if (l.kind == "attention" && tp.recompute == ActivationCheckpointing::Selective)
+      cur.recompute_s += times.fwd[i] / T;
+    const double hidden_bytes = l.activation_elems * micro * activation_bytes;
+    if (T > 1 && row_parallel[i]) {
+      close(boundary(hidden_bytes, tp.sequence_parallel), boundary(hidden_bytes, tp.sequence_parallel));
+    } else if (T > 1 && i + 1 == first_block && embedding) {
+      // The embeddings' sum: the vocabulary-parallel word embedding's AllReduce (forward only).
+      close(boundary(hidden_bytes, tp.sequence_parallel), {});
+    } else if (T > 1 && static_cast<int>(i) == head) {
+      const double input_bytes = i > 0 ? model.layers[i - 1].activation_elems * micro * activation_bytes : 0;
+      const double tokens = micro * arch_or(model, "seq_len", 1);
+      std::vector<TpCollective> fwd(kCrossEntropyReductions,
+                                    {CollectiveOp::AllReduce, tokens * kCrossEntropyValueBytes});
+      close(std::move(fwd), boundary(input_bytes, tp.sequence_parallel));
+    }
+  }
+  if (!cur.name.empty())
+    close({}, {});
+  if (T > 1)
+    return pieces;
+  // One tensor rank: the stage is one piece (no collective separates its layers).
+  StagePiece whole;
+  for (const auto& p : pieces) {
+    whole.fwd_s += p.fwd_s;
+    whole.bwd_s += p.bwd_s;
+    whole.recompute_s += p.recompute_s;
+  }
+  return {whole};
+}
+
+}  // namespace dtsim

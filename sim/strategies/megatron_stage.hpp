@@ -1,0 +1,67 @@
+// What one pipeline stage runs per micro-batch on one tensor-parallel rank, cut into the pieces that
+// Megatron-LM's tensor parallelism gives it: each piece's compute, then the collective Megatron
+// issues there among the stage's tensor-parallel ranks, on the critical path of that rank.
+//
+// Per transformer layer (megatron/core/tensor_parallel/mappings.py, layers.py; Shoeybi et al. 2019,
+// figure 3): the column-parallel linears (QKV, MLP up) take their input through `f` (identity
+// forward, AllReduce of the input gradient backward) and the row-parallel linears (attention
+// output, MLP down) end in `g` (AllReduce of the output forward, identity backward): two
+// AllReduces forward and two backward. With sequence parallelism (Korthikanti et al. 2022, section
+// 4.2.2) each becomes a ReduceScatter and an AllGather of the same tensor.
+// Around the transformer layers: the vocabulary-parallel embedding AllReduces its output forward
+// (VocabParallelEmbedding); the output layer is column-parallel (AllReduce of its input gradient
+// backward) and the vocabulary-parallel cross entropy AllReduces three fp32 values per token
+// forward: the logits' maximum, the target's logit and the sum of exponentials
+// (megatron/core/tensor_parallel/cross_entropy.py).
+// Activation recomputation (Korthikanti et al. 2022, section 5): "full" re-runs each transformer
+// layer's forward, its collectives included, before its backward; "selective" re-runs only the
+// core attention (QK^T, softmax, dropout, x V), which holds no collective.
+#pragma once
+
+#include "sim/collectives/collective.hpp"
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/partition.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct TpCollective {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  double bytes = 0;  ///< as nccl-tests counts it (AllReduce: the buffer; ReduceScatter/AllGather: the whole tensor)
+};
+
+struct StagePiece {
+  std::string name;                 ///< its first layer ("transformer.h.3.ln_1"); empty for a whole stage
+  double fwd_s = 0, bwd_s = 0;      ///< one micro-batch on one tensor rank
+  double recompute_s = 0;           ///< forward re-run before its backward
+  bool recompute_collectives = false;  ///< the re-run issues after_fwd again (full recomputation)
+  std::vector<TpCollective> after_fwd;
+  std::vector<TpCollective> after_bwd;
+};
+
+struct TensorParallelOptions {
+  int tensor = 1;
+  bool sequence_parallel = false;
+  ActivationCheckpointing recompute = ActivationCheckpointing::None;
+};
+
+/// The pieces of layers [range.first, range.last) for one micro-batch of `micro` samples, from the
+/// per-layer times of one micro-batch on a whole GPU (`times`, divided by the tensor degree here).
+/// With one tensor rank the stage is one piece without collectives.
+std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
+                                     double activation_bytes, const TensorParallelOptions& tp);
+
+/// The layer of the vocabulary projection after the last transformer layer (Megatron's output
+/// layer), or -1: the linear whose output per sample is vocab x seq_len (arch), else the one with
+/// the most forward FLOPs there.
+int output_layer(const Model& model);
+
+/// True when the output layer holds no parameters of its own: its weights are the word
+/// embedding's (GPT-2's lm_head, Megatron's share_embeddings_and_output_weights).
+bool tied_embeddings(const Model& model);
+
+}  // namespace dtsim

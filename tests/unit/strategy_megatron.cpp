@@ -1,0 +1,177 @@
+// Megatron-LM's model parallelism as the plan builds it: the tensor-parallel collectives per
+// transformer layer (two forward, two backward; ReduceScatter + AllGather pairs with sequence
+// parallelism; the vocabulary-parallel embedding and cross entropy), recomputation, the even split
+// by transformer layer, the rank layout, the tied embedding's gradient and the distributed optimizer.
+#include "sim/model/model.hpp"
+#include "sim/predict/predict.hpp"
+#include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/partition.hpp"
+#include "sim/strategies/pipeline.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace dtsim;
+
+namespace {
+
+LayerTimes unit_times(const Model& model)
+{
+  LayerTimes t;
+  for (const auto& l : model.layers) {
+    t.fwd.push_back(l.fwd_flops * 1e-12);
+    t.bwd.push_back(2 * l.fwd_flops * 1e-12);
+  }
+  return t;
+}
+
+std::map<CollectiveOp, int> count(const std::vector<StagePiece>& pieces, bool backward)
+{
+  std::map<CollectiveOp, int> n;
+  for (const auto& p : pieces)
+    for (const auto& c : backward ? p.after_bwd : p.after_fwd)
+      ++n[c.op];
+  return n;
+}
+
+const JsonReader& nowhere()
+{
+  static const nlohmann::json doc = nlohmann::json::object();
+  static const JsonReader r(doc, "s.json");
+  return r;
+}
+
+nlohmann::json gpt2_scenario(const nlohmann::json& strategy, int gpus)
+{
+  return {{"cluster", {{"base", "hgx-h100"}, {"nodes", 2}}},
+          {"model", "gpt2"},
+          {"training",
+           {{"dataset_samples", 100000}, {"micro_batch", 4}, {"epochs", 1}, {"precision", "bf16"},
+            {"optimizer", "adam"}, {"compute", {{"efficiency", 0.4}}}}},
+          {"strategy", strategy},
+          {"gpus", gpus},
+          {"simulation", {{"iterations", 2}, {"warmup", 1}}}};
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: two AllReduces per transformer layer each way, plus embedding and cross entropy")
+{
+  const Model gpt2 = load_model("gpt2");  // 12 layers, tied head
+  const auto layers = transformer_layers(gpt2);
+  REQUIRE(layers.size() == 12);
+  const LayerTimes t = unit_times(gpt2);
+  const StageRange whole{0, gpt2.layers.size()};
+  const auto pieces = stage_pieces(gpt2, t, whole, 2, 2, {2, false, ActivationCheckpointing::None});
+  // forward: 2 per layer + the embedding's + the cross entropy's three reductions
+  CHECK(count(pieces, false)[CollectiveOp::AllReduce] == 2 * 12 + 1 + 3);
+  // backward: 2 per layer + the output layer's input gradient
+  CHECK(count(pieces, true)[CollectiveOp::AllReduce] == 2 * 12 + 1);
+  // a layer's AllReduce carries its hidden states: 1024 tokens x 768 x micro 2 x 2 bytes
+  CHECK(pieces[1].after_fwd.front().bytes == doctest::Approx(1024.0 * 768 * 2 * 2));
+  double fwd = 0;
+  for (const auto& p : pieces)
+    fwd += p.fwd_s;
+  CHECK(fwd == doctest::Approx(t.fwd_total() / 2));
+
+  const auto sp = stage_pieces(gpt2, t, whole, 2, 2, {2, true, ActivationCheckpointing::None});
+  CHECK(count(sp, false)[CollectiveOp::ReduceScatter] == 2 * 12 + 1);
+  CHECK(count(sp, false)[CollectiveOp::AllGather] == 2 * 12 + 1);
+
+  const auto one = stage_pieces(gpt2, t, whole, 2, 2, {1, false, ActivationCheckpointing::None});
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].after_fwd.empty());
+  CHECK(one[0].fwd_s == doctest::Approx(t.fwd_total()));
+}
+
+TEST_CASE("recomputation: full re-runs the layers' forward and collectives, selective the core attention")
+{
+  const Model gpt2 = load_model("gpt2");
+  const LayerTimes t = unit_times(gpt2);
+  const StageRange whole{0, gpt2.layers.size()};
+  double block_fwd = 0, core_fwd = 0;
+  for (const auto& b : transformer_layers(gpt2))
+    for (std::size_t i = b.first; i < b.last; ++i) {
+      block_fwd += t.fwd[i];
+      if (gpt2.layers[i].kind == "attention")
+        core_fwd += t.fwd[i];
+    }
+  double full = 0, selective = 0;
+  int recomputed_collectives = 0;
+  for (const auto& p : stage_pieces(gpt2, t, whole, 1, 2, {2, false, ActivationCheckpointing::Full})) {
+    full += p.recompute_s;
+    recomputed_collectives += p.recompute_collectives ? static_cast<int>(p.after_fwd.size()) : 0;
+  }
+  for (const auto& p : stage_pieces(gpt2, t, whole, 1, 2, {2, false, ActivationCheckpointing::Selective})) {
+    selective += p.recompute_s;
+    CHECK(!p.recompute_collectives);
+  }
+  CHECK(full == doctest::Approx(block_fwd / 2));
+  CHECK(recomputed_collectives == 2 * 12);
+  CHECK(selective == doctest::Approx(core_fwd / 2));
+}
+
+TEST_CASE("Megatron's split: layers evenly, embeddings first, head last; balance counts transformer layers")
+{
+  const Model gpt2 = load_model("gpt2");
+  const auto blocks = transformer_layers(gpt2);
+  const auto even = partition_transformer_even(gpt2, 4, nowhere());
+  REQUIRE(even.size() == 4);
+  CHECK(even[0].first == 0);
+  CHECK(even[0].last == blocks[2].last);  // embeddings + 3 layers
+  CHECK(even[1].first == blocks[3].first);
+  CHECK(even[3].last == gpt2.layers.size());  // ln_f and the head on the last stage
+  CHECK_THROWS_AS(partition_transformer_even(gpt2, 5, nowhere()), InputError);
+  const auto uneven = partition_transformer(gpt2, {2, 4, 4, 2}, nowhere());
+  CHECK(uneven[1].first == blocks[2].first);
+  CHECK_THROWS_AS(partition_transformer(gpt2, {2, 4, 4, 3}, nowhere()), InputError);
+  CHECK(transformer_layers(load_model("resnet50")).empty());
+  CHECK(tied_embeddings(gpt2));
+}
+
+TEST_CASE("rank order: Megatron's tp-dp-pp keeps tensor groups in a node and puts stages outermost")
+{
+  const RankOrder megatron;
+  // 2 replicas, 4 stages, 8 tensor ranks: tp innermost, then dp, then pp
+  CHECK(megatron.index(0, 0, 7, 2, 4, 8) == 7);
+  CHECK(megatron.index(1, 0, 0, 2, 4, 8) == 8);
+  CHECK(megatron.index(0, 1, 0, 2, 4, 8) == 16);
+  const nlohmann::json v = "tp-pp-dp";
+  const RankOrder seed = parse_rank_order(JsonReader(v, "s.json"));
+  CHECK(seed.index(1, 0, 0, 2, 4, 8) == 32);
+  CHECK(seed.index(0, 1, 0, 2, 4, 8) == 8);
+}
+
+TEST_CASE("hybrid plan: per-layer TP collectives, embedding gradient sync and the distributed optimizer")
+{
+  const nlohmann::json strategy = {{"kind", "hybrid"}, {"tensor_parallel", 4}, {"pipeline_stages", 2},
+                                   {"microbatches", 2}, {"schedule", "1f1b"}};
+  const Prediction p = plan_scenario(parse_scenario(gpt2_scenario(strategy, 16), "s.json"));
+  int tp_calls = 0, embedding = 0, grads = 0;
+  for (const auto& c : p.plan.comm_per_iteration) {
+    if (c.label.find("tensor-parallel") != std::string::npos)
+      tp_calls += c.calls;
+    if (c.label.find("embedding") != std::string::npos)
+      ++embedding;
+    if (c.op == "all_reduce" && c.label.find("gradients") != std::string::npos && c.label.find("embedding") == std::string::npos)
+      ++grads;
+  }
+  // per micro-batch: 4 per layer x 12 layers, the embedding's 1, the head's 3 + 1; 2 micro-batches
+  CHECK(tp_calls == 2 * (4 * 12 + 1 + 4));
+  CHECK(embedding == 1);
+  CHECK(grads == 2);
+
+  nlohmann::json zero1 = strategy;
+  zero1["distributed_optimizer"] = true;
+  const Prediction z = plan_scenario(parse_scenario(gpt2_scenario(zero1, 16), "s.json"));
+  int rs = 0, ag = 0;
+  for (const auto& c : z.plan.comm_per_iteration) {
+    rs += c.op == "reduce_scatter" ? 1 : 0;
+    ag += c.op == "all_gather" ? 1 : 0;
+  }
+  CHECK(rs == 2);
+  CHECK(ag == 2);
+  CHECK(z.plan.memory.front().optimizer == doctest::Approx(p.plan.memory.front().optimizer / 2));
+}
