@@ -1,13 +1,19 @@
 // Transformers from their hyperparameters (sim/model/transformer_family.cpp) against the layer tables
 // models/generate/transformer_models.py writes for the shipped models: one set of formulas, in
-// two languages, compared layer by layer. Then closed forms (GQA, SwiGLU, tied heads).
+// two languages, compared layer by layer. Then closed forms (GQA, SwiGLU, tied heads), the inline
+// model of a scenario, and the exact message of every bad inline model in tests/bad_inputs/cases.txt.
 #include "sim/model/model.hpp"
 #include "sim/model/transformer_family.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/scenario_model.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +21,8 @@ using namespace dtsim;
 using nlohmann::json;
 
 namespace {
+
+const std::string kRepo = std::string(DTSIM_TESTS_DIR) + "/..";
 
 TransformerSpec spec(TransformerFamily family, std::int64_t hidden, std::int64_t layers, std::int64_t heads,
                      std::int64_t seq_len, std::int64_t vocab, std::int64_t kv_heads = 0, std::int64_t ffn = 0,
@@ -167,4 +175,123 @@ TEST_CASE("an inline model is parsed with its defaults")
     d["family"] = name;
     CHECK(family_name(parse_transformer_spec(JsonReader(d, "s.json", "/model")).family) == name);
   }
+}
+
+TEST_CASE("a scenario's model: a name, or an inline transformer built once parsed; --set reaches its members")
+{
+  const std::string file = kRepo + "/tests/data/scenarios/inline_llama_ddp.json";
+  const Scenario s = load_scenario(file);
+  REQUIRE(s.model_spec.has_value());
+  CHECK(s.model == "llama3.2-1b");
+  CHECK(s.model_spec->kv_heads == 8);
+  const Model m = scenario_model(s);
+  CHECK(m.name == "llama3.2-1b");
+  CHECK(m.params() == 1'235'814'400);  // its config's closed form (the model card's 1.24B; tied embeddings)
+
+  const Scenario wider = load_scenario(file, {parse_override("model.hidden=4096"), parse_override("model.name=null")});
+  CHECK(wider.model == "llama-h4096-l16");
+  CHECK(scenario_model(wider).arch.at("hidden") == 4096);
+
+  const Scenario named = load_scenario(file, {parse_override("model=gpt2")});
+  CHECK_FALSE(named.model_spec.has_value());
+  CHECK(scenario_model(named).name == "gpt2");
+
+  try {
+    load_scenario(kRepo + "/scenarios/seed-4gpu-ddp.json", {parse_override("model.hidden=4096")});
+    FAIL("a member of a named model was set");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "--set");
+    CHECK(e.pointer() == "/model");
+    CHECK(e.problem() == "cannot set model.hidden: its parent is the string \"resnet50\", not an object or array");
+  }
+}
+
+// The exact message of every inline-model case of the bad-input corpus (whose ctest checks the
+// contract: exit 2, one line, the file and the pointer). Each case is read from cases.txt and run
+// here through the same overrides.
+TEST_CASE("bad inline models: the exact message of each case in tests/bad_inputs/cases.txt")
+{
+  const std::map<std::string, std::string> expected = {
+      {"inline_model_family_unknown", "expected one of gpt, llama, mpt, bert, got \"lama\", did you mean \"llama\"?"},
+      {"inline_model_family_number", "expected a string, got 1"},
+      {"inline_model_heads_not_dividing", "expected a number of heads that divides hidden (2048), got 30"},
+      {"inline_model_heads_above_hidden", "expected a number of heads that divides hidden (2048), got 4096"},
+      {"inline_model_kv_heads_not_dividing", "expected a number of kv_heads that divides heads (32), got 5"},
+      {"inline_model_kv_heads_above_heads", "expected a number of kv_heads that divides heads (32), got 64"},
+      {"inline_model_kv_heads_zero", "expected a number of kv_heads from 1 to 1048576, got 0"},
+      {"inline_model_hidden_zero", "expected a hidden size from 1 to 1048576, got 0"},
+      {"inline_model_hidden_negative", "expected a hidden size from 1 to 1048576, got -2048"},
+      {"inline_model_hidden_huge", "expected a hidden size from 1 to 1048576, got 1000000000"},
+      {"inline_model_hidden_fraction", "expected an integer, got 2048.5"},
+      {"inline_model_hidden_string", "expected an integer, got the string \"2048\""},
+      {"inline_model_hidden_bool", "expected an integer, got the boolean true"},
+      {"inline_model_layers_zero", "expected a number of layers from 1 to 10000, got 0"},
+      {"inline_model_layers_huge", "expected a number of layers from 1 to 10000, got 100000"},
+      {"inline_model_heads_zero", "expected a number of heads from 1 to 1048576, got 0"},
+      {"inline_model_seq_len_zero", "expected a sequence length (tokens) from 1 to 16777216, got 0"},
+      {"inline_model_seq_len_huge", "expected a sequence length (tokens) from 1 to 16777216, got 1000000000"},
+      {"inline_model_vocab_negative", "expected a vocabulary size from 1 to 16777216, got -1"},
+      {"inline_model_ffn_zero", "expected an FFN size from 1 to 4194304, got 0"},
+      {"inline_model_ffn_huge", "expected an FFN size from 1 to 4194304, got 1000000000"},
+      {"inline_model_tied_string", "expected true or false, got the string \"yes\""},
+      {"inline_model_name_empty", "expected a non-empty string"},
+      {"inline_model_name_number", "expected a string, got 5"},
+      {"inline_model_unknown_member",
+       "unknown member \"hiden\", did you mean \"hidden\"? (expected one of family, name, hidden, layers, heads, "
+       "kv_heads, seq_len, vocab, ffn, tied_embeddings)"},
+      {"inline_model_missing_vocab", "missing member \"vocab\""},
+      {"inline_model_missing_family", "missing member \"family\""},
+      {"inline_model_array",
+       "expected a model name, a .json model file or a model object {\"family\": ..., \"hidden\": ..., \"layers\": "
+       "..., \"heads\": ..., \"seq_len\": ..., \"vocab\": ...}, got an array"},
+      {"inline_model_tensor_too_large",
+       "expected sizes whose parameter tensors have at most 1e12 elements (a model file's bound), got 1099511627776 "
+       "elements in model.embed_tokens"},
+      {"inline_model_flops_too_large",
+       "expected sizes whose layers do at most 1e18 forward FLOPs per sample (a model file's bound), got 2.31e+18 in "
+       "model.layers.0.self_attn.core"},
+      {"set_inline_model_member_of_named_model",
+       "cannot set model.hidden: its parent is the string \"resnet50\", not an object or array"},
+  };
+  std::ifstream cases(kRepo + "/tests/bad_inputs/cases.txt");
+  REQUIRE(cases.good());
+  std::string line;
+  int seen = 0;
+  while (std::getline(cases, line)) {
+    // NAME | FILE | POINTER | ARGS, as tests/bad_inputs/CMakeLists.txt reads it.
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    for (std::size_t bar; (bar = line.find(" | ", start)) != std::string::npos && fields.size() < 3; start = bar + 3)
+      fields.push_back(line.substr(start, bar - start));
+    fields.push_back(line.substr(start));
+    if (fields.size() != 4 || fields[0].find("inline_model") == std::string::npos)
+      continue;
+    ++seen;
+    const std::string& name = fields[0];
+    CAPTURE(name);
+    const auto want = expected.find(name);
+    REQUIRE_MESSAGE(want != expected.end(), "no expected message for case " << name);
+    std::istringstream args(fields[3]);
+    std::string verb, scenario, flag, value;
+    args >> verb >> scenario;
+    REQUIRE(verb == "run");
+    std::vector<Override> overrides;
+    while (args >> flag >> value) {
+      REQUIRE(flag == "--set");
+      overrides.push_back(parse_override(value));
+    }
+    try {
+      const Scenario s = load_scenario(kRepo + "/" + scenario, overrides);
+      (void)scenario_model(s);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.problem() == want->second);
+      const std::string& file = fields[1];
+      CHECK(e.file().size() >= file.size());
+      CHECK(e.file().compare(e.file().size() - file.size(), file.size(), file) == 0);
+      if (fields[2] != "-")
+        CHECK(e.pointer() == fields[2]);
+    }
+  }
+  CHECK(seen == static_cast<int>(expected.size()));
 }
