@@ -5,6 +5,7 @@
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
+#include "sim/scenario/scenario_model.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/memory.hpp"
@@ -286,7 +287,7 @@ Prediction predict_scenario(const Scenario& s)
     apply_calibration(p.topology, *calibration);
     collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
   }
-  const Model model = load_model(s.model, s.file, "/model");
+  const Model model = scenario_model(s);
   const NetCompute net = compute_net_of_modelled_overheads(s, p.topology, model, sim);
   // The replay's isolated runs start while the plan is being built (isolated_runs.hpp).
   std::optional<IsolatedRunPool> pool;
@@ -357,7 +358,7 @@ Prediction plan_only(const Scenario& s)
     apply_calibration(p.topology, *calibration);
     collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
   }
-  p.plan = build_plan(s, p.topology, load_model(s.model, s.file, "/model"), sim, collectives);
+  p.plan = build_plan(s, p.topology, scenario_model(s), sim, collectives);
   return p;
 }
 

@@ -3,6 +3,7 @@
 // read (with their pointers) by the strategy that owns them.
 #pragma once
 
+#include "sim/model/transformer_family.hpp"
 #include "sim/topology/gpu_spec.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,7 +117,10 @@ struct Scenario {
   nlohmann::json file_doc;     ///< the document as the file has it (to tell the overrides' members apart)
   std::vector<Override> overrides;
   std::string name;
-  std::string model;
+  std::string model;           ///< the model's name or .json path; for an inline model, its name (for text)
+  /// The inline model ("model": {"family": ..., "hidden": ...}); absent when `model` names one.
+  /// scenario_model() (scenario_model.hpp) turns either into the layer table.
+  std::optional<TransformerSpec> model_spec;
   TrainingSpec training;
   std::string strategy;        ///< strategy.kind, as spelled (to_string(strategy_spec.kind))
   StrategySpec strategy_spec;

@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/training_settings.hpp"
+#include "sim/scenario/scenario_model.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 
@@ -21,7 +22,7 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   if (auto description = root.find("description"))
     description->as_string();
   root.at("cluster");  // must exist; the topology builder validates its content
-  s.model = root.at("model").as_string();
+  parse_scenario_model(root.at("model"), s);
   s.training = parse_training(root.at("training"));
   const auto strategy = root.at("strategy");
   s.strategy = strategy.at("kind").as_choice({"ddp", "dp", "pipeline", "hybrid", "single"});

@@ -134,6 +134,44 @@ for f in sorted(os.listdir(os.path.join(HERE, "files"))):
     if f.startswith("model_"):
         case(f[:-5], f, "-", f"run {DDP} --set model={F}{f}")
 
+# Inline models (a transformer from its hyperparameters) through --set on a scenario that has one;
+# tests/unit/model_transformer_family.cpp checks the exact message of each "inline_model" case.
+LLAMA = "tests/data/scenarios/inline_llama_ddp.json"
+for name, pointer, sets in [
+        ("family_unknown", "/model/family", ["model.family=lama"]),
+        ("family_number", "/model/family", ["model.family=1"]),
+        ("heads_not_dividing", "/model/heads", ["model.heads=30"]),
+        ("heads_above_hidden", "/model/heads", ["model.heads=4096"]),
+        ("kv_heads_not_dividing", "/model/kv_heads", ["model.kv_heads=5"]),
+        ("kv_heads_above_heads", "/model/kv_heads", ["model.kv_heads=64"]),
+        ("kv_heads_zero", "/model/kv_heads", ["model.kv_heads=0"]),
+        ("hidden_zero", "/model/hidden", ["model.hidden=0"]),
+        ("hidden_negative", "/model/hidden", ["model.hidden=-2048"]),
+        ("hidden_huge", "/model/hidden", ["model.hidden=1000000000"]),
+        ("hidden_fraction", "/model/hidden", ["model.hidden=2048.5"]),
+        ("hidden_string", "/model/hidden", ['model.hidden="2048"']),
+        ("hidden_bool", "/model/hidden", ["model.hidden=true"]),
+        ("layers_zero", "/model/layers", ["model.layers=0"]),
+        ("layers_huge", "/model/layers", ["model.layers=100000"]),
+        ("heads_zero", "/model/heads", ["model.heads=0"]),
+        ("seq_len_zero", "/model/seq_len", ["model.seq_len=0"]),
+        ("seq_len_huge", "/model/seq_len", ["model.seq_len=1000000000"]),
+        ("vocab_negative", "/model/vocab", ["model.vocab=-1"]),
+        ("ffn_zero", "/model/ffn", ["model.ffn=0"]),
+        ("ffn_huge", "/model/ffn", ["model.ffn=1000000000"]),
+        ("tied_string", "/model/tied_embeddings", ["model.tied_embeddings=yes"]),
+        ("name_empty", "/model/name", ['model.name=""']),
+        ("name_number", "/model/name", ["model.name=5"]),
+        ("unknown_member", "/model/hiden", ["model.hiden=1"]),
+        ("missing_vocab", "/model", ["model.vocab=null"]),
+        ("missing_family", "/model", ["model.family=null"]),
+        ("array", "/model", ["model=[1]"]),
+        ("tensor_too_large", "/model", ["model.hidden=65536", "model.vocab=16777216"]),
+        ("flops_too_large", "/model", ["model.seq_len=16777216"])]:
+    file = "--set model.hiden" if name == "unknown_member" else "inline_llama_ddp.json"
+    case("inline_model_" + name, file, pointer, f"run {LLAMA} " + " ".join("--set " + s for s in sets))
+case("set_inline_model_member_of_named_model", "--set", "/model", f"run {DDP} --set model.hidden=4096")
+
 # Calibration files: through a scenario, and through validate
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
     if f.startswith("cal_"):
