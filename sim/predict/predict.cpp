@@ -329,6 +329,7 @@ Prediction predict_scenario(const Scenario& s)
   r.data_parallel = s.strategy_spec.data;
   analyse(p.plan, p.spans, r);
   r.per_gpu = gpu_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
+  r.stages = stage_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
   r.memory = memory_rows(p.topology, p.plan);
   r.gpu_memory_bytes = p.plan.gpu_memory_bytes;
   for (const auto& row : r.memory)

@@ -58,6 +58,7 @@ nlohmann::json json_report(const RunResult& r)
       {"ideal_linear_total_days", r.ideal_linear_total_days},
       {"notes", r.notes},
       {"per_gpu", per_gpu_json(r)},
+      {"stages", stages_json(r)},
       {"memory", memory_json(r)},
       {"pipeline_bubble_fraction", r.pipeline_stages > 1 ? nlohmann::json(r.bubble_fraction) : nlohmann::json()},
   };

@@ -41,6 +41,21 @@ std::string per_gpu_text(const RunResult& r)
   }
   if (shown < r.per_gpu.size())
     out += fmt::format("  ... ({} more GPUs)\n", r.per_gpu.size() - shown);
+  if (!r.stages.empty()) {
+    out += fmt::format("\nPer pipeline stage, one iteration (its first GPU; ms; each column outside the ones before it)\n");
+    out += fmt::format("  {:>5} {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "stage", "GPU", "forward",
+                       "backward", "recompute", "optimizer", "TP comm", "PP sends", "DP comm", "waiting");
+    const std::size_t stage_rows = r.stages.size() <= 16 ? r.stages.size() : 8;
+    for (std::size_t k = 0; k < stage_rows; ++k) {
+      const auto& s = r.stages[k];
+      out += fmt::format("  {:>5} {:<12} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}\n",
+                         s.stage, s.device, s.forward_s * 1e3, s.backward_s * 1e3, s.recompute_s * 1e3,
+                         s.optimizer_s * 1e3, s.tensor_parallel_s * 1e3, s.pipeline_s * 1e3, s.data_parallel_s * 1e3,
+                         s.waiting_s * 1e3);
+    }
+    if (stage_rows < r.stages.size())
+      out += fmt::format("  ... ({} more stages)\n", r.stages.size() - stage_rows);
+  }
   if (r.pipeline_stages > 1)
     out += fmt::format("  pipeline bubble: {:.1f}% of the GPUs' time idle ({} stages, {} micro-batches; ideal "
                        "(p-1)/(m+p-1) = {:.1f}%)\n",
@@ -59,6 +74,17 @@ nlohmann::json memory_json(const RunResult& r)
                     {"total_bytes", m.total()}, {"fits", row.fits}});
   }
   return {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
+}
+
+nlohmann::json stages_json(const RunResult& r)
+{
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : r.stages)
+    rows.push_back({{"stage", s.stage}, {"gpu", s.device}, {"forward_s", s.forward_s}, {"backward_s", s.backward_s},
+                    {"recompute_s", s.recompute_s}, {"optimizer_s", s.optimizer_s},
+                    {"tensor_parallel_s", s.tensor_parallel_s}, {"pipeline_s", s.pipeline_s},
+                    {"data_parallel_s", s.data_parallel_s}, {"waiting_s", s.waiting_s}});
+  return rows;
 }
 
 nlohmann::json per_gpu_json(const RunResult& r)

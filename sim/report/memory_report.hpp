@@ -14,5 +14,7 @@ std::string memory_text(const RunResult& r);
 std::string per_gpu_text(const RunResult& r);
 nlohmann::json memory_json(const RunResult& r);
 nlohmann::json per_gpu_json(const RunResult& r);
+/// Per pipeline stage (stage_usage.hpp): the JSON report's "stages".
+nlohmann::json stages_json(const RunResult& r);
 
 }  // namespace dtsim

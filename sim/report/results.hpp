@@ -5,6 +5,7 @@
 
 #include "sim/engine/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
+#include "sim/report/stage_usage.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 
@@ -74,6 +75,7 @@ struct RunResult {
   double gpu_memory_bytes = 0;
   bool memory_fits = true;
   int pipeline_stages = 1;
+  std::vector<StageUsage> stages;  ///< per pipeline stage (stage_usage.hpp); empty without one
   int microbatches = 1;
   double bubble_fraction = 0;   ///< pipelines only: mean idle share of the GPUs in one iteration
   /// The whole model at batch_per_gpu on one GPU (weights, gradients, optimizer state, activations;

@@ -94,6 +94,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const int D = cfg.data, P = cfg.stages, T = cfg.tensor, M = cfg.microbatches;
   const auto idx = [&](int d, int s, int t) { return static_cast<std::size_t>(cfg.order.index(d, s, t, D, P, T)); };
   const auto dev = [&](int d, int s, int t) { return plan.ranks[idx(d, s, t)]; };
+  for (int s = 0; s < P; ++s)
+    plan.stage_devices.push_back(dev(0, s, 0));
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const double micro = batch / M;
   const MemoryRules mem = memory_rules(scenario);

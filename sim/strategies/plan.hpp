@@ -50,6 +50,7 @@ struct Plan {
   std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated
   double gpu_memory_bytes = 0;          ///< capacity of one GPU
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
+  std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)
   int microbatches = 1;
 };
 

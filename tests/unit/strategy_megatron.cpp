@@ -175,3 +175,22 @@ TEST_CASE("hybrid plan: per-layer TP collectives, embedding gradient sync and th
   CHECK(ag == 2);
   CHECK(z.plan.memory.front().optimizer == doctest::Approx(p.plan.memory.front().optimizer / 2));
 }
+
+TEST_CASE("per pipeline stage, the parts of one GPU's iteration add up to the iteration")
+{
+  nlohmann::json strategy = {{"kind", "hybrid"}, {"tensor_parallel", 2}, {"pipeline_stages", 2},
+                             {"microbatches", 4}, {"schedule", "1f1b"}};
+  nlohmann::json doc = gpt2_scenario(strategy, 8);
+  doc["training"]["activation_checkpointing"] = "full";
+  const Prediction p = predict(parse_scenario(doc, "s.json"));
+  REQUIRE(p.result.stages.size() == 2);
+  for (const auto& s : p.result.stages) {
+    const double sum = s.forward_s + s.backward_s + s.recompute_s + s.optimizer_s + s.tensor_parallel_s + s.pipeline_s +
+                       s.data_parallel_s + s.waiting_s;
+    CHECK(sum == doctest::Approx(p.result.iteration_time_s).epsilon(1e-9));
+    CHECK(s.recompute_s > 0);
+    CHECK(s.tensor_parallel_s > 0);
+    CHECK(s.forward_s > 0);
+  }
+  CHECK(p.result.stages[1].pipeline_s > 0);  // its gradients go back to stage 0
+}

@@ -1,0 +1,92 @@
+// See stage_usage.hpp.
+#include "sim/report/stage_usage.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace dtsim {
+
+namespace {
+
+enum Part { Forward, Backward, Recompute, Optimizer, TensorParallel, Pipeline, DataParallel, Parts };
+
+/// The part a task of `category` counts towards; Parts for none (markers, loader, input copies).
+Part part_of(const std::string& category, bool transfer)
+{
+  if (!transfer) {
+    if (category == "forward")
+      return Forward;
+    if (category == "backward")
+      return Backward;
+    if (category == "recompute")
+      return Recompute;
+    if (category == "optimizer")
+      return Optimizer;
+  }
+  if (category == "tensor-parallel")
+    return TensorParallel;
+  if (category == "activation" || category == "activation-grad")
+    return Pipeline;
+  if (category == "allreduce" || category == "allgather" || category == "embedding-grad")
+    return DataParallel;
+  return Parts;
+}
+
+/// Length of `spans` outside `covered` (both sorted unions are computed here), and `covered` grown by them.
+double added_length(std::vector<Span>& covered, std::vector<Span> spans)
+{
+  const double before = union_length(covered);
+  covered.insert(covered.end(), spans.begin(), spans.end());
+  return union_length(covered) - before;
+}
+
+}  // namespace
+
+std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
+                                    double iteration_time_s)
+{
+  std::vector<StageUsage> out;
+  const int measured = static_cast<int>(plan.iteration_end.size()) - plan.warmup_iterations;
+  if (plan.stage_devices.size() < 2 || measured <= 0)
+    return out;
+  std::vector<int> stage_of(topology.devices().size(), -1);
+  for (std::size_t s = 0; s < plan.stage_devices.size(); ++s)
+    stage_of[static_cast<std::size_t>(plan.stage_devices[s])] = static_cast<int>(s);
+  std::vector<std::array<std::vector<Span>, Parts>> parts(plan.stage_devices.size());
+  const auto& tasks = plan.graph.tasks();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
+      continue;
+    const bool transfer = t.kind == TaskKind::Transfer;
+    const int device = transfer ? t.src : t.device;
+    if (device < 0 || (transfer && t.src == t.dst))
+      continue;
+    const int s = stage_of[static_cast<std::size_t>(device)];
+    const Part p = part_of(t.category.get(), transfer);
+    if (s >= 0 && p != Parts && (transfer || t.kind == TaskKind::Compute))
+      parts[static_cast<std::size_t>(s)][p].push_back(spans[i]);
+  }
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    StageUsage u;
+    u.stage = static_cast<int>(s);
+    u.device = topology.device(plan.stage_devices[s]).name;
+    auto& p = parts[s];
+    std::vector<Span> covered;  // compute first, then communication outside it, in this order
+    u.forward_s = added_length(covered, p[Forward]);
+    u.backward_s = added_length(covered, p[Backward]);
+    u.recompute_s = added_length(covered, p[Recompute]);
+    u.optimizer_s = added_length(covered, p[Optimizer]);
+    u.tensor_parallel_s = added_length(covered, p[TensorParallel]);
+    u.pipeline_s = added_length(covered, p[Pipeline]);
+    u.data_parallel_s = added_length(covered, p[DataParallel]);
+    for (double* v : {&u.forward_s, &u.backward_s, &u.recompute_s, &u.optimizer_s, &u.tensor_parallel_s,
+                      &u.pipeline_s, &u.data_parallel_s})
+      *v /= measured;
+    u.waiting_s = std::max(0.0, iteration_time_s - union_length(covered) / measured);
+    out.push_back(u);
+  }
+  return out;
+}
+
+}  // namespace dtsim

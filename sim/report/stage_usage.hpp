@@ -1,0 +1,30 @@
+// Per pipeline stage, where one of its GPUs spends a steady-state iteration: forward, backward,
+// recomputation, tensor-parallel collectives, pipeline sends, data-parallel and embedding
+// gradient collectives, the optimizer, and the rest, waiting (the bubble and stragglers). Read off
+// the first GPU of each stage (Plan::stage_devices; every GPU of a stage runs the same schedule).
+#pragma once
+
+#include "sim/engine/task_graph.hpp"
+#include "sim/strategies/plan.hpp"
+#include "sim/topology/topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+struct StageUsage {
+  int stage = 0;
+  std::string device;         ///< the GPU read, e.g. "n0.gpu0"
+  double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;
+  double tensor_parallel_s = 0;  ///< its tensor-parallel collectives in flight, outside its compute
+  double pipeline_s = 0;         ///< its activation / gradient sends to the next or previous stage in flight, outside the above
+  double data_parallel_s = 0;    ///< gradient and parameter collectives (and the embedding's) in flight, outside the above
+  double waiting_s = 0;          ///< the rest of the iteration: the bubble, and waiting for other stages or ranks
+};
+
+/// Means over the measured iterations; empty unless the plan has pipeline stages.
+std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
+                                    double iteration_time_s);
+
+}  // namespace dtsim
