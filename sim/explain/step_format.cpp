@@ -33,12 +33,16 @@ std::string step_label(const StepRow& row, bool once)
       {"activation", "send activations"},
       {"activation-grad", "send activation gradients"},
       {"tensor-parallel", "tensor-parallel AllReduce"},
+      {"recompute", "recompute forward"},
+      {"allgather", "AllGather parameters"},
+      {"embedding-grad", "AllReduce tied embedding gradients"},
   };
   const auto it = words.find(row.category);
   std::string label = it != words.end() ? it->second : row.category;
   if (row.group >= 0) {
     const bool micro = row.category == "forward" || row.category == "backward" || row.category == "activation" ||
-                       row.category == "activation-grad" || row.category == "tensor-parallel";
+                       row.category == "activation-grad" || row.category == "tensor-parallel" ||
+                       row.category == "recompute";
     label += fmt::format(fmt::runtime(micro ? " mb {}" : " bucket {}"), row.group);
   }
   return label;
@@ -71,7 +75,7 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
   const auto title = titles.find(h.strategy);
   out += fmt::format("dtsim explain {}: {}\n", h.strategy, title != titles.end() ? title->second : h.strategy);
   out += fmt::format("{} on {} x {} ({}), batch {} per {}, {}\n", h.model, h.gpus, h.gpu, h.cluster, h.batch_per_gpu,
-                     h.strategy == "pipeline" ? "pipeline" : "GPU", h.precision);
+                     h.strategy == "pipeline" ? "pipeline" : h.strategy == "hybrid" ? "replica" : "GPU", h.precision);
   out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n\n";
   const std::string head = fmt::format("{:>3}   {:<38} {:<22} {:>10} {:<12} {:>9} {:>9}\n", "#", "step", "who",
                                        "MB", "links", "start ms", "time ms");

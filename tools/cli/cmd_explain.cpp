@@ -1,5 +1,5 @@
-// dtsim explain dp|ddp|pipeline --gpus N [--model NAME] [--cluster NAME|FILE] [--nodes N] [--batch B]
-//               [--precision P] [--microbatches M] [--throughput SAMPLES_PER_S]
+// dtsim explain dp|ddp|pipeline|hybrid --gpus N [--model NAME] [--cluster NAME|FILE] [--nodes N] [--batch B]
+//               [--precision P] [--microbatches M] [--tp T] [--pp P] [--throughput SAMPLES_PER_S]
 // Simulates one warm-up and one measured iteration of the strategy and prints the step table.
 #include "tools/cli/command.hpp"
 #include "sim/topology/topology_builder.hpp"
@@ -26,6 +26,8 @@ struct ExplainArgs {
   int batch = 32;
   std::string precision = "fp32";
   int microbatches = 1;
+  int tensor_parallel = 2;   ///< hybrid
+  int pipeline_stages = 2;   ///< hybrid
   double throughput = 0;
   bool json = false;
 };
@@ -45,8 +47,13 @@ nlohmann::json explain_scenario(const ExplainArgs& a)
   nlohmann::json compute = a.throughput > 0 ? nlohmann::json{{"single_gpu_throughput", a.throughput}}
                                             : nlohmann::json{{"efficiency", 0.5}};
   nlohmann::json strategy = {{"kind", a.strategy}};
-  if (a.strategy == "pipeline")
+  if (a.strategy == "pipeline" || a.strategy == "hybrid")
     strategy["microbatches"] = a.microbatches;
+  if (a.strategy == "hybrid") {
+    strategy["tensor_parallel"] = a.tensor_parallel;
+    strategy["pipeline_stages"] = a.pipeline_stages;
+    strategy["schedule"] = "1f1b";
+  }
   return {{"name", "explain " + a.strategy},
           {"cluster", a.nodes.value_or(1) > 1 ? nlohmann::json{{"base", a.cluster}, {"nodes", *a.nodes}}
                                             : nlohmann::json(a.cluster)},
@@ -65,15 +72,19 @@ void add_explain_command(CLI::App& app, Action& action)
   auto a = std::make_shared<ExplainArgs>();
   auto* cmd = app.add_subcommand("explain", "Step table of one training iteration: who sends what to whom, over "
                                             "which link, for how long (☆ on every GPU-to-GPU transfer)");
-  cmd->add_option("strategy", a->strategy, "dp | ddp | pipeline")->required()->check(CLI::IsMember({"dp", "ddp", "pipeline"}));
+  cmd->add_option("strategy", a->strategy, "dp | ddp | pipeline | hybrid")
+      ->required()
+      ->check(CLI::IsMember({"dp", "ddp", "pipeline", "hybrid"}));
   cmd->add_option("--gpus", a->gpus, "Number of GPUs")->required()->check(CLI::Range(1, 4096));
-  cmd->add_option("--model", a->model, "Model name (models/) or file (default resnet50)");
+  auto* model = cmd->add_option("--model", a->model, "Model name (models/) or file (default resnet50; gpt2 for hybrid)");
   cmd->add_option("--cluster", a->cluster, "Topology preset or file (default dgx1-v100)");
   cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (default: as many as --gpus needs)")->check(CLI::Range(1, 1024));
   cmd->add_option("--batch", a->batch, "Batch per GPU (per pipeline for pipeline; default 32)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--precision", a->precision, "fp32 | tf32 | amp | fp16 | bf16 (default fp32)");
   cmd->add_option("--microbatches", a->microbatches, "Pipeline micro-batches (default 1: the naive split)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--tp", a->tensor_parallel, "hybrid: tensor-parallel GPUs per stage (default 2)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--pp", a->pipeline_stages, "hybrid: pipeline stages (default 2)")->check(CLI::Range(1, 4096));
   cmd->add_option("--throughput", a->throughput,
                   "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)")
       ->check(CLI::Validator(
@@ -83,7 +94,9 @@ void add_explain_command(CLI::App& app, Action& action)
           },
           "SAMPLES_PER_S"));
   cmd->add_flag("--json", a->json, "Print the step table as JSON");
-  cmd->callback([&action, a] {
+  cmd->callback([&action, a, model] {
+    if (a->strategy == "hybrid" && model->count() == 0)
+      a->model = "gpt2";  // tensor parallelism splits transformer layers
     action = [a] {
       ExplainArgs args = *a;
       if (!args.nodes) {  // --gpus 16 on 8-GPU nodes: 2 nodes
