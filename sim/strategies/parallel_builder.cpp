@@ -228,7 +228,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           auto& pos = next[static_cast<std::size_t>(s)];
           const auto& ops = order[static_cast<std::size_t>(s)];
           while (pos < ops.size()) {
-            const auto [backward, i] = ops[pos];
+            const bool backward = ops[pos].first;  // not a structured binding: the lambdas below capture it (clang 14)
+            const int i = ops[pos].second;
             const auto si = static_cast<std::size_t>(s);
             const auto ii = static_cast<std::size_t>(i);
             const bool ready = backward ? (s == P - 1 ? fwd_done[si][ii] : bwd_in[si][ii][0] >= 0)
