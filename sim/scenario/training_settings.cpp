@@ -124,7 +124,8 @@ TrainingSpec parse_training(const JsonReader& r)
   return t;
 }
 
-// The parallel degrees. Each is at most the GPUs of the scenario; the bound keeps their product within an int.
+// The parallel degrees. Each is at most the GPUs of the scenario; their product is taken in 64 bits
+// (two counts of up to 1,000,000 GPUs overflow an int).
 StrategySpec parse_strategy_degrees(const JsonReader& root, const std::string& kind, int gpus)
 {
   StrategySpec st;
@@ -143,11 +144,11 @@ StrategySpec parse_strategy_degrees(const JsonReader& root, const std::string& k
     case StrategyKind::Hybrid: {
       st.tensor = o.count_or("tensor_parallel", 1, gpus);
       st.stages = o.count_or("pipeline_stages", 1, gpus);
-      const int per_replica = st.tensor * st.stages;
+      const std::int64_t per_replica = static_cast<std::int64_t>(st.tensor) * st.stages;  // each up to 1e6 GPUs
       if (gpus % per_replica != 0)
         root.at("gpus").fail(fmt::format("expected a multiple of tensor_parallel x pipeline_stages = {} x {} = {} GPUs, got {}",
                                          st.tensor, st.stages, per_replica, gpus));
-      st.data = gpus / per_replica;
+      st.data = static_cast<int>(gpus / per_replica);
       break;
     }
   }
