@@ -69,7 +69,11 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   const double resolution = options.resolution_s > 0 ? options.resolution_s : tl.length_s / 2000;
 
   std::vector<int> shown;
-  if (options.gpu_ranks.empty()) {
+  if (options.gpu_ranks.empty() && plan.stage_devices.size() > 1) {
+    // A pipeline: one GPU per stage (its first, up to 16 stages), so the rows draw the schedule.
+    for (std::size_t s = 0; s < plan.stage_devices.size() && s < 16; ++s)
+      shown.push_back(plan.stage_devices[s]);
+  } else if (options.gpu_ranks.empty()) {
     for (std::size_t r = 0; r < plan.ranks.size() && r < 8; ++r)
       shown.push_back(plan.ranks[r]);
   } else {

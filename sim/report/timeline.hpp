@@ -33,7 +33,8 @@ struct Timeline {
 };
 
 struct TimelineOptions {
-  std::vector<int> gpu_ranks;  ///< ranks to draw (positions in plan.ranks); empty: the first 8
+  std::vector<int> gpu_ranks;  ///< ranks to draw (positions in plan.ranks); empty: the first 8, or with
+                               ///< pipeline stages the first GPU of each (up to 16): the schedule
   int max_links = 16;          ///< busiest links (carrying the shown GPUs' transfers) drawn
   double resolution_s = 0;     ///< blocks of one category closer than this merge (0: length / 2000)
 };

@@ -23,7 +23,8 @@ std::vector<std::string>& stored_command_line()
 void add_timeline_options(CLI::App* cmd, TimelineArgs& args)
 {
   cmd->add_option("--gpus-shown", args.gpus_shown,
-                  "GPU ranks drawn on the timeline: 0-7 (the default), 0,8,16,24, or all");
+                  "GPU ranks drawn on the timeline: 0-7 (the default; a pipeline's first GPU per stage), 0,8,16,24, "
+                  "or all");
   cmd->add_option("--links-shown", args.links_shown, "busiest link directions drawn on the timeline (default 16)")
       ->check(CLI::Range(0, 4096));
 }
