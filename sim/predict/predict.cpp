@@ -336,6 +336,7 @@ Prediction predict_scenario(const Scenario& s)
     r.memory_fits = r.memory_fits && row.fits;
   r.pipeline_stages = p.plan.pipeline_stages;
   r.microbatches = p.plan.microbatches;
+  r.virtual_stages = p.plan.virtual_stages;
   const GpuMemory whole = replica_memory(model, memory_rules(s), 0, model.layers.size(), 1.0, r.batch_per_gpu);
   r.single_gpu_memory_bytes = whole.total();
   r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.total() <= p.topology.gpu.memory_bytes;

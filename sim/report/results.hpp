@@ -77,6 +77,7 @@ struct RunResult {
   int pipeline_stages = 1;
   std::vector<StageUsage> stages;  ///< per pipeline stage (stage_usage.hpp); empty without one
   int microbatches = 1;
+  int virtual_stages = 1;
   double bubble_fraction = 0;   ///< pipelines only: mean idle share of the GPUs in one iteration
   /// The whole model at batch_per_gpu on one GPU (weights, gradients, optimizer state, activations;
   /// memory.hpp): when it exceeds one GPU, the single-GPU figures are arithmetic only.

@@ -91,7 +91,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   plan.warmup_iterations = warmup;
   plan.pipeline_stages = cfg.stages;
   plan.microbatches = cfg.microbatches;
+  plan.virtual_stages = cfg.virtual_stages;
   const int D = cfg.data, P = cfg.stages, T = cfg.tensor, M = cfg.microbatches;
+  // Virtual stages, chunk-major (vs = chunk * P + s): one per stage unless interleaved (Megatron's
+  // virtual pipeline: GPU s holds chunks s, P + s, 2P + s, ...).
+  const int C = cfg.virtual_stages, V = P * C;
+  const auto stage_of = [P](int vs) { return vs % P; };
   const auto idx = [&](int d, int s, int t) { return static_cast<std::size_t>(cfg.order.index(d, s, t, D, P, T)); };
   const auto dev = [&](int d, int s, int t) { return plan.ranks[idx(d, s, t)]; };
   for (int s = 0; s < P; ++s)
@@ -109,8 +114,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     ranges = partition_balanced(model, cost, P, scenario.strategy_options());
   }
   const TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing};
-  std::vector<StageCost> sc(static_cast<std::size_t>(P));
-  for (int s = 0; s < P; ++s) {
+  std::vector<StageCost> sc(static_cast<std::size_t>(V));  // per virtual stage
+  for (int s = 0; s < V; ++s) {
     auto& c = sc[static_cast<std::size_t>(s)];
     const auto& r = ranges[static_cast<std::size_t>(s)];
     c.pieces = stage_pieces(model, mt, r, micro, mem.activation_bytes, tp);
@@ -121,6 +126,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     c.send_bytes = model.layers[r.last - 1].activation_elems * micro * mem.activation_bytes;
     c.params = params_in(model, r.first, r.last);
   }
+  std::vector<double> stage_params(static_cast<std::size_t>(P), 0.0), stage_compute(static_cast<std::size_t>(P), 0.0);
+  for (int vs = 0; vs < V; ++vs) {
+    stage_params[static_cast<std::size_t>(stage_of(vs))] += sc[static_cast<std::size_t>(vs)].params;
+    stage_compute[static_cast<std::size_t>(stage_of(vs))] += sc[static_cast<std::size_t>(vs)].fwd + sc[static_cast<std::size_t>(vs)].bwd;
+  }
+  const auto stage_name = [C](int vs) { return fmt::format(fmt::runtime(C > 1 ? "virtual stage {}" : "stage {}"), vs); };
   // Megatron's word embedding tied to the output layer, on two stages: its gradient is summed
   // between them (finalize_model_grads.py, _allreduce_embedding_grads).
   const bool embedding_sync = P > 1 && tied_embeddings(model);
@@ -134,21 +145,23 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
 
   double busiest = 0;
-  for (const auto& c : sc)
-    busiest = std::max(busiest, (c.fwd + c.bwd) * M);
+  for (const double c : stage_compute)
+    busiest = std::max(busiest, c * M);
   plan.compute_per_iteration_s = busiest;
   plan.single_gpu_iteration_s = full.step();
   plan.samples_per_iteration = batch * D;
   // Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
   // the boundary once per micro-batch each way; each replica's tensor group AllReduces once per
   // micro-batch each way; each (stage, tensor rank) AllReduces its gradients across the replicas.
-  for (int s = 0; s + 1 < P; ++s) {
+  for (int s = 0; s + 1 < V; ++s) {
     const double message = sc[static_cast<std::size_t>(s)].send_bytes / T;
-    plan.comm_per_iteration.push_back({fmt::format("stage {}->{} activations", s, s + 1), "send_recv", message * M, M, D * T});
-    plan.comm_per_iteration.push_back({fmt::format("stage {}->{} gradients", s + 1, s), "send_recv", message * M, M, D * T});
+    const auto to = fmt::format(fmt::runtime(C > 1 ? "virtual stage {}->{}" : "stage {}->{}"), s, s + 1);
+    const auto back = fmt::format(fmt::runtime(C > 1 ? "virtual stage {}->{}" : "stage {}->{}"), s + 1, s);
+    plan.comm_per_iteration.push_back({to + " activations", "send_recv", message * M, M, D * T});
+    plan.comm_per_iteration.push_back({back + " gradients", "send_recv", message * M, M, D * T});
   }
   if (T > 1)
-    for (int s = 0; s < P; ++s) {
+    for (int s = 0; s < V; ++s) {
       std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
       for (const auto& piece : sc[static_cast<std::size_t>(s)].pieces) {
         for (const auto* list : {&piece.after_fwd, &piece.after_bwd})
@@ -163,7 +176,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           }
       }
       for (const auto& [op, sum] : per_op)
-        plan.comm_per_iteration.push_back({fmt::format("stage {} tensor-parallel", s), op_name(op), sum.first * M,
+        plan.comm_per_iteration.push_back({stage_name(s) + " tensor-parallel", op_name(op), sum.first * M,
                                            sum.second * M, D});
     }
   if (embedding_sync)
@@ -171,7 +184,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                        embedding_params / T * grad_elem, 1, D * T});
   if (D > 1)
     for (int s = 0; s < P; ++s) {
-      const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
+      const double bytes = stage_params[static_cast<std::size_t>(s)] / T * grad_elem;
       const double wanted = std::ceil(bytes / (cfg.bucket_cap_mb * kMiB));
       // Each bucket is a collective of every replica in the plan: a tiny bucket_cap_mb gave
       // millions (0.0001 MB on ResNet-50: minutes before any output). DDP's buckets hold whole tensors.
@@ -186,7 +199,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       }
       plan.comm_per_iteration.push_back({fmt::format("stage {} gradients", s), "reduce_scatter", bytes, buckets, T});
       plan.comm_per_iteration.push_back({fmt::format("stage {} parameters", s), "all_gather",
-                                         sc[static_cast<std::size_t>(s)].params / T * param_elem, buckets, T});
+                                         stage_params[static_cast<std::size_t>(s)] / T * param_elem, buckets, T});
     }
 
   TaskGraph& g = plan.graph;
@@ -198,15 +211,21 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   }
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
   std::vector<int> last(plan.ranks.size(), plan.setup_end);  // per GPU rank index: its last task
-  std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(P));
-  for (int s = 0; s < P; ++s)
-    order[static_cast<std::size_t>(s)] = stage_schedule(cfg.schedule, s, P, M);
+  std::vector<std::vector<ChunkOp>> order(static_cast<std::size_t>(P));
+  for (int s = 0; s < P; ++s) {
+    if (C > 1) {
+      order[static_cast<std::size_t>(s)] = interleaved_schedule(s, P, M, C);
+      continue;
+    }
+    for (const auto& [backward, micro_id] : stage_schedule(cfg.schedule, s, P, M))
+      order[static_cast<std::size_t>(s)].push_back({backward, micro_id, 0});
+  }
 
   for (int it = 0; it < iterations; ++it) {
     g.set_iteration(it);
     for (int d = 0; d < D; ++d) {
       // arrived[s][i][t]: the transfer that brought micro-batch i's input (forward) / gradient (backward).
-      std::vector<std::vector<std::vector<int>>> fwd_in(P, std::vector<std::vector<int>>(M, std::vector<int>(T, -1)));
+      std::vector<std::vector<std::vector<int>>> fwd_in(V, std::vector<std::vector<int>>(M, std::vector<int>(T, -1)));
       auto bwd_in = fwd_in;
       const int loaded = lanes[static_cast<std::size_t>(d)].load(g, batch, {last[idx(d, 0, 0)]});
       for (int t = 0; t < T; ++t) {
@@ -221,22 +240,24 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           fwd_in[0][static_cast<std::size_t>(i)][static_cast<std::size_t>(t)] = copy;
       }
       std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);
-      std::vector<std::vector<bool>> fwd_done(P, std::vector<bool>(M, false));
+      std::vector<std::vector<bool>> fwd_done(V, std::vector<bool>(M, false));
       for (bool progress = true; progress;) {
         progress = false;
         for (int s = 0; s < P; ++s) {
           auto& pos = next[static_cast<std::size_t>(s)];
           const auto& ops = order[static_cast<std::size_t>(s)];
           while (pos < ops.size()) {
-            const bool backward = ops[pos].first;  // not a structured binding: the lambdas below capture it (clang 14)
-            const int i = ops[pos].second;
-            const auto si = static_cast<std::size_t>(s);
+            const bool backward = ops[pos].backward;  // plain locals: the lambdas below capture them (clang 14)
+            const int i = ops[pos].micro;
+            const int vs = ops[pos].chunk * P + s;  // its virtual stage
+            const auto si = static_cast<std::size_t>(vs);
             const auto ii = static_cast<std::size_t>(i);
-            const bool ready = backward ? (s == P - 1 ? fwd_done[si][ii] : bwd_in[si][ii][0] >= 0)
-                                        : (s == 0 || fwd_in[si][ii][0] >= 0);
+            const bool ready = backward ? (vs == V - 1 ? fwd_done[si][ii] : bwd_in[si][ii][0] >= 0)
+                                        : (vs == 0 || fwd_in[si][ii][0] >= 0);
             if (!ready)
               break;
             const auto& c = sc[si];
+            const std::string at_stage = stage_name(vs);
             // Each tensor rank's chain: the stage's pieces in order (backward: reversed, each after
             // its recomputation), each piece's collectives among the stage's tensor ranks after it.
             std::vector<std::vector<int>> at(static_cast<std::size_t>(T));  // per rank: what its next task waits on
@@ -252,7 +273,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               for (int t = 0; t < T; ++t) {
                 auto& deps = at[static_cast<std::size_t>(t)];
                 deps = {g.add_compute(dev(d, s, t), seconds,
-                                      fmt::format("{} micro-batch {} stage {}{}{}", what, i, s,
+                                      fmt::format("{} micro-batch {} {}{}{}", what, i, at_stage,
                                                   T > 1 ? fmt::format(" tp {}", t) : "", piece),
                                       what, dtsim::deps(std::move(deps)))};
               }
@@ -262,7 +283,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                 std::vector<int> group;
                 for (int t = 0; t < T; ++t)
                   group.push_back(dev(d, s, t));
-                CollectiveCall call{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} stage {}", what, i, s),
+                CollectiveCall call{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} {}", what, i, at_stage),
                                     "tensor-parallel"};
                 const auto done = add_collective(g, topology, call, at, collectives).done;
                 for (int t = 0; t < T; ++t)
@@ -287,13 +308,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             for (int t = 0; t < T; ++t) {
               const auto ti = static_cast<std::size_t>(t);
               last[idx(d, s, t)] = end[ti];
-              if (!backward && s + 1 < P)
-                fwd_in[si + 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, s + 1, t), c.send_bytes / T,
-                                                        fmt::format("activations mb {} stage {} -> {}", i, s, s + 1),
+              if (!backward && vs + 1 < V)
+                fwd_in[si + 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, stage_of(vs + 1), t), c.send_bytes / T,
+                                                        fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1),
                                                         "activation", {end[ti]});
-              if (backward && s > 0)
-                bwd_in[si - 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, s - 1, t), sc[si - 1].send_bytes / T,
-                                                        fmt::format("gradients mb {} stage {} -> {}", i, s, s - 1),
+              if (backward && vs > 0)
+                bwd_in[si - 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, stage_of(vs - 1), t), sc[si - 1].send_bytes / T,
+                                                        fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1),
                                                         "activation-grad", {end[ti]});
             }
             g.set_group(-1);
@@ -322,7 +343,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           start.push_back({last[idx(d, s, t)]});
         }
         if (D > 1) {
-          const double bytes = sc[static_cast<std::size_t>(s)].params / T * grad_elem;
+          const double bytes = stage_params[static_cast<std::size_t>(s)] / T * grad_elem;
           const int buckets = buckets_of(bytes);
           for (int b = 0; b < buckets; ++b) {
             CollectiveCall call{cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, group,
@@ -352,7 +373,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         }
     std::vector<int> all;
     for (int s = 0; s < P; ++s) {
-      const double shard = sc[static_cast<std::size_t>(s)].params / T / (cfg.distributed_optimizer ? D : 1);
+      const double shard = stage_params[static_cast<std::size_t>(s)] / T / (cfg.distributed_optimizer ? D : 1);
       const double step_s = add_optimizer ? optimizer_seconds(shard, mem, half_weights, topology.gpu) : 0.0;
       for (int t = 0; t < T; ++t) {
         std::vector<std::vector<int>> start;
@@ -365,7 +386,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                       : g.add_delay(dev(d, s, t), 0.0, name, "optimizer", {after})});
         }
         if (D > 1 && cfg.distributed_optimizer) {
-          const double bytes = sc[static_cast<std::size_t>(s)].params / T * param_elem;
+          const double bytes = stage_params[static_cast<std::size_t>(s)] / T * param_elem;
           const int buckets = buckets_of(bytes);
           for (int b = 0; b < buckets; ++b) {
             CollectiveCall call{CollectiveOp::AllGather, group, std::min(cap, bytes - cap * b), 0,
@@ -388,11 +409,25 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   for (int d = 0; d < D; ++d)
     for (int s = 0; s < P; ++s)
       for (int t = 0; t < T; ++t) {
-        const auto& r = ranges[static_cast<std::size_t>(s)];
-        const int in_flight = cfg.schedule == PipelineSchedule::GPipe ? M : std::min(P - s, M);
-        GpuMemory m = replica_memory(model, mem, r.first, r.last, 1.0 / T, micro * in_flight);
-        if (scenario.training.activation_checkpointing == ActivationCheckpointing::Full)
-          m.activations = full_recompute_activations(model, r, micro * in_flight, micro, mem.activation_bytes, T);
+        // Interleaving keeps more micro-batches in flight: Megatron's theoretical_memory_usage.py
+        // multiplies the first stage's activations by 1 + (p - 1) / (p v).
+        const double in_flight = (cfg.schedule == PipelineSchedule::GPipe ? M : std::min(P - s, M)) *
+                                 (C > 1 ? 1 + (P - 1.0) / (P * C) : 1.0);
+        GpuMemory m;
+        for (int chunk = 0; chunk < C; ++chunk) {
+          const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
+          GpuMemory part = replica_memory(model, mem, r.first, r.last, 1.0 / T, micro * in_flight);
+          if (scenario.training.activation_checkpointing == ActivationCheckpointing::Full)
+            part.activations = full_recompute_activations(model, r, micro * in_flight, micro, mem.activation_bytes, T);
+          if (chunk == 0) {
+            m = part;
+            continue;
+          }
+          m.params += part.params;
+          m.grads += part.grads;
+          m.optimizer += part.optimizer;
+          m.activations += part.activations;
+        }
         if (cfg.distributed_optimizer)
           m.optimizer /= D;  // each replica holds the states of its 1/dp of the parameters
         m.device = dev(d, s, t);
@@ -402,10 +437,11 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
   std::string stages;
-  for (int s = 0; s < P; ++s) {
+  for (int s = 0; s < V; ++s) {
     const auto& r = ranges[static_cast<std::size_t>(s)];
-    stages += fmt::format("{}{} [{} .. {}] {:.1f} ms", s ? "; " : "", s, model.layers[r.first].name,
-                          model.layers[r.last - 1].name, (sc[static_cast<std::size_t>(s)].fwd + sc[static_cast<std::size_t>(s)].bwd) * M * 1e3);
+    stages += fmt::format("{}{}{} [{} .. {}] {:.1f} ms", s ? "; " : "", s, C > 1 ? fmt::format(" (GPU stage {})", stage_of(s)) : "",
+                          model.layers[r.first].name, model.layers[r.last - 1].name,
+                          (sc[static_cast<std::size_t>(s)].fwd + sc[static_cast<std::size_t>(s)].bwd) * M * 1e3);
   }
   plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share{}",
                                    describe_compute_source(scenario),
@@ -415,11 +451,16 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                        : ""));
   plan.notes.push_back(fmt::format("{} data x {} pipeline x {} tensor parallel; batch {} per replica in {} micro-batches "
                                    "of {:.4g}, schedule {}",
-                                   D, P, T, batch, M, micro, cfg.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
+                                   D, P, T, batch, M, micro,
+                                   C > 1 ? fmt::format("interleaved 1F1B ({} model chunks per GPU)", C)
+                                         : cfg.schedule == PipelineSchedule::GPipe ? "GPipe" : "1F1B"));
   plan.notes.push_back("stages (compute per iteration): " + stages);
   if (P > 1)
-    plan.notes.push_back(fmt::format("ideal bubble (p-1)/(m+p-1) = {:.1f}% with balanced stages and free links",
-                                     100.0 * (P - 1) / (M + P - 1)));
+    plan.notes.push_back(C > 1 ? fmt::format("ideal bubble (p-1)/(v m+p-1) = {:.1f}% with balanced stages and free links "
+                                             "(Narayanan et al. 2021, section 2.2.2)",
+                                             100.0 * (P - 1) / (C * M + P - 1))
+                               : fmt::format("ideal bubble (p-1)/(m+p-1) = {:.1f}% with balanced stages and free links",
+                                             100.0 * (P - 1) / (M + P - 1)));
   if (T > 1)
     plan.notes.push_back(fmt::format(
         "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward and two backward on the "

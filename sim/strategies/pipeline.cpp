@@ -29,6 +29,29 @@ std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int 
   return ops;
 }
 
+std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatches, int chunks)
+{
+  const int total = microbatches * chunks;
+  const int group = stages * chunks;
+  // get_model_chunk_id and get_microbatch_id_in_model_chunk of schedules.py
+  const auto op = [&](int k, bool backward) {
+    const int in_group = k % group;
+    const int chunk = in_group / stages;
+    return ChunkOp{backward, (k / group) * stages + k % stages, backward ? chunks - 1 - chunk : chunk};
+  };
+  const int warm = microbatches == stages ? total : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  std::vector<ChunkOp> ops;
+  for (int k = 0; k < warm; ++k)
+    ops.push_back(op(k, false));
+  for (int k = 0; k < total - warm; ++k) {
+    ops.push_back(op(k + warm, false));
+    ops.push_back(op(k, true));
+  }
+  for (int k = total - warm; k < total; ++k)
+    ops.push_back(op(k, true));
+  return ops;
+}
+
 int RankOrder::index(int d, int s, int t, int D, int P, int T) const
 {
   int index = 0, stride = 1;
@@ -68,15 +91,34 @@ void parse_common(const JsonReader& o, ParallelConfig& c, const Model& model, co
                                                                           : PipelineSchedule::GPipe;
   c.half_efficiency_samples = half_efficiency_samples_of(o);
   const bool transformer = !transformer_layers(model).empty();
+  const int v = c.virtual_stages;
+  if (v > 1) {  // Megatron's interleaved 1F1B: its conditions (schedules.py, transformer_block.py)
+    const auto where = o.at("virtual_stages");
+    if (c.schedule != PipelineSchedule::OneFOneB || c.stages < 2 || !transformer)
+      where.fail(fmt::format("expected 1 unless the schedule is 1f1b over 2 or more pipeline stages of a transformer "
+                             "(interleaved 1F1B), got {}", v));
+    if (c.microbatches % c.stages != 0)
+      where.fail(fmt::format("interleaving needs micro-batches that are a multiple of the {} pipeline stages, got {} "
+                             "micro-batches", c.stages, c.microbatches));
+    const auto layers = transformer_layers(model).size();
+    if (!o.has("balance") && layers % static_cast<std::size_t>(c.stages * v) != 0)
+      where.fail(fmt::format("expected pipeline_stages x virtual_stages to divide model \"{}\"'s {} transformer layers "
+                             "(Megatron splits them evenly), got {} x {} = {}; or give balance per virtual stage",
+                             model.name, layers, c.stages, v, c.stages * v));
+  }
+  const int virtual_total = c.stages * v;
   if (const auto b = o.find("balance")) {
     std::vector<std::size_t> balance;
     for (const auto& item : b->items())
       balance.push_back(static_cast<std::size_t>(item.as_count(static_cast<int>(model.layers.size()))));
-    if (static_cast<int>(balance.size()) != c.stages)
-      b->fail(fmt::format("expected {} entries (one per pipeline stage), got {}", c.stages, balance.size()));
+    if (static_cast<int>(balance.size()) != virtual_total)
+      b->fail(v > 1 ? fmt::format("expected {} entries (one per virtual stage: {} stages x {} chunks), got {}",
+                                  virtual_total, c.stages, v, balance.size())
+                    : fmt::format("expected {} entries (one per pipeline stage), got {}", c.stages, balance.size()));
     c.ranges = transformer ? partition_transformer(model, balance, *b) : partition_explicit(model, balance, *b);
   } else if (transformer && c.stages > 1) {
-    c.ranges = partition_transformer_even(model, c.stages, o.has("pipeline_stages") ? o.at("pipeline_stages") : o);
+    c.ranges = partition_transformer_even(
+        model, virtual_total, v > 1 ? o.at("virtual_stages") : o.has("pipeline_stages") ? o.at("pipeline_stages") : o);
   }
 }
 
@@ -99,7 +141,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
                     "bucket_cap_mb", "half_efficiency_samples", "rank_order", "sequence_parallel",
-                    "distributed_optimizer"});
+                    "distributed_optimizer", "virtual_stages"});
   ParallelConfig c;
   c.tensor = scenario.strategy_spec.tensor;  // read with the scenario (its degrees are checked there)
   c.stages = scenario.strategy_spec.stages;
@@ -109,6 +151,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
     c.order = parse_rank_order(*order);
   c.sequence_parallel = o.bool_or("sequence_parallel", false);
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
+  c.virtual_stages = o.count_or("virtual_stages", 1, 1024);  // model chunks per GPU: at most a layer each
   parse_common(o, c, model, scenario.training);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }

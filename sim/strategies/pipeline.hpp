@@ -58,7 +58,8 @@ struct ParallelConfig {
   int tensor = 1;
   int microbatches = 1;
   PipelineSchedule schedule = PipelineSchedule::GPipe;
-  std::vector<StageRange> ranges;      ///< per stage (empty: automatic)
+  int virtual_stages = 1;              ///< model chunks per GPU: > 1 is Megatron's interleaved 1F1B
+  std::vector<StageRange> ranges;      ///< per virtual stage, chunk-major (c * stages + s; empty: automatic)
   double bucket_cap_mb = 25;           ///< data-parallel gradient buckets
   double half_efficiency_samples = 0;  ///< see compute_time.hpp
   RankOrder order;
@@ -68,6 +69,20 @@ struct ParallelConfig {
 
 /// (stage, micro-batch) operations of one stage in schedule order: {is_backward, micro}.
 std::vector<std::pair<bool, int>> stage_schedule(PipelineSchedule schedule, int stage, int stages, int microbatches);
+
+/// One operation of a GPU in an interleaved schedule: a micro-batch through one of its model chunks.
+struct ChunkOp {
+  bool backward = false;
+  int micro = 0;
+  int chunk = 0;  ///< its virtual stage is chunk * stages + stage
+};
+
+/// Megatron-LM's interleaved 1F1B (schedules.py, forward_backward_pipelining_with_interleaving):
+/// micro-batches go through the `chunks` model chunks in groups of `stages`; stage s runs
+/// (stages - s - 1) * 2 + (chunks - 1) * stages warm-up forwards (all of them when the micro-batches
+/// equal the stages), then one forward and one backward in turn, then the remaining backwards.
+/// Needs microbatches % stages == 0, as Megatron asserts.
+std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatches, int chunks);
 
 Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
                          int warmup, const CollectiveOptions& collectives = {});

@@ -52,6 +52,7 @@ struct Plan {
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
   std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)
   int microbatches = 1;
+  int virtual_stages = 1;               ///< model chunks per GPU (> 1: interleaved 1F1B)
 };
 
 }  // namespace dtsim

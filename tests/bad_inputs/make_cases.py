@@ -438,6 +438,20 @@ case("megatron_balance_not_adding_up", "gpt3-175b-h100-128gpu.json", "/strategy/
      f"run {GPT3} --set strategy.balance=[12,12,12,12,12,12,12,13]")
 case("megatron_balance_empty_stage", "gpt3-175b-h100-128gpu.json", "/strategy/balance/7",
      f"run {GPT3} --set strategy.balance=[12,12,12,12,12,12,24,0]")
+# Interleaved 1F1B (strategy.virtual_stages): Megatron's conditions
+for i, v in enumerate(["0", "1.5", "\"2\"", "2000"]):
+    case(f"megatron_virtual_stages_bad_{i}", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
+         f"run {GPT3} --set strategy.virtual_stages={v}")
+case("megatron_virtual_stages_gpipe", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
+     f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.schedule=gpipe")
+case("megatron_virtual_stages_microbatches", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
+     f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.microbatches=12")
+case("megatron_virtual_stages_layers", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
+     f"run {GPT3} --set strategy.virtual_stages=5")
+case("megatron_virtual_stages_balance_count", "gpt3-175b-h100-128gpu.json", "/strategy/balance",
+     f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.balance=[12,12,12,12,12,12,12,12]")
+case("megatron_virtual_stages_cnn", "imagenet-resnet50-32gpu-hybrid.json", "/strategy/virtual_stages",
+     f"run {HYB} --set strategy.virtual_stages=2")
 case("megatron_sequence_parallel_string", "gpt3-175b-h100-128gpu.json", "/strategy/sequence_parallel",
      f"run {GPT3} --set strategy.sequence_parallel=yes")
 case("megatron_distributed_optimizer_number", "gpt3-175b-h100-128gpu.json", "/strategy/distributed_optimizer",

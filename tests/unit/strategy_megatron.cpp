@@ -11,6 +11,10 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 using namespace dtsim;
@@ -193,4 +197,61 @@ TEST_CASE("per pipeline stage, the parts of one GPU's iteration add up to the it
     CHECK(s.forward_s > 0);
   }
   CHECK(p.result.stages[1].pipeline_s > 0);  // its gradients go back to stage 0
+}
+
+namespace {
+
+// Eight transformer layers of one attention row each, one-element activations (transfers cost only
+// link latency), for the interleaved schedule's closed form.
+std::string eight_layer_transformer()
+{
+  const std::string path = (std::filesystem::temp_directory_path() / "dtsim-megatron-eight-layers.json").string();
+  nlohmann::json layers = nlohmann::json::array();
+  for (int i = 0; i < 8; ++i)
+    layers.push_back({{"name", "h" + std::to_string(i) + ".core"}, {"kind", "attention"}, {"params", {1000}},
+                      {"fwd_flops", 1e9}, {"activation_elems", 1}, {"buffer_elems", 0}, {"block", "h" + std::to_string(i)}});
+  std::ofstream(path) << nlohmann::json{{"name", "eight"}, {"source", "test"}, {"input_elems", 1}, {"layers", layers}}.dump();
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(v m+p-1)")
+{
+  // Stage 0 of 4 with 2 chunks and 8 micro-batches: (4-0-1)*2 + (2-1)*4 = 10 warm-up forwards,
+  // micro-batches 0-3 through chunk 0, then 0-3 through chunk 1, then 4, 5 through chunk 0.
+  const auto ops = interleaved_schedule(0, 4, 8, 2);
+  REQUIRE(ops.size() == 32);
+  for (int k = 0; k < 10; ++k)
+    CHECK_FALSE(ops[static_cast<std::size_t>(k)].backward);
+  CHECK(ops[4].chunk == 1);
+  CHECK(ops[4].micro == 0);
+  CHECK(ops[8].chunk == 0);
+  CHECK(ops[8].micro == 4);
+  CHECK(ops[11].backward);  // the first backward: micro-batch 0 through the last chunk
+  CHECK(ops[11].chunk == 1);
+  CHECK(ops[11].micro == 0);
+  // the last stage starts its backwards after (2 - 1) * 4 warm-up forwards
+  CHECK(interleaved_schedule(3, 4, 8, 2)[5].backward);
+
+  const std::string model = eight_layer_transformer();
+  for (const auto& pmv : {std::array{2, 4, 2}, std::array{4, 8, 2}, std::array{2, 2, 4}}) {
+    const int p = pmv[0], m = pmv[1], v = pmv[2];
+    CAPTURE(p);
+    CAPTURE(m);
+    CAPTURE(v);
+    const nlohmann::json doc = {
+        {"cluster", "dgx1-v100"},
+        {"model", model},
+        {"training",
+         {{"dataset_samples", 1000}, {"batch_per_gpu", 64}, {"epochs", 1}, {"precision", "fp32"},
+          {"compute", {{"step_time_s", 1.0}, {"jitter_cv", 0}}}}},
+        {"strategy", {{"kind", "hybrid"}, {"pipeline_stages", p}, {"microbatches", m}, {"schedule", "1f1b"},
+                      {"virtual_stages", v}}},
+        {"gpus", p},
+        {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
+    const auto r = predict(parse_scenario(doc, "test.json")).result;
+    CHECK(r.iteration_time_s == doctest::Approx(static_cast<double>(v * m + p - 1) / (p * m * v)).epsilon(0.002));
+  }
+  std::remove(model.c_str());
 }
