@@ -290,6 +290,32 @@ def mpt_named(name, label, layers, hidden, heads, seq):
         hidden, layers, heads, seq, 50432)
 
 
+# Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models" (arXiv
+# 2205.05198), Table 3: the GPT models of its Selene runs, (name, label, attention heads, hidden
+# size, layers); every one has sequence length 2048 and vocabulary 51200.  51200 is the GPT-2 BPE
+# vocabulary (50257) as Megatron-LM pads it: up to a multiple of make_vocab_size_divisible_by (128)
+# x tensor-parallel size (8 in every run of the table), 1024.  gpt3-175b above keeps the unpadded
+# 50257 of Brown et al.; megatron-gpt-175b is the same shape with Megatron's padded vocabulary.
+MEGATRON_GPT_SIZES = [
+    ("megatron-gpt-22b", "22B", 64, 6144, 48),
+    ("megatron-gpt-175b", "175B (GPT-3)", 96, 12288, 96),
+    ("megatron-gpt-530b", "530B (MT-NLG)", 128, 20480, 105),
+    ("megatron-gpt-1t", "1T", 160, 25600, 128),
+]
+
+
+def megatron_gpt(name, label, heads, hidden, layers):
+    return gpt(
+        name,
+        f"Megatron-LM GPT {label} (Korthikanti et al. 2022, Reducing Activation Recomputation in "
+        f"Large Transformer Models, arXiv 2205.05198, Table 3: {heads} attention heads, hidden size "
+        f"{hidden}, {layers} layers; sequence length 2048, vocabulary 51200, the GPT-2 BPE vocab "
+        "50257 padded by Megatron-LM to a multiple of 128 x tensor-parallel size 8) built as the "
+        "GPT-2 architecture: learned positions, LayerNorm, GELU FFN 4 x hidden, LM head tied to the "
+        "word embedding (counted once); attention FLOPs counted dense. " + GEN,
+        hidden, layers, heads, 2048, 51200)
+
+
 def all_models():
     return [
         bert_large(512),
@@ -301,4 +327,4 @@ def all_models():
             "25 heads, FFN 6400, vocab 50257, context 1024; LM head tied to wte (counted once). "
             + GEN, 1600, 48, 25, 1024),
     ] + [gpt3(*size) for size in GPT3_SIZES] + [llama3(*size) for size in LLAMA3_SIZES] + [
-        mpt_named(*size) for size in MPT_SIZES]
+        mpt_named(*size) for size in MPT_SIZES] + [megatron_gpt(*size) for size in MEGATRON_GPT_SIZES]

@@ -25,7 +25,11 @@ namespace {
 const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster",  "gpu",            "host_cores",
                                            "nodes",   "gpus",          "model",    "precision",      "batch_per_gpu",
                                            "strategy", "loader_workers", "dataset", "compute",       "measured",
-                                           "unit",    "source"};
+                                           "unit",    "source",
+                                           // Megatron-LM runs (optional; see training_runs.hpp)
+                                           "tensor_parallel", "pipeline_stages", "micro_batch", "global_batch", "schedule",
+                                           "activation_checkpointing", "sequence_parallel", "distributed_optimizer"};
+/// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
 
@@ -81,6 +85,14 @@ struct Row {
     if (!v || *v < low || *v > high)
       fail(column, fmt::format("expected a number from {} to {}, got '{}'", low, high, text));
     return *v;
+  }
+  /// "true" or "false" (blank cells are the caller's: not given).
+  bool boolean(const std::string& column) const
+  {
+    const std::string v = get(column);
+    if (v != "true" && v != "false")
+      fail(column, fmt::format("expected true or false, got '{}'", v));
+    return v == "true";
   }
   int integer(const std::string& column, int low, int high) const
   {
@@ -146,19 +158,71 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
   if (!row.get("dataset").empty())
     loader["dataset"] = row.get("dataset");
 
+  nlohmann::json training = {{"dataset_samples", 1281167}, {"epochs", 1}};
+  // The batch as Megatron-LM gives it (micro_batch, global_batch), or the older batch_per_gpu.
+  if (!row.get("micro_batch").empty()) {
+    if (!row.get("batch_per_gpu").empty())
+      row.fail("batch_per_gpu", fmt::format("expected an empty cell beside micro_batch (give the batch one way: "
+                                            "micro_batch and global_batch, or batch_per_gpu), got '{}'",
+                                            row.get("batch_per_gpu")));
+    training["micro_batch"] = row.integer("micro_batch", 1, 1 << 20);
+    if (!row.get("global_batch").empty())
+      training["global_batch"] = row.integer("global_batch", 1, 1 << 30);
+  } else if (!row.get("global_batch").empty()) {
+    row.fail("global_batch", "expected micro_batch beside global_batch (the samples one data-parallel replica runs "
+                             "per micro-step), got an empty micro_batch cell");
+  } else {
+    training["batch_per_gpu"] = row.integer("batch_per_gpu", 1, 1 << 20);
+  }
+  training["precision"] = row.required("precision", "a precision such as fp32, tf32 or amp");
+  training["compute"] = compute;
+  training["loader"] = loader;
+  if (!row.get("activation_checkpointing").empty())
+    training["activation_checkpointing"] = row.get("activation_checkpointing");
+
+  nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
+  // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).
+  const std::string strategy_kind = strategy["kind"];
+  for (const char* column : {"tensor_parallel", "pipeline_stages", "sequence_parallel", "distributed_optimizer", "schedule"}) {
+    const bool pipelined =
+        strategy_kind == "hybrid" || (strategy_kind == "pipeline" && std::string(column) == "schedule");
+    if (!row.get(column).empty() && !pipelined)
+      row.fail(column, fmt::format("expected an empty cell for strategy '{}' ({} is an option of {}), got '{}'", strategy_kind,
+                                   column, std::string(column) == "schedule" ? "pipeline and hybrid" : "hybrid",
+                                   row.get(column)));
+  }
+  if (!row.get("tensor_parallel").empty())
+    strategy["tensor_parallel"] = row.integer("tensor_parallel", 1, 1 << 20);
+  if (!row.get("pipeline_stages").empty())
+    strategy["pipeline_stages"] = row.integer("pipeline_stages", 1, 1 << 20);
+  if (!row.get("schedule").empty())
+    strategy["schedule"] = row.get("schedule");
+  if (!row.get("sequence_parallel").empty())
+    strategy["sequence_parallel"] = row.boolean("sequence_parallel");
+  if (!row.get("distributed_optimizer").empty())
+    strategy["distributed_optimizer"] = row.boolean("distributed_optimizer");
+
   return {{"name", row.get("id")},
           {"cluster", cluster},
           {"model", row.file_in("model", csv_dir)},
-          {"training",
-           {{"dataset_samples", 1281167},
-            {"batch_per_gpu", row.integer("batch_per_gpu", 1, 1 << 20)},
-            {"epochs", 1},
-            {"precision", row.required("precision", "a precision such as fp32, tf32 or amp")},
-            {"compute", compute},
-            {"loader", loader}}},
-          {"strategy", {{"kind", row.required("strategy", "single, ddp or dp")}}},
+          {"training", training},
+          {"strategy", strategy},
           {"gpus", row.integer("gpus", 1, 1 << 20)},
           {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
+}
+
+/// The row's batch for its summary: "b64", or "mb1 gb512" when given as Megatron-LM gives it.
+std::string batch_summary(const Row& row)
+{
+  if (row.get("micro_batch").empty())
+    return "b" + row.get("batch_per_gpu");
+  std::string out = "mb" + row.get("micro_batch");
+  if (!row.get("global_batch").empty())
+    out += " gb" + row.get("global_batch");
+  for (const char* column : {"tensor_parallel", "pipeline_stages"})
+    if (!row.get(column).empty())
+      out += fmt::format(" {}{}", std::string(column) == "tensor_parallel" ? "tp" : "pp", row.get(column));
+  return out;
 }
 
 }  // namespace
@@ -204,8 +268,9 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
             header.begin() + static_cast<std::ptrdiff_t>(i))
           throw InputError(csv_path, "", fmt::format("line {}: column '{}' appears twice in the header", n, header[i]));
       }
+      const bool micro = std::find(header.begin(), header.end(), "micro_batch") != header.end();
       for (const auto& needed : kRequired)
-        if (std::find(header.begin(), header.end(), needed) == header.end())
+        if (std::find(header.begin(), header.end(), needed) == header.end() && !(micro && needed == "batch_per_gpu"))
           throw InputError(csv_path, "", fmt::format("line {}: the header has no '{}' column", n, needed));
       continue;
     }
@@ -226,6 +291,8 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
   const std::string dir = std::filesystem::path(csv_path).parent_path().string();
   std::vector<TrainingRunRow> out;
   std::set<std::string> ids;
+  std::set<std::string> per_batch_times;  // ids of rows whose time was turned into samples/s by their global batch
+  std::set<std::string> plain_times;      // ids of rows whose time is for the same work as their baseline's
   for (const Row& row : rows) {
     TrainingRunRow run;
     run.id = row.get("id");
@@ -240,11 +307,24 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     const std::string unit = row.get("unit");
     if (unit != "samples/s" && unit != "s")
       row.fail("unit", fmt::format("expected 'samples/s' or 's', got '{}'", unit));
-    run.measured_rate = unit == "s" ? 1.0 / measured : measured;
     run.scenario = scenario_of(row, dir);
+    // A time with its global batch is a rate of samples (rows of different batches compare); without,
+    // it is for the same work as its baseline's.
+    const auto& training = run.scenario["training"];
+    run.measured_rate = unit != "s"                          ? measured
+                        : training.contains("global_batch") ? training["global_batch"].get<double>() / measured
+                                                             : 1.0 / measured;
+    if (unit == "s") {
+      const bool per_batch = training.contains("global_batch");
+      if (!run.baseline.empty() && (per_batch ? plain_times : per_batch_times).count(run.baseline))
+        row.fail("global_batch", fmt::format("expected a global_batch in both this time and its baseline '{}', or in "
+                                             "neither (a time with its global batch is compared as samples/s)",
+                                             run.baseline));
+      (per_batch ? per_batch_times : plain_times).insert(run.id);
+    }
     run.label = fmt::format("{} line {}", csv_path, row.line);
-    run.summary = fmt::format("{} {} GPUs {} {} b{}", row.get("strategy"), row.get("gpus"), row.get("model"),
-                              row.get("precision"), row.get("batch_per_gpu"));
+    run.summary = fmt::format("{} {} GPUs {} {} {}", row.get("strategy"), row.get("gpus"), row.get("model"),
+                              row.get("precision"), batch_summary(row));
     out.push_back(std::move(run));
   }
   return out;
@@ -263,6 +343,11 @@ namespace {
       {"/cluster/base", "cluster"},    {"/cluster/nodes", "nodes"},           {"/cluster/gpu", "gpu"},
       {"/cluster/host", "host_cores"}, {"/cluster", "cluster"},               {"/model", "model"},
       {"/training/precision", "precision"}, {"/training/batch_per_gpu", "batch_per_gpu"},
+      {"/training/micro_batch", "micro_batch"}, {"/training/global_batch", "global_batch"},
+      {"/training/activation_checkpointing", "activation_checkpointing"},
+      {"/strategy/tensor_parallel", "tensor_parallel"}, {"/strategy/pipeline_stages", "pipeline_stages"},
+      {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
+      {"/strategy/distributed_optimizer", "distributed_optimizer"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};

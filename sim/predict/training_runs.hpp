@@ -9,12 +9,22 @@
 //   id, baseline       row name; the id of the row it is compared to (blank: a baseline)
 //   cluster            topology preset, or a topology .json path relative to the CSV
 //   gpu, host_cores    overrides of the cluster's GPU kind and CPU cores per node
-//   nodes, gpus, model, precision, batch_per_gpu, strategy (single|ddp|dp)
+//   nodes, gpus, model, precision, batch_per_gpu, strategy (single|ddp|dp|pipeline|hybrid)
 //   loader_workers     as the run's script states it (blank: not stated, dtsim's assumption)
 //   dataset            models/datasets kind (blank: the model's default)
 //   compute            throughput=SAMPLES_PER_S (one GPU, measured) | efficiency=F | step_time=S
 //   measured, unit     the measured figure and "samples/s" or "s"
 //   source             where the measurement was published
+// Optional columns for Megatron-LM runs (blank: not given; each as the scenario field it becomes):
+//   micro_batch, global_batch   training.micro_batch and global_batch; a row with micro_batch leaves
+//                      batch_per_gpu blank (batch_per_gpu is required only without micro_batch, and
+//                      the header may then leave it out). A time ("s") with a global_batch is judged as
+//                      global_batch / time samples/s, so that rows of different batches compare; its
+//                      baseline then gives a global_batch too.
+//   activation_checkpointing    training.activation_checkpointing: none | selective | full
+//   tensor_parallel, pipeline_stages, sequence_parallel (true|false), distributed_optimizer
+//   (true|false)       strategy hybrid's options; schedule (gpipe | 1f1b) for pipeline and hybrid.
+//                      strategy may be single, ddp, dp, pipeline or hybrid.
 #pragma once
 
 #include "sim/scenario/scenario.hpp"

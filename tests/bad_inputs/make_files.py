@@ -308,6 +308,50 @@ write("runs_control_char_id.csv", runs_with(id="a\x1bb"))
 write("runs_too_many_rows.csv", runs_csv([RUN_BASE] + [dict(RUN_8, id=f"r{i}") for i in range(1000)]))
 write("runs_many_commas.csv", "," * 100000 + "\n")
 write("runs_semicolons.csv", runs_csv([RUN_BASE, RUN_8]).replace(",", ";"))
+# The Megatron-LM columns (micro_batch, global_batch, hybrid's options): a GPT-2 on 4 GPUs, tp 2 x pp 2,
+# as the first row (predicted first: a value the plan checks fails before anything is simulated).
+MEG_HEADER = runs_header + ["tensor_parallel", "pipeline_stages", "micro_batch", "global_batch", "schedule",
+                            "activation_checkpointing", "sequence_parallel", "distributed_optimizer"]
+MEG_BASE = dict(RUN_BASE, cluster="dgx-a100", gpu="A100-SXM4-80GB", gpus="4", model="gpt2", precision="fp16",
+                batch_per_gpu="", strategy="hybrid", loader_workers="", dataset="", compute="efficiency=0.5",
+                measured="1.5", unit="s", tensor_parallel="2", pipeline_stages="2", micro_batch="1",
+                global_batch="8", schedule="1f1b", activation_checkpointing="selective", sequence_parallel="true",
+                distributed_optimizer="false")
+MEG_8 = dict(MEG_BASE, id="eight", baseline="base", gpus="8", global_batch="16")
+def megatron_with(**kw):
+    return runs_csv([dict(MEG_BASE, **kw), MEG_8], MEG_HEADER)
+for name, kw in {
+    "runs_megatron_micro_batch_zero": dict(micro_batch="0"), "runs_megatron_micro_batch_text": dict(micro_batch="one"),
+    "runs_megatron_micro_batch_2pow31": dict(micro_batch="2147483648"),
+    "runs_megatron_global_batch_zero": dict(global_batch="0"), "runs_megatron_global_batch_fraction": dict(global_batch="7.5"),
+    "runs_megatron_global_batch_huge": dict(global_batch="4294967297"),
+    "runs_megatron_global_batch_not_multiple": dict(micro_batch="3"),
+    "runs_megatron_global_batch_without_micro": dict(micro_batch=""),
+    "runs_megatron_batch_per_gpu_beside_micro": dict(batch_per_gpu="4"),
+    "runs_megatron_tensor_parallel_zero": dict(tensor_parallel="0"),
+    "runs_megatron_tensor_parallel_text": dict(tensor_parallel="two"),
+    "runs_megatron_tensor_parallel_not_dividing_gpus": dict(tensor_parallel="3"),
+    "runs_megatron_pipeline_stages_negative": dict(pipeline_stages="-2"),
+    "runs_megatron_pipeline_stages_not_dividing_layers": dict(tensor_parallel="1", pipeline_stages="5", gpus="5"),
+    "runs_megatron_schedule_unknown": dict(schedule="interleaved"),
+    "runs_megatron_checkpointing_unknown": dict(activation_checkpointing="some"),
+    "runs_megatron_sequence_parallel_yes": dict(sequence_parallel="yes"),
+    "runs_megatron_distributed_optimizer_one": dict(distributed_optimizer="1"),
+    "runs_megatron_tensor_parallel_for_ddp": dict(strategy="ddp", pipeline_stages="", schedule="",
+                                                  sequence_parallel="", distributed_optimizer=""),
+    "runs_megatron_sequence_parallel_for_pipeline": dict(strategy="pipeline", tensor_parallel="", pipeline_stages=""),
+    "runs_megatron_schedule_for_ddp": dict(strategy="ddp", tensor_parallel="", pipeline_stages="",
+                                           sequence_parallel="", distributed_optimizer=""),
+}.items():
+    write(name + ".csv", megatron_with(**kw))
+# A time with a global batch (samples/s) against a time without (the same work as its baseline's).
+write("runs_megatron_baseline_without_global_batch.csv",
+      runs_csv([dict(MEG_BASE, global_batch="", micro_batch="2"), MEG_8], MEG_HEADER))
+# Without micro_batch, batch_per_gpu stays required.
+write("runs_megatron_no_batch.csv", megatron_with(micro_batch="", global_batch=""))
+write("runs_megatron_no_batch_column.csv",
+      runs_csv([dict(MEG_BASE, batch_per_gpu="4"), dict(MEG_8, batch_per_gpu="4")],
+               [c for c in MEG_HEADER if c not in ("batch_per_gpu", "micro_batch")]))
 
 # --- sweep --collect folders (dtsim sweep --collect DIR) -------------------------------------------
 RESULT = {"scenario": "seed-4gpu-ddp", "strategy": "ddp", "topology": "pcie-box", "gpus": 4, "nodes_used": 1,

@@ -99,6 +99,11 @@ TEST_CASE("the C++ builder writes the shipped tables of the Python generator, la
   // MPT (mosaicml/mpt-7b, mpt-30b config.json).
   check_same_table("mpt-7b", spec(F::Mpt, 4096, 32, 32, 2048, 50432));
   check_same_table("mpt-30b", spec(F::Mpt, 7168, 48, 64, 8192, 50432));
+  // Korthikanti et al. 2022 (arXiv 2205.05198), Table 3: Megatron-LM's padded vocabulary 51200.
+  check_same_table("megatron-gpt-22b", spec(F::Gpt, 6144, 48, 64, 2048, 51200));
+  check_same_table("megatron-gpt-175b", spec(F::Gpt, 12288, 96, 96, 2048, 51200));
+  check_same_table("megatron-gpt-530b", spec(F::Gpt, 20480, 105, 128, 2048, 51200));
+  check_same_table("megatron-gpt-1t", spec(F::Gpt, 25600, 128, 160, 2048, 51200));
 }
 
 TEST_CASE("published parameter counts")

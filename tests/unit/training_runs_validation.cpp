@@ -10,13 +10,25 @@
 // shared (the DGX-1 is predicted 31% oversubscribed) but the published loss is larger; what is not
 // modelled: CPU clocks under all-core load, memory bandwidth of 64-128 workers, the pin-memory
 // thread and Python launch overhead of each process. FP32/TF32 rows of the same runs hold within 1%.
+//
+// Then the columns of Megatron-LM runs (micro_batch, global_batch, activation_checkpointing, hybrid's
+// options): the scenario each row becomes, and the CSV, line and column of every bad cell, whether
+// the CSV reader, the scenario or the plan finds it.
 #include "sim/predict/training_runs.hpp"
+
+#include "sim/util/input_error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 using namespace dtsim;
 
@@ -44,4 +56,168 @@ TEST_CASE("measured training runs: DP/DDP ratios within 25%, DDP speedups within
   }
   CHECK(dp == 3);
   CHECK(ddp == 19);
+}
+
+// The Megatron-LM columns (training_runs.hpp): micro_batch, global_batch, activation_checkpointing and
+// hybrid's tensor_parallel, pipeline_stages, schedule, sequence_parallel, distributed_optimizer.
+namespace {
+
+const std::string kMegatronHeader =
+    "id,baseline,cluster,gpu,nodes,gpus,model,precision,strategy,tensor_parallel,pipeline_stages,micro_batch,"
+    "global_batch,schedule,activation_checkpointing,sequence_parallel,distributed_optimizer,compute,measured,unit,source\n";
+const std::string kRow175b =
+    "sel,,dgx-a100,A100-SXM4-80GB,8,64,megatron-gpt-175b,fp16,hybrid,8,8,1,64,1f1b,selective,true,false,"
+    "efficiency=0.5,13.75,s,test\n";
+
+std::vector<std::string> cells_of(const std::string& line)
+{
+  std::vector<std::string> out(1);
+  for (const char c : line) {
+    if (c == ',')
+      out.emplace_back();
+    else if (c != '\n')
+      out.back() += c;
+  }
+  return out;
+}
+
+/// A CSV of kRow175b with the cells of the given columns replaced.
+std::string with_cells(const std::vector<std::pair<std::string, std::string>>& changes)
+{
+  const auto names = cells_of(kMegatronHeader);
+  auto cells = cells_of(kRow175b);
+  for (const auto& [column, value] : changes)
+    cells[static_cast<std::size_t>(std::find(names.begin(), names.end(), column) - names.begin())] = value;
+  return kMegatronHeader + fmt::format("{}\n", fmt::join(cells, ","));
+}
+
+/// The problem of the InputError that reading `csv` and parsing its rows' scenarios throws.
+std::string problem_of(const std::string& csv)
+{
+  try {
+    for (const auto& row : read_training_runs(csv, "megatron.csv"))
+      (void)parse_training_run(row);
+  } catch (const InputError& e) {
+    CHECK(e.file() == "megatron.csv");
+    return e.problem();
+  }
+  return "no error";
+}
+
+/// The same through validate_training_runs (a value that building the plan checks): the CSV is
+/// written to a temporary file, whose name the error gives.
+std::string predicted_problem_of(const std::string& csv)
+{
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("dtsim-megatron-runs-{}.csv", ::getpid());
+  {
+    std::ofstream(path) << csv;
+  }
+  std::string problem = "no error";
+  try {
+    (void)validate_training_runs(path.string());
+  } catch (const InputError& e) {
+    CHECK(e.file() == path.string());
+    problem = e.problem();
+  }
+  std::filesystem::remove(path);
+  return problem;
+}
+
+}  // namespace
+
+TEST_CASE("runs CSV: Megatron-LM columns become the scenario's batch and hybrid options")
+{
+  const auto rows = read_training_runs(kMegatronHeader + kRow175b, "megatron.csv");
+  REQUIRE(rows.size() == 1);
+  const auto& s = rows[0].scenario;
+  CHECK(s["training"]["micro_batch"] == 1);
+  CHECK(s["training"]["global_batch"] == 64);
+  CHECK_FALSE(s["training"].contains("batch_per_gpu"));
+  CHECK(s["training"]["activation_checkpointing"] == "selective");
+  CHECK(s["strategy"] == nlohmann::json{{"kind", "hybrid"},   {"tensor_parallel", 8},      {"pipeline_stages", 8},
+                                        {"schedule", "1f1b"}, {"sequence_parallel", true}, {"distributed_optimizer", false}});
+  // A time with its global batch is judged as samples/s.
+  CHECK(rows[0].measured_rate == doctest::Approx(64 / 13.75));
+  CHECK(rows[0].summary == "hybrid 64 GPUs megatron-gpt-175b fp16 mb1 gb64 tp8 pp8");
+
+  const Scenario parsed = parse_training_run(rows[0]);
+  CHECK(parsed.strategy_spec.tensor == 8);
+  CHECK(parsed.strategy_spec.stages == 8);
+  CHECK(parsed.strategy_spec.data == 1);
+  CHECK(parsed.training.batch.accumulation == 64);  // 64 micro-batches of 1 through the pipeline
+  CHECK(parsed.training.activation_checkpointing == ActivationCheckpointing::Selective);
+
+  // Blank cells leave the fields out: the scenario's defaults. The header may leave out batch_per_gpu.
+  const auto plain = read_training_runs(
+      "id,cluster,gpu,nodes,gpus,model,precision,strategy,micro_batch,tensor_parallel,compute,measured,unit\n"
+      "a,dgx-a100,A100-SXM4-80GB,1,8,gpt2,fp16,hybrid,4,,efficiency=0.5,100,samples/s\n",
+      "megatron.csv");
+  CHECK(plain[0].scenario["strategy"] == nlohmann::json{{"kind", "hybrid"}});
+  CHECK(plain[0].scenario["training"]["micro_batch"] == 4);
+  CHECK_FALSE(plain[0].scenario["training"].contains("global_batch"));
+  CHECK(plain[0].measured_rate == 100);
+  CHECK(plain[0].summary == "hybrid 8 GPUs gpt2 fp16 mb4");
+}
+
+TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column")
+{
+  CHECK(problem_of(with_cells({{"micro_batch", "0"}})) ==
+        "line 2, column micro_batch: expected a whole number from 1 to 1048576, got '0'");
+  CHECK(problem_of(with_cells({{"global_batch", "-64"}})) ==
+        "line 2, column global_batch: expected a whole number from 1 to 1073741824, got '-64'");
+  CHECK(problem_of(with_cells({{"micro_batch", ""}})) ==
+        "line 2, column global_batch: expected micro_batch beside global_batch (the samples one data-parallel "
+        "replica runs per micro-step), got an empty micro_batch cell");
+  CHECK(problem_of(with_cells({{"tensor_parallel", "eight"}})) ==
+        "line 2, column tensor_parallel: expected a whole number from 1 to 1048576, got 'eight'");
+  CHECK(problem_of(with_cells({{"sequence_parallel", "yes"}})) ==
+        "line 2, column sequence_parallel: expected true or false, got 'yes'");
+  CHECK(problem_of(with_cells({{"distributed_optimizer", "1"}})) ==
+        "line 2, column distributed_optimizer: expected true or false, got '1'");
+  CHECK(problem_of(with_cells({{"strategy", "ddp"}})) ==
+        "line 2, column tensor_parallel: expected an empty cell for strategy 'ddp' (tensor_parallel is an option of "
+        "hybrid), got '8'");
+  CHECK(problem_of(with_cells({{"strategy", "pipeline"}, {"tensor_parallel", ""}, {"pipeline_stages", ""},
+                               {"sequence_parallel", ""}, {"distributed_optimizer", "true"}})) ==
+        "line 2, column distributed_optimizer: expected an empty cell for strategy 'pipeline' (distributed_optimizer "
+        "is an option of hybrid), got 'true'");
+
+  // Values the scenario checks: the row's column, not the scenario's JSON pointer.
+  CHECK(problem_of(with_cells({{"pipeline_stages", "16"}})) ==
+        "line 2, column gpus: expected a multiple of tensor_parallel x pipeline_stages = 8 x 16 = 128 GPUs, got 64");
+  CHECK(problem_of(with_cells({{"nodes", "16"}, {"gpus", "128"}, {"global_batch", "63"}})) ==
+        "line 2, column global_batch: expected a multiple of training.micro_batch x data-parallel replicas = 1 x 2 = 2, "
+        "got 63");
+  CHECK(problem_of(with_cells({{"activation_checkpointing", "some"}})).rfind("line 2, column activation_checkpointing: ", 0) ==
+        0);
+  CHECK(problem_of(with_cells({{"tensor_parallel", "0"}})) ==
+        "line 2, column tensor_parallel: expected a whole number from 1 to 1048576, got '0'");
+  // ... and those that building the plan checks.
+  CHECK(predicted_problem_of(with_cells({{"schedule", "interleaved"}})).rfind("line 2, column schedule: ", 0) == 0);
+  CHECK(predicted_problem_of(with_cells({{"pipeline_stages", "5"}, {"nodes", "5"}, {"gpus", "40"}, {"global_batch", "40"}}))
+            .rfind("line 2, column pipeline_stages: expected pipeline stages that divide", 0) == 0);
+
+  // batch_per_gpu beside micro_batch: one way or the other.
+  CHECK(problem_of("id,cluster,nodes,gpus,model,precision,batch_per_gpu,micro_batch,strategy,compute,measured,unit\n"
+                   "a,dgx-a100,1,8,gpt2,fp16,4,4,ddp,throughput=10,10,samples/s\n") ==
+        "line 2, column batch_per_gpu: expected an empty cell beside micro_batch (give the batch one way: micro_batch "
+        "and global_batch, or batch_per_gpu), got '4'");
+  // Without micro_batch, batch_per_gpu is required as before (in the header and in the row).
+  CHECK(problem_of("id,cluster,nodes,gpus,model,precision,strategy,compute,measured,unit\n"
+                   "a,dgx-a100,1,8,gpt2,fp16,ddp,throughput=10,10,samples/s\n") ==
+        "line 1: the header has no 'batch_per_gpu' column");
+  CHECK(problem_of("id,cluster,nodes,gpus,model,precision,strategy,micro_batch,compute,measured,unit\n"
+                   "a,dgx-a100,1,8,gpt2,fp16,ddp,,throughput=10,10,samples/s\n") ==
+        "line 2, column batch_per_gpu: expected a whole number from 1 to 1048576, got ''");
+  // A time with a global batch (samples/s) against a time without (the same work): not comparable.
+  CHECK(problem_of(kMegatronHeader + kRow175b +
+                   "full,sel,dgx-a100,A100-SXM4-80GB,8,64,megatron-gpt-175b,fp16,hybrid,8,8,1,,1f1b,full,false,false,"
+                   "efficiency=0.5,18.13,s,test\n") ==
+        "line 3, column global_batch: expected a global_batch in both this time and its baseline 'sel', or in neither "
+        "(a time with its global batch is compared as samples/s)");
+  // schedule is for pipeline and hybrid only.
+  CHECK(problem_of("id,cluster,nodes,gpus,model,precision,batch_per_gpu,strategy,schedule,compute,measured,unit\n"
+                   "a,dgx-a100,1,8,gpt2,fp16,4,ddp,1f1b,throughput=10,10,samples/s\n") ==
+        "line 2, column schedule: expected an empty cell for strategy 'ddp' (schedule is an option of pipeline and "
+        "hybrid), got '1f1b'");
 }
