@@ -28,7 +28,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "unit",    "source",
                                            // Megatron-LM runs (optional; see training_runs.hpp)
                                            "tensor_parallel", "pipeline_stages", "micro_batch", "global_batch", "schedule",
-                                           "activation_checkpointing", "sequence_parallel", "distributed_optimizer"};
+                                           "activation_checkpointing", "sequence_parallel", "distributed_optimizer",
+                                           "virtual_stages"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -183,7 +184,8 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).
   const std::string strategy_kind = strategy["kind"];
-  for (const char* column : {"tensor_parallel", "pipeline_stages", "sequence_parallel", "distributed_optimizer", "schedule"}) {
+  for (const char* column :
+       {"tensor_parallel", "pipeline_stages", "sequence_parallel", "distributed_optimizer", "virtual_stages", "schedule"}) {
     const bool pipelined =
         strategy_kind == "hybrid" || (strategy_kind == "pipeline" && std::string(column) == "schedule");
     if (!row.get(column).empty() && !pipelined)
@@ -201,6 +203,8 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
     strategy["sequence_parallel"] = row.boolean("sequence_parallel");
   if (!row.get("distributed_optimizer").empty())
     strategy["distributed_optimizer"] = row.boolean("distributed_optimizer");
+  if (!row.get("virtual_stages").empty())
+    strategy["virtual_stages"] = row.integer("virtual_stages", 1, 1024);
 
   return {{"name", row.get("id")},
           {"cluster", cluster},
@@ -347,7 +351,7 @@ namespace {
       {"/training/activation_checkpointing", "activation_checkpointing"},
       {"/strategy/tensor_parallel", "tensor_parallel"}, {"/strategy/pipeline_stages", "pipeline_stages"},
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
-      {"/strategy/distributed_optimizer", "distributed_optimizer"},
+      {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};

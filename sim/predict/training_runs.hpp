@@ -22,7 +22,7 @@
 //                      global_batch / time samples/s, so that rows of different batches compare; its
 //                      baseline then gives a global_batch too.
 //   activation_checkpointing    training.activation_checkpointing: none | selective | full
-//   tensor_parallel, pipeline_stages, sequence_parallel (true|false), distributed_optimizer
+//   tensor_parallel, pipeline_stages, sequence_parallel (true|false), distributed_optimizer, virtual_stages
 //   (true|false)       strategy hybrid's options; schedule (gpipe | 1f1b) for pipeline and hybrid.
 //                      strategy may be single, ddp, dp, pipeline or hybrid.
 #pragma once

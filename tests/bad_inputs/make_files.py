@@ -344,6 +344,12 @@ for name, kw in {
                                            sequence_parallel="", distributed_optimizer=""),
 }.items():
     write(name + ".csv", megatron_with(**kw))
+# Interleaved 1F1B (virtual_stages): a bad count, and the column for a strategy without it.
+MEG_V_HEADER = MEG_HEADER + ["virtual_stages"]
+write("runs_megatron_virtual_stages_zero.csv", runs_csv([dict(MEG_BASE, virtual_stages="0"), dict(MEG_8, virtual_stages="")], MEG_V_HEADER))
+write("runs_megatron_virtual_stages_for_ddp.csv",
+      runs_csv([dict(MEG_BASE, strategy="ddp", tensor_parallel="", pipeline_stages="", schedule="", sequence_parallel="",
+                     distributed_optimizer="", virtual_stages="2"), dict(MEG_8, virtual_stages="")], MEG_V_HEADER))
 # A time with a global batch (samples/s) against a time without (the same work as its baseline's).
 write("runs_megatron_baseline_without_global_batch.csv",
       runs_csv([dict(MEG_BASE, global_batch="", micro_batch="2"), MEG_8], MEG_HEADER))
