@@ -1,6 +1,7 @@
 // A scenario: which cluster, which model, how it is trained, with which parallelism strategy.
-// The parsed fields that every strategy needs are typed here; strategy options stay JSON and are
-// read (with their pointers) by the strategy that owns them.
+// The parsed fields that every strategy needs are typed here, parsed once (training_settings.hpp:
+// the training section, the batch and the strategy's parallel degrees); a strategy's own options
+// (bucket sizes, schedules, layouts) stay JSON and are read, with their pointers, by its builder.
 #pragma once
 
 #include "sim/model/transformer_family.hpp"
