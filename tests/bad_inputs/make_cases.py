@@ -432,6 +432,10 @@ for i, v in enumerate(["tp-dp", "dp-dp-pp", "TP-DP-PP", "1"]):
     case(f"megatron_rank_order_{i}", "gpt3-175b-h100-128gpu.json", "/strategy/rank_order", f"run {GPT3} --set strategy.rank_order={v}")
 case("megatron_degrees_product_beyond_int", "imagenet-resnet50-32gpu-hybrid.json", "/gpus",
      f"run {HYB} --set gpus=1000000 --set strategy.tensor_parallel=1000000 --set strategy.pipeline_stages=1000000")
+case("megatron_tp_not_dividing_heads", "gpt3-175b-h100-128gpu.json", "/strategy/tensor_parallel",
+     f"run {GPT3} --set strategy.tensor_parallel=64 --set strategy.pipeline_stages=2")
+case("megatron_tp_not_dividing_kv_heads", "llama3-70b-h100-64gpu.json", "/strategy/tensor_parallel",
+     f"run scenarios/llama3-70b-h100-64gpu.json --set strategy.tensor_parallel=16 --set strategy.pipeline_stages=2")
 case("megatron_stages_not_dividing_layers", "gpt3-175b-h100-128gpu.json", "/strategy/pipeline_stages",
      f"run {GPT3} --set strategy.tensor_parallel=1 --set strategy.pipeline_stages=128")
 case("megatron_balance_not_adding_up", "gpt3-175b-h100-128gpu.json", "/strategy/balance",
