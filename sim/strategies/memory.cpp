@@ -1,4 +1,7 @@
 #include "sim/strategies/memory.hpp"
+#include "sim/strategies/partition.hpp"
+
+#include <algorithm>
 
 namespace dtsim {
 
@@ -46,6 +49,22 @@ GpuMemory replica_memory(const Model& model, const MemoryRules& rules, std::size
   m.optimizer = holds_optimizer ? params * rules.optimizer_bytes : 0;
   m.activations = activations_in(model, first, last) * param_share * samples_in_flight * rules.activation_bytes;
   return m;
+}
+
+double full_recompute_activations(const Model& model, std::size_t first, std::size_t last, double samples_in_flight,
+                                  double micro, double activation_bytes, int tensor_parallel)
+{
+  double kept = 0, largest_block = 0;
+  double outside = activations_in(model, first, last);  // less each transformer layer inside: the rest
+  for (const auto& b : transformer_layers(model)) {
+    if (b.first < first || b.last > last)
+      continue;
+    const double block = activations_in(model, b.first, b.last);
+    kept += b.first > 0 ? model.layers[b.first - 1].activation_elems : 0;
+    largest_block = std::max(largest_block, block);
+    outside -= block;
+  }
+  return ((kept + outside) * samples_in_flight + largest_block * micro) * activation_bytes / tensor_parallel;
 }
 
 }  // namespace dtsim

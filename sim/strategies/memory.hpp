@@ -34,6 +34,13 @@ double params_in(const Model& model, std::size_t first, std::size_t last);
 /// Activation elements per sample of layers [first, last).
 double activations_in(const Model& model, std::size_t first, std::size_t last);
 
+/// Activations that layers [first, last) keep for `samples_in_flight` samples under full recomputation
+/// (Korthikanti et al. 2022, section 5): only each transformer layer's input, plus, for the one layer
+/// being recomputed, all of its own for one micro-batch of `micro` samples; layers outside
+/// transformer layers keep theirs. Divided by `tensor_parallel` as replica_memory divides a shard.
+double full_recompute_activations(const Model& model, std::size_t first, std::size_t last, double samples_in_flight,
+                                  double micro, double activation_bytes, int tensor_parallel);
+
 /// A replica (or a shard: `param_share` of its weights, e.g. 1/t under tensor parallelism) of
 /// layers [first, last) keeping the activations of `samples_in_flight` samples.
 GpuMemory replica_memory(const Model& model, const MemoryRules& rules, std::size_t first, std::size_t last,

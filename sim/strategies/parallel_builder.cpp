@@ -48,38 +48,6 @@ double optimizer_seconds(double params, const MemoryRules& mem, bool half_weight
   return params * bytes / (gpu.memory_bandwidth * kOptimizerBandwidthFraction);
 }
 
-/// Activations a stage keeps under full recomputation (Korthikanti et al. 2022, section 5: only each
-/// transformer layer's input is kept; the layer being recomputed holds its own for one micro-batch).
-double full_recompute_activations(const Model& model, StageRange range, double samples_in_flight, double micro,
-                                  double activation_bytes, int T)
-{
-  double kept = 0, largest_block = 0;
-  for (const auto& b : transformer_layers(model)) {
-    if (b.first < range.first || b.last > range.last)
-      continue;
-    kept += b.first > 0 ? model.layers[b.first - 1].activation_elems : 0;
-    largest_block = std::max(largest_block, activations_in(model, b.first, b.last));
-  }
-  double outside = activations_in(model, range.first, range.last);  // layers in no transformer layer
-  for (const auto& b : transformer_layers(model))
-    if (b.first >= range.first && b.last <= range.last)
-      outside -= activations_in(model, b.first, b.last);
-  return ((kept + outside) * samples_in_flight + largest_block * micro) * activation_bytes / T;
-}
-
-std::string rank_order_text(const RankOrder& order)
-{
-  std::string out;
-  for (const ParallelDim dim : order.inner_to_outer)
-    out += std::string(out.empty() ? "" : "-") + (dim == ParallelDim::Tensor ? "tp" : dim == ParallelDim::Data ? "dp" : "pp");
-  return out;
-}
-
-const char* op_name(CollectiveOp op)
-{
-  return op == CollectiveOp::AllReduce ? "all_reduce" : op == CollectiveOp::ReduceScatter ? "reduce_scatter" : "all_gather";
-}
-
 }  // namespace
 
 Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, const Model& model,
@@ -163,20 +131,20 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (T > 1)
     for (int s = 0; s < V; ++s) {
       std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
+      const auto count = [&per_op](const std::vector<TpCollective>& list) {
+        for (const auto& c : list) {
+          per_op[c.op].first += c.bytes;
+          ++per_op[c.op].second;
+        }
+      };
       for (const auto& piece : sc[static_cast<std::size_t>(s)].pieces) {
-        for (const auto* list : {&piece.after_fwd, &piece.after_bwd})
-          for (const auto& c : *list) {
-            per_op[c.op].first += c.bytes;
-            ++per_op[c.op].second;
-          }
+        count(piece.after_fwd);
+        count(piece.after_bwd);
         if (piece.recompute_collectives)
-          for (const auto& c : piece.after_fwd) {
-            per_op[c.op].first += c.bytes;
-            ++per_op[c.op].second;
-          }
+          count(piece.after_fwd);
       }
       for (const auto& [op, sum] : per_op)
-        plan.comm_per_iteration.push_back({stage_name(s) + " tensor-parallel", op_name(op), sum.first * M,
+        plan.comm_per_iteration.push_back({stage_name(s) + " tensor-parallel", to_string(op), sum.first * M,
                                            sum.second * M, D});
     }
   if (embedding_sync)
@@ -418,7 +386,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
           GpuMemory part = replica_memory(model, mem, r.first, r.last, 1.0 / T, micro * in_flight);
           if (scenario.training.activation_checkpointing == ActivationCheckpointing::Full)
-            part.activations = full_recompute_activations(model, r, micro * in_flight, micro, mem.activation_bytes, T);
+            part.activations =
+                full_recompute_activations(model, r.first, r.last, micro * in_flight, micro, mem.activation_bytes, T);
           if (chunk == 0) {
             m = part;
             continue;
@@ -466,9 +435,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward and two backward on the "
         "critical path, the vocabulary-parallel embedding and cross entropy; ranks laid out {}",
         cfg.sequence_parallel ? "ReduceScatter + AllGather pairs (sequence parallel)" : "AllReduces",
-        rank_order_text(cfg.order)));
+        to_string(cfg.order)));
   else if (D > 1 && P > 1)
-    plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", rank_order_text(cfg.order)));
+    plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", to_string(cfg.order)));
   if (embedding_sync)
     plan.notes.push_back(fmt::format("tied word embedding: its gradient ({:.3g} MB per tensor rank) is AllReduced between the "
                                      "first and last stage every iteration",

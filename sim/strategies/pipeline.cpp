@@ -64,6 +64,14 @@ int RankOrder::index(int d, int s, int t, int D, int P, int T) const
   return index;
 }
 
+std::string to_string(const RankOrder& order)
+{
+  std::string out;
+  for (const ParallelDim dim : order.inner_to_outer)
+    out += std::string(out.empty() ? "" : "-") + (dim == ParallelDim::Tensor ? "tp" : dim == ParallelDim::Data ? "dp" : "pp");
+  return out;
+}
+
 RankOrder parse_rank_order(const JsonReader& value)
 {
   const std::string text =

@@ -34,6 +34,7 @@
 #include "sim/topology/topology.hpp"
 
 #include <array>
+#include <string>
 
 namespace dtsim {
 
@@ -51,6 +52,9 @@ struct RankOrder {
 
 /// strategy.rank_order: "tp-dp-pp" and the other orders of tp, dp and pp, innermost first.
 RankOrder parse_rank_order(const JsonReader& value);
+
+/// The order as strategy.rank_order spells it ("tp-dp-pp").
+std::string to_string(const RankOrder& order);
 
 struct ParallelConfig {
   int data = 1;
