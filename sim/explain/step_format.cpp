@@ -35,6 +35,9 @@ std::string step_label(const StepRow& row, bool once)
       {"tensor-parallel", "tensor-parallel AllReduce"},
       {"recompute", "recompute forward"},
       {"allgather", "AllGather parameters"},
+      {"allgather-backward", "AllGather parameters again (backward)"},
+      {"reduce-scatter", "ReduceScatter gradients"},
+      {"fsdp-copy", "copy gathered parameters out (FSDP2)"},
       {"embedding-grad", "AllReduce tied embedding gradients"},
   };
   const auto it = words.find(row.category);

@@ -8,6 +8,8 @@
 #include "sim/scenario/scenario_model.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/fsdp.hpp"
+#include "sim/strategies/zero.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/strategies/dp.hpp"
 #include "sim/strategies/pipeline.hpp"
@@ -100,8 +102,12 @@ Plan build_plan(const Scenario& s, const Topology& topology, const Model& model,
       return build_pipeline_plan(s, topology, model, sim.iterations, sim.warmup, c);
     case StrategyKind::Hybrid:
       return build_hybrid_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Fsdp:
+      return build_fsdp_plan(s, topology, model, sim.iterations, sim.warmup, c);
+    case StrategyKind::Zero:
+      return build_zero_plan(s, topology, model, sim.iterations, sim.warmup, c);
   }
-  s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline or hybrid)", s.strategy));
+  s.strategy_options().at("kind").fail(fmt::format("unknown strategy \"{}\" (expected single, dp, ddp, pipeline, hybrid, fsdp or zero)", s.strategy));
 }
 
 // The same training on one GPU of the cluster (same loader, input copies and compute, no

@@ -2,6 +2,7 @@
 
 #include "sim/predict/predict.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
 #include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 #include "sim/util/text_file.hpp"
@@ -29,7 +30,9 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            // Megatron-LM runs (optional; see training_runs.hpp)
                                            "tensor_parallel", "pipeline_stages", "micro_batch", "global_batch", "schedule",
                                            "activation_checkpointing", "sequence_parallel", "distributed_optimizer",
-                                           "virtual_stages"};
+                                           "virtual_stages",
+                                           // any strategy's further options as a JSON object (fsdp, zero: their sharding)
+                                           "strategy_options", "optimizer"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -180,17 +183,23 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
   training["loader"] = loader;
   if (!row.get("activation_checkpointing").empty())
     training["activation_checkpointing"] = row.get("activation_checkpointing");
+  if (!row.get("optimizer").empty())
+    training["optimizer"] = row.get("optimizer");
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).
   const std::string strategy_kind = strategy["kind"];
   for (const char* column :
        {"tensor_parallel", "pipeline_stages", "sequence_parallel", "distributed_optimizer", "virtual_stages", "schedule"}) {
-    const bool pipelined =
-        strategy_kind == "hybrid" || (strategy_kind == "pipeline" && std::string(column) == "schedule");
+    const std::string c = column;
+    const bool sharded_tp = strategy_kind == "fsdp" && (c == "tensor_parallel" || c == "sequence_parallel");
+    const bool pipelined = strategy_kind == "hybrid" || (strategy_kind == "pipeline" && c == "schedule") || sharded_tp;
     if (!row.get(column).empty() && !pipelined)
       row.fail(column, fmt::format("expected an empty cell for strategy '{}' ({} is an option of {}), got '{}'", strategy_kind,
-                                   column, std::string(column) == "schedule" ? "pipeline and hybrid" : "hybrid",
+                                   column,
+                                   c == "schedule"                                             ? "pipeline and hybrid"
+                                   : c == "tensor_parallel" || c == "sequence_parallel" ? "hybrid and fsdp"
+                                                                                               : "hybrid",
                                    row.get(column)));
   }
   if (!row.get("tensor_parallel").empty())
@@ -205,6 +214,22 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
     strategy["distributed_optimizer"] = row.boolean("distributed_optimizer");
   if (!row.get("virtual_stages").empty())
     strategy["virtual_stages"] = row.integer("virtual_stages", 1, 1024);
+  if (!row.get("strategy_options").empty()) {
+    nlohmann::json extra;
+    try {
+      extra = parse_json_text(row.get("strategy_options"), "strategy_options");  // nesting and magnitude checked
+    } catch (const InputError&) {
+      extra = nullptr;
+    }
+    if (!extra.is_object())
+      row.fail("strategy_options", fmt::format("expected a JSON object of the strategy's options, such as "
+                                               "{{\"sharding\": \"hybrid_shard\"}}, got '{}'", row.get("strategy_options")));
+    for (const auto& [key, value] : extra.items()) {
+      if (key == "kind" || strategy.contains(key))
+        row.fail("strategy_options", fmt::format("expected options other than kind and the row's own columns, got \"{}\"", key));
+      strategy[key] = value;
+    }
+  }
 
   return {{"name", row.get("id")},
           {"cluster", cluster},

@@ -22,9 +22,13 @@
 //                      global_batch / time samples/s, so that rows of different batches compare; its
 //                      baseline then gives a global_batch too.
 //   activation_checkpointing    training.activation_checkpointing: none | selective | full
+//   optimizer          training.optimizer (blank: SGD with momentum, the scenario default)
 //   tensor_parallel, pipeline_stages, sequence_parallel (true|false), distributed_optimizer, virtual_stages
 //   (true|false)       strategy hybrid's options; schedule (gpipe | 1f1b) for pipeline and hybrid.
-//                      strategy may be single, ddp, dp, pipeline or hybrid.
+//                      strategy may be single, ddp, dp, pipeline, hybrid, fsdp or zero; fsdp also takes
+//                      tensor_parallel and sequence_parallel.
+//   strategy_options   further options of the strategy as a JSON object (RFC 4180 quoting: "{""stage"": 3}"),
+//                      e.g. fsdp's sharding and mixed_precision, zero's stage; not kind nor a column's own.
 #pragma once
 
 #include "sim/scenario/scenario.hpp"

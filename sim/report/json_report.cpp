@@ -12,6 +12,9 @@ nlohmann::json json_report(const RunResult& r)
   nlohmann::json critical = nlohmann::json::array();
   for (const auto& p : r.critical_path)
     critical.push_back({{"category", p.category}, {"seconds", p.seconds}});
+  nlohmann::json overlap = nlohmann::json::array();
+  for (const auto& c : r.comm_overlap)
+    overlap.push_back({{"category", c.category}, {"in_flight_s", c.in_flight_s}, {"exposed_s", c.exposed_s}});
   nlohmann::json out = {
       {"scenario", r.scenario},
       {"strategy", r.strategy},
@@ -72,6 +75,8 @@ nlohmann::json json_report(const RunResult& r)
                                 {"total_time_days", ref.total_days},
                                 {"single_gpu_total_days", ref.single_gpu_total_days}};
   }
+  if (!overlap.empty())
+    out["comm_overlap"] = overlap;  // fsdp and zero (results.hpp)
   return out;
 }
 

@@ -87,6 +87,8 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
   r.exposed_comm_time_s = idle - r.input_wait_s;
   r.critical_path = critical_path_by_category(plan, spans);
+  if (r.strategy == "fsdp" || r.strategy == "zero")
+    r.comm_overlap = comm_overlap_on(plan, spans, plan.ranks.front(), r.critical_path, 1e-4 * r.iteration_time_s);
 
   r.samples_per_iteration = plan.samples_per_iteration;
   r.single_gpu_iteration_s = plan.single_gpu_iteration_s;

@@ -6,6 +6,7 @@
 #include "sim/engine/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
 #include "sim/report/stage_usage.hpp"
+#include "sim/report/comm_overlap.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 
@@ -45,6 +46,9 @@ struct RunResult {
   double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
   bool input_bound = false;      ///< the DataLoader sets the pace
   std::vector<CriticalPart> critical_path;  ///< what set the iteration's length, by kind of step
+  /// Sharded data parallelism (fsdp, zero): per kind of collective on the first GPU, its time in
+  /// flight and the part compute did not hide (comm_overlap.hpp); empty for other strategies.
+  std::vector<CommOverlap> comm_overlap;
   double setup_time_s = 0;       ///< one-off (parameter broadcast)
 
   // Scaling and totals.

@@ -83,6 +83,9 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
+  for (const auto& c : r.comm_overlap)
+    line(fmt::format("    {:<22} {:>12.6f} s   on the critical path, of {:.6f} s in flight on the first GPU ({:.0f}% hidden)",
+                     c.category, c.exposed_s, c.in_flight_s, c.in_flight_s > 0 ? 100 * (1 - c.exposed_s / c.in_flight_s) : 100.0));
   if (r.input_time_s > 0)
     line(fmt::format("  waiting for input        {:>12.6f} s   (the DataLoader needs {:.6f} s per batch{})", r.input_wait_s,
                      r.input_time_s,

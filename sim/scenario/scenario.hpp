@@ -51,9 +51,9 @@ struct ComputeSpec {
 };
 
 /// strategy.kind.
-enum class StrategyKind { Single, Ddp, Dp, Pipeline, Hybrid };
+enum class StrategyKind { Single, Ddp, Dp, Pipeline, Hybrid, Fsdp, Zero };
 
-/// "single", "ddp", "dp", "pipeline", "hybrid": the spelling scenarios and reports use.
+/// "single", "ddp", "dp", "pipeline", "hybrid", "fsdp", "zero": the spelling scenarios and reports use.
 const char* to_string(StrategyKind kind);
 
 /// single, ddp and dp: every GPU holds the whole model (the one-GPU run is their baseline).
@@ -66,7 +66,7 @@ inline bool replicates_the_model(StrategyKind kind)
 /// the stages of a pipeline (one per GPU), and the data-parallel replicas that follow from them.
 struct StrategySpec {
   StrategyKind kind = StrategyKind::Ddp;
-  int tensor = 1;    ///< GPUs per tensor-parallel group
+  int tensor = 1;    ///< GPUs per tensor-parallel group (hybrid, fsdp)
   int stages = 1;    ///< pipeline stages of one replica
   int data = 1;      ///< data-parallel replicas (DataParallel: the GPUs its one process splits the batch over)
 };

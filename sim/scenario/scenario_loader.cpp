@@ -25,7 +25,7 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   parse_scenario_model(root.at("model"), s);
   s.training = parse_training(root.at("training"));
   const auto strategy = root.at("strategy");
-  s.strategy = strategy.at("kind").as_choice({"ddp", "dp", "pipeline", "hybrid", "single"});
+  s.strategy = strategy.at("kind").as_choice({"ddp", "dp", "pipeline", "hybrid", "single", "fsdp", "zero"});
   const auto gpus = root.at("gpus");
   const auto n = gpus.as_positive_int();
   if (n > 1'000'000)

@@ -21,6 +21,10 @@ const char* to_string(StrategyKind kind)
       return "pipeline";
     case StrategyKind::Hybrid:
       return "hybrid";
+    case StrategyKind::Fsdp:
+      return "fsdp";
+    case StrategyKind::Zero:
+      return "zero";
   }
   return "?";
 }
@@ -34,7 +38,8 @@ constexpr int kMaxMicroSteps = 1024;
 
 StrategyKind strategy_kind_of(const std::string& kind)
 {
-  for (const auto k : {StrategyKind::Single, StrategyKind::Ddp, StrategyKind::Dp, StrategyKind::Pipeline, StrategyKind::Hybrid})
+  for (const auto k : {StrategyKind::Single, StrategyKind::Ddp, StrategyKind::Dp, StrategyKind::Pipeline, StrategyKind::Hybrid,
+                        StrategyKind::Fsdp, StrategyKind::Zero})
     if (kind == to_string(k))
       return k;
   return StrategyKind::Ddp;  // as_choice admits only the names above
@@ -136,7 +141,14 @@ StrategySpec parse_strategy_degrees(const JsonReader& root, const std::string& k
       break;  // build_plan insists on one GPU
     case StrategyKind::Ddp:
     case StrategyKind::Dp:
+    case StrategyKind::Zero:
       st.data = gpus;
+      break;
+    case StrategyKind::Fsdp:  // torchtitan's 2-D mesh: tensor-parallel ranks innermost, sharded data parallel across them
+      st.tensor = o.count_or("tensor_parallel", 1, gpus);
+      if (gpus % st.tensor != 0)
+        root.at("gpus").fail(fmt::format("expected a multiple of strategy.tensor_parallel = {} GPUs, got {}", st.tensor, gpus));
+      st.data = gpus / st.tensor;
       break;
     case StrategyKind::Pipeline:
       st.stages = gpus;

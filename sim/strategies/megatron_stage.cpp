@@ -1,7 +1,10 @@
 // See megatron_stage.hpp.
 #include "sim/strategies/megatron_stage.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 
 namespace dtsim {
 
@@ -27,6 +30,18 @@ std::vector<TpCollective> boundary(double bytes, bool sequence_parallel)
 }
 
 }  // namespace
+
+void check_heads_divide(const Model& model, int tensor, const JsonReader& where)
+{
+  for (const char* key : {"heads", "kv_heads"}) {
+    const auto it = model.arch.find(key);
+    if (it != model.arch.end() && std::fmod(it->second, tensor) != 0)
+      where.fail(fmt::format("expected a tensor-parallel degree that divides model \"{}\"'s {:g} {} (each rank holds whole "
+                             "ones), got {}",
+                             model.name, it->second, std::string(key) == "heads" ? "attention heads" : "key/value heads",
+                             tensor));
+  }
+}
 
 int output_layer(const Model& model)
 {

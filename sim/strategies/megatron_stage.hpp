@@ -23,6 +23,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/partition.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <string>
 #include <vector>
@@ -54,6 +55,12 @@ struct TensorParallelOptions {
 /// With one tensor rank the stage is one piece without collectives.
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp);
+
+/// Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
+/// rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size; so
+/// does torchtitan's TP plan, n_heads // tp_size). An InputError at `where` when `tensor` does not
+/// divide the model's heads or kv_heads (arch).
+void check_heads_divide(const Model& model, int tensor, const JsonReader& where);
 
 /// The layer of the vocabulary projection after the last transformer layer (Megatron's output
 /// layer), or -1: the linear whose output per sample is vocab x seq_len (arch), else the one with

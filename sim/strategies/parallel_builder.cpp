@@ -6,6 +6,7 @@
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
@@ -31,22 +32,6 @@ struct StageCost {
   double send_bytes = 0;     // boundary activation (or its gradient) per micro-batch, whole stage
   double params = 0;         // parameters of the whole stage
 };
-
-/// A memory-bound kernel reaches about 85% of the HBM datasheet bandwidth (as ddp.cpp's bucket copies).
-constexpr double kOptimizerBandwidthFraction = 0.85;
-
-/// Seconds of the optimizer step over `params` parameters, memory-bound (FusedAdam / foreach SGD):
-/// each step reads the fp32 weights, gradients and optimizer states and writes weights and states,
-/// plus the half-precision copy of the weights for fp16/bf16 training (Megatron's
-/// _copy_main_params_to_model_params). Bytes per parameter from the memory rules (memory.hpp).
-double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu)
-{
-  if (!(gpu.memory_bandwidth > 0))
-    return 0;
-  const double master = 4;  // fp32 weights the optimizer updates
-  const double bytes = 2 * (master + mem.optimizer_bytes) + 4 /* fp32 gradient read */ + (half_weights ? 2 : 0);
-  return params * bytes / (gpu.memory_bandwidth * kOptimizerBandwidthFraction);
-}
 
 }  // namespace
 
@@ -449,7 +434,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                              : "selective activation recomputation: the core attention's forward runs again before its "
                                "backward (its saved activations are not in the layer table's memory)");
   if (add_optimizer)
-    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kOptimizerBandwidthFraction,
+    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kMemoryBoundFraction,
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
   plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
   return plan;

@@ -1,5 +1,7 @@
 #include "sim/strategies/pipeline.hpp"
+
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/megatron_stage.hpp"
 
 #include <fmt/format.h>
 
@@ -161,17 +163,8 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   c.sequence_parallel = o.bool_or("sequence_parallel", false);
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
   c.virtual_stages = o.count_or("virtual_stages", 1, 1024);  // model chunks per GPU: at most a layer each
-  // Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
-  // rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size).
-  for (const char* key : {"heads", "kv_heads"}) {
-    const auto it = model.arch.find(key);
-    if (c.tensor > 1 && it != model.arch.end() && std::fmod(it->second, c.tensor) != 0)
-      o.at("tensor_parallel").fail(fmt::format("expected a tensor-parallel degree that divides model \"{}\"'s {:g} {} "
-                                               "(each rank holds whole ones), got {}",
-                                               model.name, it->second, std::string(key) == "heads" ? "attention heads"
-                                                                                                    : "key/value heads",
-                                               c.tensor));
-  }
+  if (c.tensor > 1)
+    check_heads_divide(model, c.tensor, o.at("tensor_parallel"));
   parse_common(o, c, model, scenario.training);
   return build_parallel_plan(scenario, topology, model, c, iterations, warmup, collectives);
 }

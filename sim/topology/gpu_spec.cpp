@@ -66,6 +66,10 @@ const std::vector<GpuEntry>& table()
       {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G, 108), {"A100-PCIe-40GB"}},
       {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 1935 * G, 108), {}},
       {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 80 * GiB, 90, 3350 * G, 132), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
+      // The 96 GB HBM2e H100 SXM of Meta's Grand Teton hosts (torchtitan benchmarks/
+      // llama3_h100_202412_torchtitan.md: "96GB HBM2e with 2.4 TB/sec", 500 W; its peak lies between
+      // SXM and NVL, unknown, so the SXM figures stand and a measured efficiency absorbs the rest).
+      {make("H100-SXM-96GB", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 96 * GiB, 90, 2400 * G, 132), {"H100-96GB"}},
       {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90, 2000 * G, 114), {"H100-PCIe-80GB"}},
       {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90, 4800 * G, 132), {"H200-SXM"}},
       {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75, 616 * G, 68), {"RTX2080Ti", "RTX-2080-Ti"}},

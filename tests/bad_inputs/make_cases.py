@@ -27,7 +27,7 @@ sets = [
     (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
     (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
     (DDP, "training.unknown", ["1"]),
-    (DDP, "strategy.kind", ["zero", "1"]),
+    (DDP, "strategy.kind", ["horovod", "1"]),
     (DDP, "strategy.gradient_accumulation", ["2147483648", "0", "5000", "4294967296"]),
     (DDP, "strategy.bucket_cap_mb", ["0", "-1", "1e400"]),
     (DDP, "strategy.first_bucket_mb", ["0"]),
@@ -84,6 +84,48 @@ case("set_pipeline_plan_too_large", "seed-2gpu-pipelined.json", "/simulation/ite
      f"run {PIPE} --set strategy.microbatches=1024 --set simulation.iterations=100")
 case("set_ddp_accumulation_plan_too_large", "seed-4gpu-ddp.json", "/simulation/iterations",
      f"run {DDP} --set strategy.gradient_accumulation=1024 --set simulation.iterations=5")
+
+# Sharded data parallelism (issue 31's listed bad inputs and each option's own): the scenario and the
+# JSON pointer of the member at fault. Parsed before any simulation, so each is quick on the 64-GPU scenario.
+FSDP = "scenarios/llama3-8b-fsdp-h100-64gpu.json"
+FS = "llama3-8b-fsdp-h100-64gpu.json"
+# (a misspelt member through --set names the --set: set_fsdp_mixed_precision_typo below)
+for name, pointer, args in [
+    ("fsdp_unknown_sharding", "/strategy/sharding", "--set strategy.sharding=quarter_shard"),
+    ("fsdp_version_3", "/strategy/version", "--set strategy.version=3"),
+    ("fsdp_version_string", "/strategy/version", "--set strategy.version=two"),
+    ("fsdp_hybrid_group_not_dividing", "/strategy/shard_group_size",
+     "--set strategy.sharding=hybrid_shard --set strategy.shard_group_size=3"),
+    ("fsdp_hybrid_group_zero", "/strategy/shard_group_size",
+     "--set strategy.sharding=hybrid_shard --set strategy.shard_group_size=0"),
+    ("fsdp_group_without_hybrid", "/strategy/shard_group_size", "--set strategy.shard_group_size=8"),
+    ("fsdp_options_on_dp", "/strategy/mixed_precision", "--set strategy.kind=dp"),
+    ("fsdp_options_on_ddp", "/strategy/mixed_precision", "--set strategy.kind=ddp"),
+    ("fsdp_v1_option_on_v2", "/strategy/backward_prefetch", "--set strategy.backward_prefetch=backward_pre"),
+    ("fsdp_unknown_prefetch", "/strategy/backward_prefetch",
+     "--set strategy.version=1 --set strategy.backward_prefetch=backward_mid"),
+    ("fsdp_limit_not_bool", "/strategy/limit_all_gathers", "--set strategy.version=1 --set strategy.limit_all_gathers=2"),
+    ("fsdp_reshard_not_dividing", "/strategy/reshard_after_forward", "--set strategy.reshard_after_forward=3"),
+    ("fsdp_reshard_too_many", "/strategy/reshard_after_forward", "--set strategy.reshard_after_forward=128"),
+    ("fsdp_reshard_int_on_v1", "/strategy/reshard_after_forward", "--set strategy.version=1 --set strategy.reshard_after_forward=8"),
+    ("fsdp_reshard_no_shard", "/strategy/reshard_after_forward", "--set strategy.sharding=no_shard --set strategy.reshard_after_forward=true"),
+    ("fsdp_param_dtype_fp8", "/strategy/mixed_precision/param_dtype", "--set strategy.mixed_precision.param_dtype=fp8"),
+    ("fsdp_tp_not_dividing", "/gpus", "--set strategy.tensor_parallel=3"),
+    ("fsdp_tp_heads", "/strategy/tensor_parallel", "--set strategy.tensor_parallel=64"),
+    ("fsdp_sp_without_tp", "/strategy/sequence_parallel", "--set strategy.sequence_parallel=true"),
+    ("fsdp_no_sync_not_bool", "/strategy/no_sync", "--set strategy.no_sync=1"),
+    ("zero_missing_stage", "/strategy", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null"),
+    ("zero_stage_4", "/strategy/stage", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=4"),
+    ("zero_stage_0", "/strategy/stage", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=0"),
+    ("zero_prefetch_on_stage_2", "/strategy/stage3_prefetch_bucket_size",
+     "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.stage3_prefetch_bucket_size=1e7"),
+    ("zero_bucket_zero", "/strategy/reduce_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.reduce_bucket_size=0"),
+    ("zero_allgather_bucket_tiny", "/strategy/allgather_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=1 --set strategy.allgather_bucket_size=1000"),
+    ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),
+]:
+    case("set_" + name, FS, pointer, f"run {FSDP} {args}")
+case("set_fsdp_mixed_precision_typo", "--set strategy.mixed_precision.reduce_type", "/strategy/mixed_precision/reduce_type",
+     f"run {FSDP} --set strategy.mixed_precision.reduce_type=fp32")
 
 # Control characters quoted back from the input stay on the one line (\n, \x1b written out)
 case("set_model_newline", "seed-4gpu-ddp.json", "/model", f'run {DDP} --set model="res\\nnet"')

@@ -276,7 +276,7 @@ runs_cases = {
     "runs_cluster_absolute": dict(cluster="/etc/dtsim-topology.json"), "runs_cluster_missing_file": dict(cluster="absent.json"),
     "runs_model_unknown": dict(model="resnet5000"), "runs_model_escape": dict(model="../../../models/resnet50.json"),
     "runs_model_empty": dict(model=""), "runs_precision_unknown": dict(precision="fp7"), "runs_precision_empty": dict(precision=""),
-    "runs_strategy_unknown": dict(strategy="zero"), "runs_strategy_empty": dict(strategy=""),
+    "runs_strategy_unknown": dict(strategy="horovod"), "runs_strategy_empty": dict(strategy=""),
     "runs_unit_unknown": dict(unit="images/s"), "runs_unit_empty": dict(unit=""),
     "runs_compute_kind_unknown": dict(compute="speed=3"), "runs_compute_no_equals": dict(compute="360"),
     "runs_compute_throughput_text": dict(compute="throughput=fast"), "runs_compute_throughput_zero": dict(compute="throughput=0"),

@@ -60,7 +60,7 @@ TEST_CASE("errors name the file, the JSON pointer and what was expected")
   CHECK(error_of(d).find("s.json: at /training/compute: expected exactly one of") == 0);
 
   d = base();
-  d["strategy"]["kind"] = "zero";
+  d["strategy"]["kind"] = "horovod";
   CHECK(error_of(d).find("s.json: at /strategy/kind: expected one of ddp, dp") == 0);
 
   d = base();

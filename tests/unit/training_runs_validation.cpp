@@ -176,7 +176,7 @@ TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column
         "line 2, column distributed_optimizer: expected true or false, got '1'");
   CHECK(problem_of(with_cells({{"strategy", "ddp"}})) ==
         "line 2, column tensor_parallel: expected an empty cell for strategy 'ddp' (tensor_parallel is an option of "
-        "hybrid), got '8'");
+        "hybrid and fsdp), got '8'");
   CHECK(problem_of(with_cells({{"strategy", "pipeline"}, {"tensor_parallel", ""}, {"pipeline_stages", ""},
                                {"sequence_parallel", ""}, {"distributed_optimizer", "true"}})) ==
         "line 2, column distributed_optimizer: expected an empty cell for strategy 'pipeline' (distributed_optimizer "

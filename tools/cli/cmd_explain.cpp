@@ -1,4 +1,4 @@
-// dtsim explain dp|ddp|pipeline|hybrid --gpus N [--model NAME] [--cluster NAME|FILE] [--nodes N] [--batch B]
+// dtsim explain dp|ddp|pipeline|hybrid|fsdp|zero --gpus N [--model NAME] [--cluster NAME|FILE] [--nodes N] [--batch B]
 //               [--precision P] [--microbatches M] [--tp T] [--pp P] [--throughput SAMPLES_PER_S]
 // Simulates one warm-up and one measured iteration of the strategy and prints the step table.
 #include "tools/cli/command.hpp"
@@ -28,6 +28,7 @@ struct ExplainArgs {
   int microbatches = 1;
   int tensor_parallel = 2;   ///< hybrid
   int pipeline_stages = 2;   ///< hybrid
+  int zero_stage = 3;        ///< zero
   double throughput = 0;
   bool json = false;
 };
@@ -54,10 +55,18 @@ nlohmann::json explain_scenario(const ExplainArgs& a)
     strategy["pipeline_stages"] = a.pipeline_stages;
     strategy["schedule"] = "1f1b";
   }
+  if (a.strategy == "zero")
+    strategy["stage"] = a.zero_stage;
+  // FSDP's step table shows one unit: GPT-2's dimensions with a single transformer layer, so that
+  // the root (embeddings, final norm, head) and one wrapped unit are all there is.
+  const nlohmann::json model = a.strategy == "fsdp" && a.model == "resnet50"
+                                   ? nlohmann::json{{"family", "gpt"}, {"name", "gpt2-1-layer"}, {"hidden", 768}, {"layers", 1},
+                                                    {"heads", 12}, {"seq_len", 1024}, {"vocab", 50257}, {"tied_embeddings", true}}
+                                   : nlohmann::json(a.model);
   return {{"name", "explain " + a.strategy},
           {"cluster", a.nodes.value_or(1) > 1 ? nlohmann::json{{"base", a.cluster}, {"nodes", *a.nodes}}
                                             : nlohmann::json(a.cluster)},
-          {"model", a.model},
+          {"model", model},
           {"training",
            {{"dataset_samples", 1281167}, {"batch_per_gpu", a.batch}, {"epochs", 1}, {"precision", a.precision},
             {"compute", compute}}},
@@ -72,11 +81,13 @@ void add_explain_command(CLI::App& app, Action& action)
   auto a = std::make_shared<ExplainArgs>();
   auto* cmd = app.add_subcommand("explain", "Step table of one training iteration: who sends what to whom, over "
                                             "which link, for how long (☆ on every GPU-to-GPU transfer)");
-  cmd->add_option("strategy", a->strategy, "dp | ddp | pipeline | hybrid")
+  cmd->add_option("strategy", a->strategy, "dp | ddp | pipeline | hybrid | fsdp | zero")
       ->required()
-      ->check(CLI::IsMember({"dp", "ddp", "pipeline", "hybrid"}));
+      ->check(CLI::IsMember({"dp", "ddp", "pipeline", "hybrid", "fsdp", "zero"}));
   cmd->add_option("--gpus", a->gpus, "Number of GPUs")->required()->check(CLI::Range(1, 4096));
-  auto* model = cmd->add_option("--model", a->model, "Model name (models/) or file (default resnet50; gpt2 for hybrid)");
+  auto* model = cmd->add_option("--model", a->model,
+                                "Model name (models/) or file (default resnet50; gpt2 for hybrid and zero; for fsdp GPT-2 "
+                                "with one transformer layer: the root and one unit)");
   cmd->add_option("--cluster", a->cluster, "Topology preset or file (default dgx1-v100)");
   cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (default: as many as --gpus needs)")->check(CLI::Range(1, 1024));
   cmd->add_option("--batch", a->batch, "Batch per GPU (per pipeline for pipeline; default 32)")->check(CLI::Range(1, 1 << 20));
@@ -85,6 +96,7 @@ void add_explain_command(CLI::App& app, Action& action)
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--tp", a->tensor_parallel, "hybrid: tensor-parallel GPUs per stage (default 2)")->check(CLI::Range(1, 4096));
   cmd->add_option("--pp", a->pipeline_stages, "hybrid: pipeline stages (default 2)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--stage", a->zero_stage, "zero: ZeRO stage 1, 2 or 3 (default 3)")->check(CLI::Range(1, 3));
   cmd->add_option("--throughput", a->throughput,
                   "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)")
       ->check(CLI::Validator(
@@ -97,6 +109,8 @@ void add_explain_command(CLI::App& app, Action& action)
   cmd->callback([&action, a, model] {
     if (a->strategy == "hybrid" && model->count() == 0)
       a->model = "gpt2";  // tensor parallelism splits transformer layers
+    if (a->strategy == "zero" && model->count() == 0)
+      a->model = "gpt2";  // stage 3 fetches module by module: a transformer's linears
     action = [a] {
       ExplainArgs args = *a;
       if (!args.nodes) {  // --gpus 16 on 8-GPU nodes: 2 nodes

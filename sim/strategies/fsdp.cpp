@@ -1,0 +1,326 @@
+// See fsdp.hpp.
+#include "sim/strategies/fsdp.hpp"
+
+#include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/ddp.hpp"
+#include "sim/strategies/jitter.hpp"
+#include "sim/strategies/loader.hpp"
+#include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/optimizer_step.hpp"
+#include "sim/strategies/shard_units.hpp"
+#include "sim/strategies/sharded_memory.hpp"
+#include "sim/strategies/sharded_run.hpp"
+#include "sim/strategies/sharding_options.hpp"
+#include "sim/strategies/task_util.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+
+namespace dtsim {
+
+namespace {
+
+/// The limiter's depth: FSDP1's _free_event_queue lets two AllGathers run ahead of the frees
+/// (_limiter_utils.py, _runtime_utils.py: `if len(queue) >= 2: queue.dequeue_if_needed()`); FSDP2
+/// keeps two AllGather outputs alive (PyTorch PR #128884).
+constexpr std::size_t kInflightAllGathers = 2;
+
+struct UnitTimes {
+  std::vector<StagePiece> pieces;
+};
+
+}  // namespace
+
+Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                     const CollectiveOptions& collectives)
+{
+  const int T = scenario.strategy_spec.tensor, D = scenario.strategy_spec.data;
+  const FsdpOptions opt = parse_fsdp_options(scenario, D, T, topology.gpus_per_node);
+  if (T > 1)
+    check_heads_divide(model, T, scenario.strategy_options().at("tensor_parallel"));
+  Plan plan;
+  plan.ranks = pick_ranks(scenario, topology);
+  plan.warmup_iterations = warmup;
+  const int n = static_cast<int>(plan.ranks.size());
+  const int M = scenario.training.batch.accumulation;
+  const double micro = static_cast<double>(scenario.training.batch_per_gpu);
+  const MemoryRules mem = memory_rules(scenario);
+  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
+  const ShardUnits su = shard_units(model);
+  const TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
+  std::vector<std::vector<StagePiece>> pieces;
+  double compute_s = 0;
+  for (const auto& seg : su.segments) {
+    pieces.push_back(stage_pieces(model, mt, seg.layers, micro, mem.activation_bytes, tp));
+    for (const auto& p : pieces.back())
+      compute_s += p.fwd_s + p.bwd_s + p.recompute_s;
+  }
+  const int S = opt.sharding == Sharding::NoShard ? 1 : opt.shard_group;  // ranks a parameter is sharded over
+  const int R = D / std::max(1, opt.sharding == Sharding::NoShard ? D : S);  // replicas of the sharded state
+  const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
+  const bool sharded = opt.sharding != Sharding::NoShard && S > 1;
+  const bool gather_backward = sharded && opt.reshard_after_forward;
+  const bool limited = opt.version == 2 || opt.limit_all_gathers;
+  const int U = static_cast<int>(su.units.size());
+
+  // Groups of rank indices (r = d * T + t; torchtitan's mesh puts the tensor dimension innermost).
+  const auto rank = [T](int d, int t) { return d * T + t; };
+  std::vector<std::vector<int>> shard_groups, back_groups, replicate_groups, tp_groups, reduce_groups;
+  const int K = opt.reshard_ranks > 0 ? opt.reshard_ranks : S;  // backward AllGather's world
+  for (int b = 0; b < D / S; ++b)
+    for (int t = 0; t < T; ++t) {
+      std::vector<int> grp;
+      for (int j = 0; j < S; ++j)
+        grp.push_back(rank(b * S + j, t));
+      shard_groups.push_back(grp);
+      for (int c = 0; c < S / K; ++c)
+        back_groups.emplace_back(grp.begin() + c * K, grp.begin() + (c + 1) * K);
+    }
+  if (D / S > 1)
+    for (int j = 0; j < S; ++j)
+      for (int t = 0; t < T; ++t) {
+        std::vector<int> grp;
+        for (int b = 0; b < D / S; ++b)
+          grp.push_back(rank(b * S + j, t));
+        replicate_groups.push_back(grp);
+      }
+  for (int d = 0; d < D; ++d) {
+    std::vector<int> grp;
+    for (int t = 0; t < T; ++t)
+      grp.push_back(rank(d, t));
+    tp_groups.push_back(grp);
+  }
+  if (!sharded && D > 1)
+    for (int t = 0; t < T; ++t) {
+      std::vector<int> grp;
+      for (int d = 0; d < D; ++d)
+        grp.push_back(rank(d, t));
+      reduce_groups.push_back(grp);
+    }
+  (void)R;
+
+  const double copy_out_per_param = opt.version == 2 ? pbytes : 0.0;  // FSDP2's copy-out, bytes per gathered parameter
+  std::vector<double> unit_gather_bytes(static_cast<std::size_t>(U)), unit_reduce_bytes(static_cast<std::size_t>(U));
+  for (int u = 0; u < U; ++u) {
+    unit_gather_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * pbytes;
+    unit_reduce_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * rbytes;
+  }
+  // Units in the order their backward begins (the reverse of their last forward segment), root aside.
+  std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
+  for (std::size_t s = 0; s < su.segments.size(); ++s) {
+    const auto u = static_cast<std::size_t>(su.segments[s].unit);
+    last_segment[u] = static_cast<int>(s);
+    if (first_segment[u] < 0)
+      first_segment[u] = static_cast<int>(s);
+  }
+  std::vector<int> backward_order;
+  for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
+    const int u = su.segments[static_cast<std::size_t>(s)].unit;
+    if (u != 0 && last_segment[static_cast<std::size_t>(u)] == s)
+      backward_order.push_back(u);
+  }
+
+  ShardedRun run(plan, topology, collectives);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  std::vector<LoaderLane> lanes;
+  for (int d = 0; d < D; ++d) {
+    const int dev = plan.ranks[static_cast<std::size_t>(rank(d, 0))];
+    const int cpu = host_cpu_of(topology, dev);
+    lanes.emplace_back(loader, cpu >= 0 ? cpu : dev, fmt::format("rank {}'s DataLoader", rank(d, 0)));
+  }
+  const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
+  const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
+  const double shard_params = static_cast<double>(model.params()) / T / S;
+  const double optimizer_s = add_optimizer ? optimizer_seconds(shard_params, mem, half_weights, topology.gpu) : 0.0;
+
+  TaskGraph& g = plan.graph;
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
+  run.start_all(plan.setup_end);
+  std::vector<std::deque<int>> frees(static_cast<std::size_t>(n));  // per rank: the limiter's free events (tasks)
+  const auto limit = [&](std::vector<std::vector<int>>& start) {
+    if (!limited)
+      return;
+    for (int r = 0; r < n; ++r) {
+      auto& q = frees[static_cast<std::size_t>(r)];
+      if (q.size() >= kInflightAllGathers) {
+        start[static_cast<std::size_t>(r)].push_back(q.front());
+        q.pop_front();
+      }
+    }
+  };
+  const auto gather = [&](int u, bool backward, const std::string& when) {
+    std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+    if (u != 0)
+      limit(start);
+    const auto& groups = backward && K < S ? back_groups : shard_groups;
+    return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
+                          fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
+                          backward ? "allgather-backward" : "allgather",
+                          start, ShardedRun::Stream::Shard);
+  };
+  const auto free_after = [&](const std::vector<int>& tasks) {
+    for (int r = 0; r < n; ++r)
+      frees[static_cast<std::size_t>(r)].push_back(tasks[static_cast<std::size_t>(r)]);
+  };
+
+  const int setup_tasks = g.size();
+  for (int it = 0; it < iterations; ++it) {
+    if (it == 1)
+      g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
+    g.set_iteration(it);
+    for (int m = 0; m < M; ++m) {
+      const bool sync = !opt.no_sync || m + 1 == M;
+      for (int d = 0; d < D; ++d) {  // each data rank loads its batch; its tensor ranks get a copy each
+        const int loaded = lanes[static_cast<std::size_t>(d)].load(g, micro, run.compute_last(rank(d, 0)));
+        if (loaded < 0)
+          continue;
+        for (int t = 0; t < T; ++t) {
+          const int r = rank(d, t);
+          const int copy = add_input_copy(g, topology, loader, plan.ranks[static_cast<std::size_t>(r)], micro,
+                                          dtsim::deps({run.last(r), loaded}), fmt::format("input batch host -> rank {}", r));
+          run.set_last(r, copy >= 0 ? copy : loaded);
+        }
+      }
+      // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own.
+      std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
+      if (sharded)
+        for (int u = 0; u < U; ++u)
+          gathered[static_cast<std::size_t>(u)] = gather(u, false, "forward");
+      for (std::size_t s = 0; s < su.segments.size(); ++s) {
+        const int u = su.segments[s].unit;
+        const auto& name = su.units[static_cast<std::size_t>(u)].name;
+        if (sharded && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
+          run.wait_for(gathered[static_cast<std::size_t>(u)]);
+          if (copy_out_per_param > 0)
+            run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
+                            "copy-out " + name, "fsdp-copy");
+        }
+        run.pieces(pieces[s], false, tp_groups, name);
+        if (sharded && u != 0 && opt.reshard_after_forward && last_segment[static_cast<std::size_t>(u)] == static_cast<int>(s))
+          free_after(run.compute_last_all());
+      }
+      // Backward: units in reverse; each unit's AllGather (or its prefetch), backward, ReduceScatter.
+      std::vector<std::vector<int>> back_gathered(static_cast<std::size_t>(U));
+      const auto gather_for_backward = [&](std::size_t i, bool after_compute) {
+        if (!gather_backward || i >= backward_order.size())
+          return;
+        const int u = backward_order[i];
+        if (!back_gathered[static_cast<std::size_t>(u)].empty())
+          return;
+        if (after_compute)
+          run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+        back_gathered[static_cast<std::size_t>(u)] = gather(u, true, "backward");
+      };
+      const auto reduce = [&](int u) {
+        const auto& name = su.units[static_cast<std::size_t>(u)].name;
+        run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+        if (!sharded) {
+          if (!reduce_groups.empty())
+            run.collective(CollectiveOp::AllReduce, reduce_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
+                           "all-reduce " + name + " gradients", "allreduce", {}, ShardedRun::Stream::Shard);
+          return;
+        }
+        const auto done = run.collective(CollectiveOp::ReduceScatter, shard_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
+                                         "reduce-scatter " + name + " gradients", "reduce-scatter", {}, ShardedRun::Stream::Shard);
+        if (!replicate_groups.empty()) {  // HSDP: the reduced shard across the replicas, on their own process group
+          std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+          for (int r = 0; r < n; ++r)
+            start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+          run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[static_cast<std::size_t>(u)] / S,
+                         "all-reduce " + name + " shard across replicas", "allreduce", start, ShardedRun::Stream::Replicate);
+        }
+      };
+      std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
+      for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
+        const auto si = static_cast<std::size_t>(s);
+        const int u = su.segments[si].unit;
+        const auto& name = su.units[static_cast<std::size_t>(u)].name;
+        const bool begins = u != 0 && last_segment[static_cast<std::size_t>(u)] == s;
+        if (begins) {
+          gather_for_backward(next, false);
+          if (opt.backward_prefetch == BackwardPrefetch::Pre)
+            gather_for_backward(next + 1, false);
+          if (gather_backward)
+            run.wait_for(back_gathered[static_cast<std::size_t>(u)]);
+          ++next;
+        }
+        run.pieces(pieces[si], true, tp_groups, name);
+        const bool ends = first_segment[static_cast<std::size_t>(u)] == s;
+        if (!ends || u == 0)
+          continue;
+        if (gather_backward)
+          free_after(run.compute_last_all());
+        if (opt.backward_prefetch == BackwardPrefetch::Post)
+          gather_for_backward(next, true);
+        if (sync)
+          reduce(u);
+      }
+      if (sync)
+        reduce(0);
+    }
+    run.optimizer_step(optimizer_s);
+    run.end_iteration(it);
+  }
+  g.set_iteration(0);
+
+  // Figures of one iteration, per communicator.
+  double all_params = 0, unit_params = 0;
+  for (int u = 0; u < U; ++u) {
+    all_params += su.units[static_cast<std::size_t>(u)].params;
+    if (u != 0)
+      unit_params += su.units[static_cast<std::size_t>(u)].params;
+  }
+  const int syncs = opt.no_sync ? 1 : M;
+  if (sharded) {
+    const int groups = static_cast<int>(shard_groups.size());
+    plan.comm_per_iteration.push_back({"parameters (forward)", "all_gather", all_params / T * pbytes * M, U * M, groups});
+    if (gather_backward)
+      plan.comm_per_iteration.push_back({"parameters (backward)", "all_gather", unit_params / T * pbytes * M, (U - 1) * M,
+                                         static_cast<int>(back_groups.size())});
+    plan.comm_per_iteration.push_back({"gradients", "reduce_scatter", all_params / T * rbytes * syncs, U * syncs, groups});
+    if (!replicate_groups.empty())
+      plan.comm_per_iteration.push_back({"gradient shards across replicas", "all_reduce", all_params / T / S * rbytes * syncs,
+                                         U * syncs, static_cast<int>(replicate_groups.size())});
+  } else if (!reduce_groups.empty()) {
+    plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params / T * rbytes * syncs, U * syncs,
+                                       static_cast<int>(reduce_groups.size())});
+  }
+  const double copy_out_s = sharded ? copy_seconds(all_params / T * copy_out_per_param, topology.gpu) : 0.0;
+  plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
+  plan.single_gpu_iteration_s = mt.step() * M;
+  plan.samples_per_iteration = micro * D * M;
+  plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  plan.memory = sharded_fsdp_memory(model, su, scenario, mem, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
+  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
+
+  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
+                                   describe_compute_source(scenario)));
+  plan.notes.push_back(fmt::format(
+      "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}; parameters gathered in {}, gradients reduced in {}; {}",
+      opt.version, to_string(opt.sharding), U, U - 1, S,
+      D / S > 1 ? fmt::format(" x {} replicas", D / S) : "", opt.param_dtype, opt.reduce_dtype,
+      !sharded ? "no sharding: AllReduce per unit"
+      : gather_backward
+          ? fmt::format("AllGather again in backward{} ({} prefetch){}", K < S ? fmt::format(" over {} ranks", K) : "",
+                        opt.version == 2 ? "one-unit explicit" : to_string(opt.backward_prefetch),
+                        limited ? ", at most two AllGathers ahead of the frees" : "")
+          : "parameters kept from forward to backward"));
+  if (opt.version == 2 && sharded)
+    plan.notes.push_back(fmt::format("FSDP2 copy-out of gathered parameters on the compute stream: {:.2f} ms per iteration",
+                                     copy_out_s * M * 1e3));
+  if (M > 1)
+    plan.notes.push_back(fmt::format("{} micro-steps per optimizer step, {}", M,
+                                     opt.no_sync ? "gradients reduced in the last only (no_sync)" : "gradients reduced in each"));
+  if (T > 1)
+    plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
+                                     opt.sequence_parallel ? ", sequence parallel" : ""));
+  plan.notes.push_back(add_optimizer ? fmt::format("optimizer step on each rank's 1/{} shard, memory-bound at {:.0f}% of HBM bandwidth",
+                                                   S, 100 * kMemoryBoundFraction)
+                                     : "optimizer step folded into the measured step time");
+  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
+  return plan;
+}
+
+}  // namespace dtsim

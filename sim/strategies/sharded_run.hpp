@@ -1,0 +1,67 @@
+// The task-graph bookkeeping of a sharded data-parallel iteration (FSDP, ZeRO): per rank, the last
+// task of its compute stream and of each NCCL stream (one per process group: collectives of one
+// group queue behind each other, as ProcessGroupNCCL runs them on one stream per device), and
+// helpers that add compute, a stage's pieces with their tensor-parallel collectives, a collective
+// on many groups at once, and the optimizer step that closes an iteration.
+#pragma once
+
+#include "sim/collectives/collective_options.hpp"
+#include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/plan.hpp"
+#include "sim/topology/topology.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+class ShardedRun {
+public:
+  /// The shard group's NCCL stream (AllGather, ReduceScatter) and the replicate group's (HSDP's AllReduce).
+  enum class Stream { Shard = 0, Replicate = 1 };
+
+  /// Ranks are indices into plan.ranks.
+  ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives);
+
+  /// Every stream of every rank starts after `task`.
+  void start_all(int task);
+  /// What the next task on rank r's compute stream would wait for.
+  std::vector<int> compute_last(int r) const;
+  int last(int r) const { return compute_[static_cast<std::size_t>(r)]; }
+  void set_last(int r, int task) { compute_[static_cast<std::size_t>(r)] = task; }
+  /// The last compute task of every rank (after any pending waits are folded in).
+  std::vector<int> compute_last_all();
+  /// The next compute task of rank r also waits for per_rank[r] (-1: nothing).
+  void wait_for(const std::vector<int>& per_rank);
+  /// A compute task of `seconds` on every rank.
+  void compute_all(double seconds, const std::string& name, const std::string& category);
+  /// A unit's pieces forward or backward (recomputation first) on every rank, each piece's
+  /// tensor-parallel collectives on `tp_groups` after it, on the critical path.
+  void pieces(const std::vector<StagePiece>& list, bool backward, const std::vector<std::vector<int>>& tp_groups,
+              const std::string& where);
+  /// The next collective on `stream` waits for every rank's compute so far (an event recorded on
+  /// the compute stream, as FSDP's post-backward stream waits for the gradient computation).
+  void stream_waits_for_compute(Stream stream);
+  /// `op` of `bytes` (nccl-tests' count) on each group at once, queued on `stream` of its ranks,
+  /// each rank also after start[r] (may be empty). Returns per rank the task after which it has
+  /// its result (-1 for ranks in no group).
+  std::vector<int> collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
+                              const std::string& label, const std::string& category, std::vector<std::vector<int>> start,
+                              Stream stream);
+  /// The optimizer step of `seconds` on every rank after its compute and both streams (every
+  /// gradient reduced); the streams' next collectives wait for it.
+  void optimizer_step(double seconds);
+  /// The marker closing iteration `iteration` (plan.iteration_end), after every rank's compute and streams.
+  void end_iteration(int iteration);
+
+private:
+  Plan& plan_;
+  const Topology& topology_;
+  const CollectiveOptions& options_;
+  std::vector<int> compute_;
+  std::vector<std::vector<int>> compute_waits_;
+  std::vector<int> stream_[2];
+  std::vector<std::vector<int>> stream_waits_[2];
+};
+
+}  // namespace dtsim

@@ -1,0 +1,160 @@
+// See sharding_options.hpp.
+#include "sim/strategies/sharding_options.hpp"
+
+#include "sim/strategies/compute_time.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+const char* to_string(Sharding s)
+{
+  switch (s) {
+    case Sharding::FullShard:
+      return "full_shard";
+    case Sharding::ShardGradOp:
+      return "shard_grad_op";
+    case Sharding::HybridShard:
+      return "hybrid_shard";
+    case Sharding::NoShard:
+      return "no_shard";
+  }
+  return "?";
+}
+
+const char* to_string(BackwardPrefetch p)
+{
+  switch (p) {
+    case BackwardPrefetch::Pre:
+      return "backward_pre";
+    case BackwardPrefetch::Post:
+      return "backward_post";
+    case BackwardPrefetch::None:
+      return "none";
+  }
+  return "?";
+}
+
+double dtype_bytes(const std::string& dtype)
+{
+  return dtype == "fp32" ? 4.0 : 2.0;
+}
+
+namespace {
+
+/// DeepSpeed's bucket and threshold sizes are element counts; 1e12 is far above any model's
+/// parameters (the largest trained dense models have ~1e12), so larger values mean "one bucket".
+constexpr double kMaxElements = 1e12;
+
+std::string half_type_of(Precision p)
+{
+  return p == Precision::Bf16 ? "bf16" : p == Precision::Fp16 ? "fp16" : "fp32";
+}
+
+}  // namespace
+
+FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, int gpus_per_node)
+{
+  const JsonReader o = scenario.strategy_options();
+  o.reject_unknown({"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
+                    "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
+                    "sequence_parallel", "gradient_accumulation", "half_efficiency_samples"});
+  FsdpOptions f;
+  if (const auto s = o.find("sharding")) {
+    const std::string v = s->as_choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
+    f.sharding = v == "shard_grad_op" ? Sharding::ShardGradOp
+                 : v == "hybrid_shard" ? Sharding::HybridShard
+                 : v == "no_shard"     ? Sharding::NoShard
+                                       : Sharding::FullShard;
+  }
+  if (const auto v = o.find("version"))
+    f.version = static_cast<int>(v->as_int_in(1, 2));
+  // FSDP1-only arguments: FSDP2 (fully_shard) has no such parameter; its behaviour is fixed
+  // (explicit backward prefetch of one unit, implicit forward prefetch, two AllGathers in flight).
+  for (const char* key : {"backward_prefetch", "forward_prefetch", "limit_all_gathers"})
+    if (f.version == 2 && o.has(key))
+      o.at(key).fail(fmt::format("expected no {} with FSDP version 2 (fully_shard has no such argument: it prefetches "
+                                 "one unit ahead in backward); set strategy.version 1 to use it", key));
+  f.reshard_after_forward = f.sharding == Sharding::FullShard || f.sharding == Sharding::HybridShard;
+  if (const auto r = o.find("reshard_after_forward")) {
+    if (f.sharding == Sharding::NoShard)
+      r->fail("expected no reshard_after_forward with sharding no_shard (nothing is sharded)");
+    if (r->json().is_number_integer() && f.version == 2) {
+      f.reshard_ranks = static_cast<int>(r->as_int_in(1, data));
+      if (data % f.reshard_ranks != 0)
+        r->fail(fmt::format("expected a number of ranks dividing the {} data-parallel ranks, got {}", data, f.reshard_ranks));
+      f.reshard_after_forward = true;
+      if (f.reshard_ranks == data)
+        f.reshard_ranks = 0;
+    } else {
+      if (!r->json().is_boolean())
+        r->fail(f.version == 2 ? "expected true, false or a number of ranks (version 2)" : "expected true or false");
+      f.reshard_after_forward = r->as_bool();
+    }
+  }
+  if (const auto p = o.find("backward_prefetch")) {
+    const std::string v = p->as_choice({"backward_pre", "backward_post", "none"});
+    f.backward_prefetch = v == "backward_post" ? BackwardPrefetch::Post : v == "none" ? BackwardPrefetch::None : BackwardPrefetch::Pre;
+  }
+  f.forward_prefetch = o.bool_or("forward_prefetch", f.forward_prefetch);
+  f.limit_all_gathers = o.bool_or("limit_all_gathers", f.limit_all_gathers);
+  f.param_dtype = half_type_of(scenario.training.precision);
+  if (const auto mp = o.find("mixed_precision")) {
+    mp->reject_unknown({"param_dtype", "reduce_dtype"});
+    if (const auto p = mp->find("param_dtype"))
+      f.param_dtype = p->as_choice({"fp32", "bf16", "fp16"});
+    f.reduce_dtype = f.param_dtype;
+    if (const auto r = mp->find("reduce_dtype"))
+      f.reduce_dtype = r->as_choice({"fp32", "bf16", "fp16"});
+  } else {
+    f.reduce_dtype = f.param_dtype;
+  }
+  f.no_sync = o.bool_or("no_sync", f.no_sync);
+  const int node_ranks = std::max(1, gpus_per_node / tensor);
+  f.shard_group = f.sharding == Sharding::HybridShard ? std::min(node_ranks, data) : data;
+  if (const auto g = o.find("shard_group_size")) {
+    if (f.sharding != Sharding::HybridShard)
+      g->fail("expected shard_group_size only with sharding hybrid_shard (the others shard over every data-parallel rank)");
+    f.shard_group = static_cast<int>(g->as_int_in(1, data));
+  }
+  if (data % f.shard_group != 0)
+    (o.has("shard_group_size") ? o.at("shard_group_size") : o.at("sharding"))
+        .fail(fmt::format("expected a hybrid shard group dividing the {} data-parallel ranks ({} GPUs / tensor_parallel {}), "
+                          "got {} (one node's ranks unless shard_group_size says otherwise)",
+                          data, data * tensor, tensor, f.shard_group));
+  if (f.reshard_ranks > 0 && f.shard_group % f.reshard_ranks != 0)
+    o.at("reshard_after_forward")
+        .fail(fmt::format("expected a number of ranks dividing the shard group of {}, got {}", f.shard_group, f.reshard_ranks));
+  f.sequence_parallel = o.bool_or("sequence_parallel", false);
+  if (f.sequence_parallel && tensor == 1)
+    o.at("sequence_parallel").fail("expected sequence_parallel only with tensor_parallel > 1");
+  f.half_efficiency_samples = half_efficiency_samples_of(o);
+  return f;
+}
+
+ZeroOptions parse_zero_options(const Scenario& scenario)
+{
+  const JsonReader o = scenario.strategy_options();
+  o.reject_unknown({"kind", "stage", "reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                    "stage3_param_persistence_threshold", "overlap_comm", "gradient_accumulation",
+                    "half_efficiency_samples"});
+  ZeroOptions z;
+  z.stage = static_cast<int>(o.at("stage").as_int_in(1, 3));
+  const auto elements = [&](const char* key, double fallback) {
+    const auto v = o.find(key);
+    return v ? v->as_positive_at_most(kMaxElements) : fallback;
+  };
+  z.reduce_bucket_elems = elements("reduce_bucket_size", z.reduce_bucket_elems);
+  z.allgather_bucket_elems = elements("allgather_bucket_size", z.allgather_bucket_elems);
+  z.prefetch_bucket_elems = elements("stage3_prefetch_bucket_size", z.prefetch_bucket_elems);
+  if (const auto t = o.find("stage3_param_persistence_threshold"))
+    z.persistence_threshold = t->as_non_negative() > kMaxElements ? kMaxElements : t->as_non_negative();
+  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"})
+    if (z.stage != 3 && o.has(key))
+      o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
+  z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);
+  z.half_efficiency_samples = half_efficiency_samples_of(o);
+  return z;
+}
+
+}  // namespace dtsim

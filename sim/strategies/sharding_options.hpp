@@ -1,0 +1,78 @@
+// The options of sharded data parallelism, read from the scenario's strategy section, with their
+// defaults from the frameworks' own code:
+//
+// strategy.kind "fsdp" (PyTorch FSDP: torch/distributed/fsdp/api.py for version 1,
+// torch/distributed/fsdp/_fully_shard/_fully_shard.py for version 2):
+//   sharding             full_shard (default) | shard_grad_op | hybrid_shard | no_shard  (ShardingStrategy)
+//   version              2 (fully_shard, the default) | 1 (FullyShardedDataParallel's flat parameters)
+//   reshard_after_forward true for full_shard and hybrid_shard, false for shard_grad_op; version 2 also
+//                        takes a number of ranks (re-shard to that smaller world: backward AllGathers
+//                        span that many ranks)
+//   backward_prefetch    backward_pre (default) | backward_post | none            (version 1 only)
+//   forward_prefetch     false (default)                                           (version 1 only)
+//   limit_all_gathers    true (default): at most two units' gathered parameters    (version 1 only)
+//   mixed_precision      {"param_dtype", "reduce_dtype"}: fp32 | bf16 | fp16; param_dtype defaults to
+//                        training.precision's half type (fp32 otherwise), reduce_dtype to param_dtype
+//                        (MixedPrecision / MixedPrecisionPolicy: reduce_dtype None reduces in param_dtype)
+//   no_sync              false (default): with gradient accumulation, reduce-scatter every micro-step;
+//                        true: only the last (FSDP1 no_sync(), FSDP2 set_requires_gradient_sync(False))
+//   shard_group_size     hybrid_shard: GPUs per shard group (default: one node's data-parallel ranks)
+//   tensor_parallel, sequence_parallel   2-D FSDP x TP (torchtitan: TP innermost, inside a node)
+//
+// strategy.kind "zero" (DeepSpeed, deepspeed/runtime/zero/config.py):
+//   stage                      1 | 2 | 3 (required)
+//   reduce_bucket_size         5e8 elements
+//   allgather_bucket_size      5e8 elements
+//   stage3_prefetch_bucket_size  5e7 elements
+//   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
+//   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default)
+#pragma once
+
+#include "sim/scenario/scenario.hpp"
+#include "sim/util/json_reader.hpp"
+
+namespace dtsim {
+
+enum class Sharding { FullShard, ShardGradOp, HybridShard, NoShard };
+enum class BackwardPrefetch { Pre, Post, None };
+
+const char* to_string(Sharding s);
+const char* to_string(BackwardPrefetch p);
+
+/// Bytes of one element of a dtype spelled fp32 / bf16 / fp16.
+double dtype_bytes(const std::string& dtype);
+
+struct FsdpOptions {
+  Sharding sharding = Sharding::FullShard;
+  int version = 2;
+  bool reshard_after_forward = true;
+  int reshard_ranks = 0;                ///< version 2, an int reshard_after_forward: the backward AllGather's world (0: the shard group)
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::Pre;
+  bool forward_prefetch = false;
+  bool limit_all_gathers = true;
+  std::string param_dtype = "fp32";
+  std::string reduce_dtype = "fp32";
+  bool no_sync = false;
+  int shard_group = 0;                  ///< GPUs (data ranks) per shard group
+  bool sequence_parallel = false;
+  double half_efficiency_samples = 0;
+};
+
+/// Reads strategy kind "fsdp" for `data` data-parallel ranks of `tensor` GPUs each on nodes of
+/// `gpus_per_node` GPUs. Errors (exit 2) name the member's JSON pointer.
+FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, int gpus_per_node);
+
+struct ZeroOptions {
+  int stage = 1;
+  double reduce_bucket_elems = 5e8;
+  double allgather_bucket_elems = 5e8;
+  double prefetch_bucket_elems = 5e7;
+  double persistence_threshold = 1e5;
+  bool overlap_comm = false;
+  double half_efficiency_samples = 0;
+};
+
+/// Reads strategy kind "zero". Errors (exit 2) name the member's JSON pointer.
+ZeroOptions parse_zero_options(const Scenario& scenario);
+
+}  // namespace dtsim

@@ -1,0 +1,284 @@
+// See zero.hpp.
+#include "sim/strategies/zero.hpp"
+
+#include "sim/strategies/buckets.hpp"
+#include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/ddp.hpp"
+#include "sim/strategies/jitter.hpp"
+#include "sim/strategies/loader.hpp"
+#include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/optimizer_step.hpp"
+#include "sim/strategies/sharded_memory.hpp"
+#include "sim/strategies/sharded_run.hpp"
+#include "sim/strategies/sharding_options.hpp"
+#include "sim/strategies/task_util.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace dtsim {
+
+namespace {
+
+/// Most collectives of one kind per iteration: DeepSpeed's defaults give a few dozen buckets even
+/// for 1e12 parameters; a tiny bucket size would make millions (and a plan that never ends).
+constexpr double kMaxCallsPerIteration = 4096;
+
+/// Per layer: the elements stage 3 partitions (parameter tensors above the persistence threshold).
+std::vector<double> partitioned_elements(const Model& model, double threshold)
+{
+  std::vector<double> out;
+  for (const auto& l : model.layers) {
+    double n = 0;
+    for (const auto t : l.param_tensors)
+      if (static_cast<double>(t) > threshold)
+        n += static_cast<double>(t);
+    out.push_back(n);
+  }
+  return out;
+}
+
+/// For fetched layers in visiting order `order`, the position in `order` at whose fetch each one
+/// is issued: the earliest k with the elements of order[k+1 .. i-1] below the prefetch bucket.
+std::vector<std::size_t> issued_at(const std::vector<std::size_t>& order, const std::vector<double>& elements, double bucket)
+{
+  std::vector<std::size_t> at(order.size());
+  std::size_t k = 0;
+  double between = 0;  // elements of order[k+1 .. i-1]
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i > 0 && k + 1 < i)
+      between += elements[order[i - 1]];
+    while (k < i && between >= bucket) {
+      ++k;
+      if (k < i)
+        between -= elements[order[k]];
+    }
+    at[i] = std::min(k, i);
+  }
+  return at;
+}
+
+}  // namespace
+
+Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
+                     const CollectiveOptions& collectives)
+{
+  const ZeroOptions opt = parse_zero_options(scenario);
+  Plan plan;
+  plan.ranks = pick_ranks(scenario, topology);
+  plan.warmup_iterations = warmup;
+  const int n = static_cast<int>(plan.ranks.size());
+  const int M = scenario.training.batch.accumulation;
+  const double micro = static_cast<double>(scenario.training.batch_per_gpu);
+  const MemoryRules mem = memory_rules(scenario);
+  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
+  const TensorParallelOptions one{1, false, scenario.training.activation_checkpointing};
+  const std::size_t L = model.layers.size();
+  std::vector<double> fwd(L), bwd(L);  // per layer, recomputation in backward
+  double compute_s = 0;
+  for (std::size_t i = 0; i < L; ++i) {
+    for (const auto& p : stage_pieces(model, mt, {i, i + 1}, micro, mem.activation_bytes, one)) {
+      fwd[i] += p.fwd_s;
+      bwd[i] += p.bwd_s + p.recompute_s;
+    }
+    compute_s += fwd[i] + bwd[i];
+  }
+  const bool half = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
+  const double model_bytes = half ? 2.0 : 4.0;
+  const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
+  const double params = static_cast<double>(model.params());
+  std::vector<std::vector<int>> all(1);
+  for (int r = 0; r < n; ++r)
+    all[0].push_back(r);
+  const bool distributed = n > 1;
+
+  ShardedRun run(plan, topology, collectives);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  std::vector<LoaderLane> lanes;
+  for (int r = 0; r < n; ++r) {
+    const int cpu = host_cpu_of(topology, plan.ranks[static_cast<std::size_t>(r)]);
+    lanes.emplace_back(loader, cpu >= 0 ? cpu : plan.ranks[static_cast<std::size_t>(r)], fmt::format("rank {}'s DataLoader", r));
+  }
+  const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
+  const double optimizer_s = add_optimizer ? optimizer_seconds(params / n, mem, half, topology.gpu) : 0.0;
+
+  // Per-iteration figures, tallied while the first iteration is built.
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> tally;
+  int iteration = 0;
+  const auto collective = [&](CollectiveOp op, double bytes, const std::string& label, const std::string& what,
+                              const std::string& category, std::vector<std::vector<int>> start) {
+    if (iteration == 0) {
+      auto& t = tally[{what, to_string(op)}];
+      t.first += bytes;
+      ++t.second;
+    }
+    return run.collective(op, all, bytes, label, category, std::move(start), ShardedRun::Stream::Shard);
+  };
+  const auto calls_bound = [&](double calls, const char* key) {
+    if (calls > kMaxCallsPerIteration)
+      scenario.strategy_options().at(key).fail(fmt::format(
+          "expected a bucket size giving at most {:.0f} collectives per iteration, got {:.3g}", kMaxCallsPerIteration, calls));
+  };
+
+  // Stages 1 and 2: DDP-like buckets of reduce_bucket_size elements.
+  const auto buckets = assign_buckets(model, grad_elem, opt.reduce_bucket_elems * grad_elem, opt.reduce_bucket_elems * grad_elem);
+  const bool hooks = opt.stage == 2 || opt.overlap_comm;
+  const double gather_pieces = std::max(1.0, std::floor(params / opt.allgather_bucket_elems));
+  // Stage 3: the modules fetched, in forward and backward order, and when each is issued.
+  const std::vector<double> elements = partitioned_elements(model, opt.persistence_threshold);
+  std::vector<std::size_t> fwd_order, bwd_order;
+  double largest = 0, fetched = 0;
+  for (std::size_t i = 0; i < L; ++i)
+    if (elements[i] > 0) {
+      fwd_order.push_back(i);
+      largest = std::max(largest, elements[i]);
+      fetched += elements[i];
+    }
+  bwd_order.assign(fwd_order.rbegin(), fwd_order.rend());
+  const auto fwd_issue = issued_at(fwd_order, elements, opt.prefetch_bucket_elems);
+  const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
+  // Buckets and fetches hold whole tensors and layers, so only the parameter gathers can be many.
+  if (opt.stage < 3)
+    calls_bound(gather_pieces, "allgather_bucket_size");
+
+  // Stage 3's fetches over one pass (forward or backward): before layer `layer` (position `pos`
+  // in `order`) every module issued at `pos` is gathered, and the layer waits for its own.
+  struct Pass {
+    const std::vector<std::size_t>& order;
+    const std::vector<std::size_t>& issue;
+    std::size_t next = 0;          // next position in order not yet issued
+    std::vector<std::vector<int>> done;
+  };
+  const auto fetch = [&](Pass& pass, std::size_t pos, const char* when) {
+    while (pass.next < pass.order.size() && pass.issue[pass.next] <= pos) {
+      const std::size_t layer = pass.order[pass.next];
+      run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+      pass.done[pass.next] = collective(CollectiveOp::AllGather, elements[layer] * model_bytes,
+                                        fmt::format("fetch {} ({})", model.layers[layer].name, when), "parameters",
+                                        std::string(when) == "backward" ? "allgather-backward" : "allgather", {});
+      ++pass.next;
+    }
+    run.wait_for(pass.done[pos]);
+  };
+
+  TaskGraph& g = plan.graph;
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
+  run.start_all(plan.setup_end);
+  const int setup_tasks = g.size();
+  for (int it = 0; it < iterations; ++it) {
+    iteration = it;
+    if (it == 1)
+      g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
+    g.set_iteration(it);
+    for (int m = 0; m < M; ++m) {
+      for (int r = 0; r < n; ++r) {
+        const int loaded = lanes[static_cast<std::size_t>(r)].load(g, micro, run.compute_last(r));
+        if (loaded < 0)
+          continue;
+        const int copy = add_input_copy(g, topology, loader, plan.ranks[static_cast<std::size_t>(r)], micro,
+                                        dtsim::deps({run.last(r), loaded}), fmt::format("input batch host -> rank {}", r));
+        run.set_last(r, copy >= 0 ? copy : loaded);
+      }
+      if (opt.stage == 3 && distributed) {
+        Pass f{fwd_order, fwd_issue, 0, std::vector<std::vector<int>>(fwd_order.size())};
+        std::size_t pos = 0;
+        for (std::size_t i = 0; i < L; ++i) {
+          if (pos < fwd_order.size() && fwd_order[pos] == i)
+            fetch(f, pos++, "forward");
+          run.compute_all(fwd[i], "forward " + model.layers[i].name, "forward");
+        }
+        Pass b{bwd_order, bwd_issue, 0, std::vector<std::vector<int>>(bwd_order.size())};
+        pos = 0;
+        double pending = 0;  // gradient elements waiting in the bucket
+        for (std::size_t k = L; k-- > 0;) {
+          if (pos < bwd_order.size() && bwd_order[pos] == k)
+            fetch(b, pos++, "backward");
+          run.compute_all(bwd[k], "backward " + model.layers[k].name, bwd[k] > 0 ? "backward" : "backward");
+          pending += elements[k];
+          if (pending >= opt.reduce_bucket_elems || (k == 0 && pending > 0)) {
+            run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+            collective(CollectiveOp::ReduceScatter, pending * grad_elem, fmt::format("reduce-scatter gradients at {}", model.layers[k].name),
+                       "gradients", "reduce-scatter", {});
+            pending = 0;
+          }
+        }
+        continue;
+      }
+      double f = 0;
+      for (double x : fwd)
+        f += x;
+      run.compute_all(f, "forward", "forward");
+      const bool reduce_now = distributed && (hooks ? true : m + 1 == M);
+      // Backward, cut where buckets fill (with the hooks); each bucket's AllReduce after it.
+      std::size_t next_layer = L;
+      const auto backward_to = [&](std::size_t layer, const std::string& what) {
+        double s = 0;
+        for (std::size_t i = layer; i < next_layer; ++i)
+          s += bwd[i];
+        run.compute_all(s, "backward " + what, "backward");
+        next_layer = std::min(next_layer, layer);
+      };
+      std::vector<std::vector<int>> reduced;
+      for (std::size_t k = 0; k < buckets.size(); ++k) {
+        if (reduce_now && hooks)
+          backward_to(buckets[k].ready_after_layer, fmt::format("to bucket {}", k));
+        if (!reduce_now || !hooks)
+          continue;
+        run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+        reduced.push_back(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", "allreduce", {}));
+        if (!opt.overlap_comm)
+          run.wait_for(reduced.back());  // on the compute stream: backward waits for it
+      }
+      backward_to(0, "rest");
+      if (reduce_now && !hooks)
+        for (std::size_t k = 0; k < buckets.size(); ++k) {
+          run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+          run.wait_for(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", "allreduce", {}));
+        }
+    }
+    run.optimizer_step(optimizer_s);
+    if (opt.stage < 3 && distributed)
+      for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
+        run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+        run.wait_for(collective(CollectiveOp::AllGather, params * model_bytes / gather_pieces,
+                                fmt::format("all-gather updated parameters {}", k), "parameters", "allgather", {}));
+      }
+    run.end_iteration(it);
+  }
+  g.set_iteration(0);
+
+  for (const auto& [key, sum] : tally)
+    plan.comm_per_iteration.push_back({key.first, key.second, sum.first, sum.second, 1});
+  plan.compute_per_iteration_s = compute_s * M + optimizer_s;
+  plan.single_gpu_iteration_s = mt.step() * M;
+  plan.samples_per_iteration = micro * n * M;
+  plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  plan.memory = sharded_zero_memory(model, scenario, mem, opt, plan.ranks, micro, loader.input_bytes_per_sample,
+                                    opt.stage == 3 ? largest : 0);
+  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
+  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
+                                   describe_compute_source(scenario)));
+  if (opt.stage < 3)
+    plan.notes.push_back(fmt::format(
+        "ZeRO-{}: {} gradient buckets of {:.3g} elements AllReduced {}{}; optimizer on 1/{} of the parameters, then "
+        "{:.0f} AllGather(s) of the updated parameters",
+        opt.stage, buckets.size(), opt.reduce_bucket_elems,
+        hooks ? "as they fill in backward" : "after the last backward", opt.overlap_comm ? " (overlap_comm)" : " on the compute stream",
+        n, gather_pieces));
+  else
+    plan.notes.push_back(fmt::format(
+        "ZeRO-3: {} modules fetched before forward and backward (prefetch {:.3g} elements ahead; {:.3g} of {:.3g} parameters "
+        "partitioned, smaller tensors persist), gradients reduce-scattered in buckets of {:.3g} elements{}",
+        fwd_order.size(), opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems,
+        opt.overlap_comm ? " (overlap_comm)" : ""));
+  plan.notes.push_back(add_optimizer ? fmt::format("optimizer step on each rank's 1/{} partition, memory-bound at {:.0f}% of HBM bandwidth",
+                                                   n, 100 * kMemoryBoundFraction)
+                                     : "optimizer step folded into the measured step time");
+  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
+  return plan;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,205 @@
+// Sharded data parallelism as the plans build it: FSDP's units (one per transformer layer plus the
+// root), its AllGathers and ReduceScatters per unit with their bytes, the variants of sharding and
+// prefetch, HSDP's second process group, FSDP x TP, and DeepSpeed ZeRO's three stages; the memory
+// each keeps (ZeRO paper accounting); bytes on the wire against the ring's closed form.
+#include "sim/model/model.hpp"
+#include "sim/predict/predict.hpp"
+#include "sim/strategies/shard_units.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace dtsim;
+
+namespace {
+
+nlohmann::json gpt2_scenario(const nlohmann::json& strategy, int gpus, int nodes = 1)
+{
+  return {{"cluster", {{"base", "hgx-h100"}, {"nodes", nodes}}},
+          {"model", "gpt2"},
+          {"training",
+           {{"dataset_samples", 100000}, {"micro_batch", 4}, {"epochs", 1}, {"precision", "bf16"},
+            {"optimizer", "adam"}, {"compute", {{"efficiency", 0.4}}}}},
+          {"strategy", strategy},
+          {"gpus", gpus},
+          {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
+}
+
+/// comm_per_iteration by "label op": (bytes, calls, groups).
+std::map<std::string, CommGroup> comm_of(const Plan& plan)
+{
+  std::map<std::string, CommGroup> out;
+  for (const auto& c : plan.comm_per_iteration)
+    out[c.label + " " + c.op] = c;
+  return out;
+}
+
+nlohmann::json fsdp(nlohmann::json extra = nlohmann::json::object())
+{
+  nlohmann::json s = {{"kind", "fsdp"}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "fp32"}}}};
+  s.update(extra);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP units: one per transformer layer, the root holds the rest, every layer in one segment")
+{
+  const Model gpt2 = load_model("gpt2");
+  const ShardUnits su = shard_units(gpt2);
+  REQUIRE(su.units.size() == 13);
+  CHECK(su.units[0].name == "root");
+  CHECK(su.units[1].name == "transformer layer 0");
+  double total = 0;
+  for (const auto& u : su.units)
+    total += u.params;
+  CHECK(total == doctest::Approx(static_cast<double>(gpt2.params())));
+  std::size_t covered = 0;
+  for (const auto& seg : su.segments) {
+    CHECK(seg.layers.first == covered);
+    covered = seg.layers.last;
+  }
+  CHECK(covered == gpt2.layers.size());
+  // the root's layers sit before and after the transformer layers (embeddings; final norm and head)
+  CHECK(su.segments.front().unit == 0);
+  CHECK(su.segments.back().unit == 0);
+  // a CNN: one unit per ResNet stage
+  const ShardUnits resnet = shard_units(load_model("resnet50"));
+  REQUIRE(resnet.units.size() == 5);
+  CHECK(resnet.units[1].name == "layer1");
+  CHECK(resnet.units[4].name == "layer4");
+}
+
+TEST_CASE("FSDP full_shard: an AllGather per unit forward and backward, a ReduceScatter per unit, in their dtypes")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const Prediction p = plan_scenario(parse_scenario(gpt2_scenario(fsdp(), 8), "s.json"));
+  auto c = comm_of(p.plan);
+  CHECK(c["parameters (forward) all_gather"].calls == 13);
+  CHECK(c["parameters (forward) all_gather"].bytes == doctest::Approx(P * 2));       // bf16 gathers
+  CHECK(c["parameters (backward) all_gather"].calls == 12);                         // not the root
+  CHECK(c["gradients reduce_scatter"].calls == 13);
+  CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(P * 4));              // fp32 reduction
+  // each GPU keeps 1/8 of the fp32 parameters, gradients and Adam states
+  const GpuMemory& m = p.plan.memory.front();
+  CHECK(m.optimizer == doctest::Approx(P * 8 / 8));
+
+  SUBCASE("shard_grad_op keeps the parameters from forward to backward: no backward AllGather")
+  {
+    c = comm_of(plan_scenario(parse_scenario(gpt2_scenario(fsdp({{"sharding", "shard_grad_op"}}), 8), "s.json")).plan);
+    CHECK(c.count("parameters (backward) all_gather") == 0);
+    CHECK(c["gradients reduce_scatter"].calls == 13);
+  }
+  SUBCASE("no_shard AllReduces each unit's gradients and gathers nothing")
+  {
+    c = comm_of(plan_scenario(parse_scenario(gpt2_scenario(fsdp({{"sharding", "no_shard"}}), 8), "s.json")).plan);
+    CHECK(c.count("parameters (forward) all_gather") == 0);
+    CHECK(c["gradients all_reduce"].calls == 13);
+  }
+  SUBCASE("hybrid_shard: shard groups of one node, the shards AllReduced across the nodes")
+  {
+    c = comm_of(plan_scenario(parse_scenario(gpt2_scenario(fsdp({{"sharding", "hybrid_shard"}}), 16, 2), "s.json")).plan);
+    CHECK(c["parameters (forward) all_gather"].groups == 2);
+    CHECK(c["gradient shards across replicas all_reduce"].groups == 8);
+    CHECK(c["gradient shards across replicas all_reduce"].bytes == doctest::Approx(P * 4 / 8));
+  }
+  SUBCASE("no_sync with gradient accumulation reduces once per optimizer step")
+  {
+    nlohmann::json doc = gpt2_scenario(fsdp({{"no_sync", true}}), 8);
+    doc["training"]["global_batch"] = 4 * 8 * 3;
+    c = comm_of(plan_scenario(parse_scenario(doc, "s.json")).plan);
+    CHECK(c["parameters (forward) all_gather"].calls == 13 * 3);
+    CHECK(c["gradients reduce_scatter"].calls == 13);
+  }
+}
+
+TEST_CASE("FSDP x TP: the shard group spans the data ranks of one tensor rank, with Megatron's collectives per layer")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const Prediction p = plan_scenario(parse_scenario(gpt2_scenario(fsdp({{"tensor_parallel", 4}}), 16, 2), "s.json"));
+  auto c = comm_of(p.plan);
+  CHECK(c["parameters (forward) all_gather"].groups == 4);
+  CHECK(c["parameters (forward) all_gather"].bytes == doctest::Approx(P / 4 * 2));
+  int tp = 0;
+  for (const auto& t : p.plan.graph.tasks())
+    tp += t.category.get() == "tensor-parallel" ? 1 : 0;
+  CHECK(tp > 0);
+}
+
+TEST_CASE("FSDP's prefetch: none exposes every AllGather behind the ReduceScatter, backward_pre hides most")
+{
+  const auto time_of = [](const nlohmann::json& strategy) {
+    return predict(parse_scenario(gpt2_scenario(strategy, 16, 2), "s.json")).result;
+  };
+  const RunResult pre = time_of(fsdp({{"version", 1}, {"backward_prefetch", "backward_pre"}}));
+  const RunResult post = time_of(fsdp({{"version", 1}, {"backward_prefetch", "backward_post"}}));
+  const RunResult none = time_of(fsdp({{"version", 1}, {"backward_prefetch", "none"}}));
+  CHECK(pre.iteration_time_s >= pre.compute_time_s);
+  CHECK(none.iteration_time_s > post.iteration_time_s);
+  CHECK(post.iteration_time_s >= pre.iteration_time_s * (1 - 1e-9));
+  REQUIRE(!none.comm_overlap.empty());
+  for (const auto& o : none.comm_overlap) {
+    CHECK(o.exposed_s <= o.in_flight_s * (1 + 1e-9));
+    CHECK(o.exposed_s >= 0);
+  }
+}
+
+TEST_CASE("FSDP bytes on the wire: each rank sends at least (n-1)/n of every AllGather and ReduceScatter")
+{
+  // A ring's payload; NCCL's protocols add their own overhead (LL128, LL) and NVSwitch algorithms their own paths.
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const RunResult r = predict(parse_scenario(gpt2_scenario(fsdp(), 8), "s.json")).result;
+  const auto su = shard_units(load_model("gpt2"));
+  const double root = su.units[0].params;
+  const double payload = 7.0 / 8 * (P * 2 + (P - root) * 2 + P * 4);
+  REQUIRE(!r.per_gpu.empty());
+  for (const auto& g : r.per_gpu) {
+    CHECK(g.bytes_sent >= payload * (1 - 1e-9));
+    CHECK(g.bytes_sent <= 2 * payload);  // LL, the most wasteful protocol, doubles it
+  }
+}
+
+TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated parameters; stage 3 fetches per module")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  // buckets of 1e7 elements: gpt2's 124 M parameters fill several
+  const auto plan_of = [](int stage) {
+    return plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7}}, 8), "s.json"))
+        .plan;
+  };
+  const Plan z1 = plan_of(1), z2 = plan_of(2), z3 = plan_of(3);
+  auto c1 = comm_of(z1), c3 = comm_of(z3);
+  CHECK(c1["gradients all_reduce"].bytes == doctest::Approx(P * 2));       // bf16 gradients
+  CHECK(c1["parameters all_gather"].bytes == doctest::Approx(P * 2));
+  // stage 3 partitions the tensors above 1e5 elements (the norms' persist): within 1% of the model
+  CHECK(c3["gradients reduce_scatter"].bytes == doctest::Approx(P * 2).epsilon(0.01));
+  CHECK(c3["gradients reduce_scatter"].bytes < P * 2);
+  CHECK(c3["parameters all_gather"].calls > 12 * 4);                       // per module, forward and backward
+  // The ZeRO paper's accounting with Adam in mixed precision: 12 bytes of optimizer state per
+  // parameter on 1/N; stage 2 keeps only a bucket of full gradients; stage 3 a fraction of the weights.
+  CHECK(z1.memory.front().optimizer == doctest::Approx(P * 12 / 8));
+  CHECK(z2.memory.front().grads < z1.memory.front().grads);
+  CHECK(z3.memory.front().params < z2.memory.front().params);
+}
+
+TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
+{
+  const auto error_of = [](const nlohmann::json& strategy, int gpus) {
+    try {
+      plan_scenario(parse_scenario(gpt2_scenario(strategy, gpus, 2), "s.json"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of(fsdp({{"sharding", "half"}}), 8).find("at /strategy/sharding: expected one of") != std::string::npos);
+  CHECK(error_of(fsdp({{"sharding", "hybrid_shard"}, {"shard_group_size", 5}}), 12).find("at /strategy/shard_group_size") !=
+        std::string::npos);
+  CHECK(error_of(fsdp({{"tensor_parallel", 5}}), 10).find("at /strategy/tensor_parallel: expected a tensor-parallel degree") !=
+        std::string::npos);
+  CHECK(error_of({{"kind", "zero"}, {"stage", 4}}, 8).find("at /strategy/stage") != std::string::npos);
+  CHECK(error_of({{"kind", "dp"}, {"sharding", "full_shard"}}, 8).find("at /strategy/sharding: unknown member") != std::string::npos);
+}
