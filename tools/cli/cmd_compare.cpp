@@ -44,7 +44,7 @@ int run_compare(const CompareArgs& a)
     }
     for (const auto& kind : strategies) {
       auto o = base;
-      o.push_back({"strategy", nlohmann::json{{"kind", kind}}.dump()});
+      o.push_back({"strategy", strategy_object(kind).dump()});
       jobs.push_back({file, o});
     }
   }
@@ -52,25 +52,36 @@ int run_compare(const CompareArgs& a)
   std::vector<nlohmann::json> rows;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (outcomes[i].exit_code == 2)  // the message names the scenario file and pointer; say which run
-      throw InputError(a.strategies.empty() ? "compare"
-                                            : "--strategies " + nlohmann::json::parse(jobs[i].overrides.back().value)
-                                                                    .value("kind", ""),
-                       "", outcomes[i].error);
+      throw InputError(a.strategies.empty() ? "compare" : "--strategies " + strategies[i % strategies.size()], "",
+                       outcomes[i].error);
     if (outcomes[i].exit_code != 0)
       throw std::runtime_error(outcomes[i].error);
     rows.push_back(outcomes[i].result);
+    if (!a.strategies.empty())  // the name as given: zero2 and zero3 are both kind "zero"
+      rows.back()["strategy"] = strategies[i % strategies.size()];
   }
   if (a.json) {
     fmt::print("{}\n", nlohmann::json{{"runs", rows}}.dump(2));
   } else {
-    fmt::print("{:<28} {:<9} {:>5} {:>13} {:>13} {:>13} {:>13} {:>11} {:>8} {:>10} {:>12}\n", "scenario", "strategy", "gpus",
-               "iteration_s", "compute_s", "exposed_s", "waiting_s", "samples/s", "speedup", "efficiency", "total_days");
-    for (const auto& r : rows)
-      fmt::print("{:<28} {:<9} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f}\n",
+    fmt::print("{:<28} {:<9} {:>5} {:>13} {:>13} {:>13} {:>13} {:>11} {:>8} {:>10} {:>12} {:>14}\n", "scenario", "strategy",
+               "gpus", "iteration_s", "compute_s", "exposed_s", "waiting_s", "samples/s", "speedup", "efficiency", "total_days",
+               "memory_GiB");
+    for (const auto& r : rows) {
+      // The busiest GPU's memory and whether it fits (memory_report.cpp's JSON).
+      double peak = 0;
+      bool fits = true;
+      if (const auto m = r.find("memory"); m != r.end() && m->is_object()) {
+        fits = m->value("fits", true);
+        for (const auto& g : m->value("per_gpu", nlohmann::json::array()))
+          peak = std::max(peak, g.value("total_bytes", 0.0));
+      }
+      fmt::print("{:<28} {:<9} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f} {:>14}\n",
                  r.value("scenario", ""), r.value("strategy", ""), r.value("gpus", 0), r.value("iteration_time_s", 0.0),
                  r.value("compute_time_s", 0.0), r.value("exposed_comm_time_s", 0.0), r.value("straggler_wait_s", 0.0),
                  r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
-                 r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0));
+                 r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0),
+                 fmt::format("{:.1f}{}", peak / (1024.0 * 1024 * 1024), fits ? "" : " NO FIT"));
+    }
   }
   if (!a.html.empty()) {
     HtmlReportInput in;

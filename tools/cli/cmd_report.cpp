@@ -79,7 +79,7 @@ int run_report(const ReportArgs& a)
     points.push_back(with_gpus(a.scenario, overrides, n));
   for (const auto& kind : strategies) {
     auto o = overrides;
-    o.push_back({"strategy", nlohmann::json{{"kind", kind}}.dump()});
+    o.push_back({"strategy", strategy_object(kind).dump()});
     points.push_back(o);
   }
   const auto outcomes = run_points(a.scenario, points, a.jobs);

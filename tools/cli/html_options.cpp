@@ -55,9 +55,21 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
   return o;
 }
 
+namespace {
+
+/// The names --strategies takes beyond the plain kinds: DeepSpeed's stages and FSDP's hybrid sharding.
+const std::vector<std::string>& strategy_names()
+{
+  static const std::vector<std::string> names = {"single", "dp",    "ddp",   "pipeline", "hybrid",
+                                                 "fsdp",   "hsdp",  "zero1", "zero2",    "zero3"};  // scenario_loader.cpp's kinds and these
+  return names;
+}
+
+}  // namespace
+
 std::vector<std::string> strategy_list(const std::string& text, const std::string& flag)
 {
-  static const std::vector<std::string> kinds = {"single", "dp", "ddp", "pipeline", "hybrid"};  // scenario_loader.cpp
+  const auto& kinds = strategy_names();
   std::vector<std::string> out;
   for (const auto& kind : split_trimmed(text, ',')) {
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
@@ -66,6 +78,15 @@ std::vector<std::string> strategy_list(const std::string& text, const std::strin
     out.push_back(kind);
   }
   return out;
+}
+
+nlohmann::json strategy_object(const std::string& name)
+{
+  if (name == "hsdp")
+    return {{"kind", "fsdp"}, {"sharding", "hybrid_shard"}};
+  if (name.rfind("zero", 0) == 0 && name.size() == 5)
+    return {{"kind", "zero"}, {"stage", name[4] - '0'}};
+  return {{"kind", name}};
 }
 
 std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus)

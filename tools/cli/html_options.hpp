@@ -29,6 +29,9 @@ std::vector<Override> with_gpus(const std::string& scenario, std::vector<Overrid
 /// The strategy kinds of a comma-separated list ("dp,ddp,pipeline"); InputError naming `flag` for an
 /// empty piece or a kind the scenario format does not have, before any point runs.
 std::vector<std::string> strategy_list(const std::string& text, const std::string& flag);
+/// The scenario's strategy object for one name of strategy_list: the kind itself, or "hsdp" (fsdp
+/// with hybrid_shard) and "zero1" .. "zero3" (zero with that stage).
+nlohmann::json strategy_object(const std::string& name);
 
 /// argv as main() received it (shown at the foot of the HTML page).
 void set_command_line(int argc, char** argv);
