@@ -178,7 +178,9 @@ std::string colour_of(const std::string& category)
       {"forward", "#4e79a7"},   {"backward", "#59a14f"},  {"optimizer", "#9c755f"}, {"all_reduce", "#e15759"},
       {"allreduce", "#e15759"}, {"broadcast", "#f28e2b"}, {"input", "#76b7b2"},    {"loader", "#76b7b2"},
       {"h2d", "#76b7b2"},       {"idle", "#eeeeee"},      {"launch", "#bab0ac"},   {"activation", "#edc948"},
-      {"gradient", "#b07aa1"},  {"loss", "#ff9da7"}};
+      {"gradient", "#b07aa1"},  {"loss", "#ff9da7"},
+      // sharded data parallelism: gathers in purples, the gradient ReduceScatter in the AllReduce's red family
+      {"allgather", "#7b4f9e"}, {"allgather-backward", "#c5a3dc"}, {"reduce-scatter", "#d37295"}, {"fsdp-copy", "#86bcb6"}};
   if (const auto it = fixed.find(category); it != fixed.end())
     return it->second;
   static const std::array<const char*, 8> palette = {"#af7aa1", "#edc948", "#ff9da7", "#86bcb6",
