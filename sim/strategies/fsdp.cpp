@@ -124,12 +124,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
 
   ShardedRun run(plan, topology, collectives);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
-  std::vector<LoaderLane> lanes;
-  for (int d = 0; d < D; ++d) {
-    const int dev = plan.ranks[static_cast<std::size_t>(rank(d, 0))];
-    const int cpu = host_cpu_of(topology, dev);
-    lanes.emplace_back(loader, cpu >= 0 ? cpu : dev, fmt::format("rank {}'s DataLoader", rank(d, 0)));
-  }
+  run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
   const double shard_params = static_cast<double>(model.params()) / T / S;
@@ -172,17 +167,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     g.set_iteration(it);
     for (int m = 0; m < M; ++m) {
       const bool sync = !opt.no_sync || m + 1 == M;
-      for (int d = 0; d < D; ++d) {  // each data rank loads its batch; its tensor ranks get a copy each
-        const int loaded = lanes[static_cast<std::size_t>(d)].load(g, micro, run.compute_last(rank(d, 0)));
-        if (loaded < 0)
-          continue;
-        for (int t = 0; t < T; ++t) {
-          const int r = rank(d, t);
-          const int copy = add_input_copy(g, topology, loader, plan.ranks[static_cast<std::size_t>(r)], micro,
-                                          dtsim::deps({run.last(r), loaded}), fmt::format("input batch host -> rank {}", r));
-          run.set_last(r, copy >= 0 ? copy : loaded);
-        }
-      }
+      run.load_inputs(micro);
       // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own.
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
       if (sharded)
@@ -316,9 +301,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (T > 1)
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
-  plan.notes.push_back(add_optimizer ? fmt::format("optimizer step on each rank's 1/{} shard, memory-bound at {:.0f}% of HBM bandwidth",
-                                                   S, 100 * kMemoryBoundFraction)
-                                     : "optimizer step folded into the measured step time");
+  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
   return plan;
 }

@@ -1,6 +1,8 @@
 // See optimizer_step.hpp.
 #include "sim/strategies/optimizer_step.hpp"
 
+#include <fmt/format.h>
+
 namespace dtsim {
 
 double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu)
@@ -10,6 +12,13 @@ double optimizer_seconds(double params, const MemoryRules& mem, bool half_weight
   const double master = 4;  // fp32 weights the optimizer updates
   const double bytes = 2 * (master + mem.optimizer_bytes) + 4 /* fp32 gradient read */ + (half_weights ? 2 : 0);
   return params * bytes / (gpu.memory_bandwidth * kMemoryBoundFraction);
+}
+
+std::string optimizer_note(bool added, const std::string& what)
+{
+  return added ? fmt::format("optimizer step on each rank's {}, memory-bound at {:.0f}% of HBM bandwidth", what,
+                             100 * kMemoryBoundFraction)
+               : "optimizer step folded into the measured step time";
 }
 
 double copy_seconds(double bytes, const GpuSpec& gpu)

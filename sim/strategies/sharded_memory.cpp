@@ -5,6 +5,21 @@
 
 namespace dtsim {
 
+namespace {
+
+/// The same memory on each of `ranks` (every rank of a sharded scheme holds the same).
+std::vector<GpuMemory> on_each(GpuMemory m, const std::vector<int>& ranks)
+{
+  std::vector<GpuMemory> out;
+  for (int dev : ranks) {
+    m.device = dev;
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
 double micro_batch_activations(const Model& model, const Scenario& scenario, const MemoryRules& mem, double micro,
                                int tensor)
 {
@@ -54,12 +69,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     m.activations = micro_batch_activations(model, scenario, mem, micro, tensor);
   }
   m.io = input_bytes_per_sample * micro;
-  std::vector<GpuMemory> out;
-  for (int dev : ranks) {
-    m.device = dev;
-    out.push_back(m);
-  }
-  return out;
+  return on_each(m, ranks);
 }
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const MemoryRules& mem,
@@ -96,12 +106,7 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   }
   m.activations = micro_batch_activations(model, scenario, mem, micro, 1);
   m.io = input_bytes_per_sample * micro;
-  std::vector<GpuMemory> out;
-  for (int dev : ranks) {
-    m.device = dev;
-    out.push_back(m);
-  }
-  return out;
+  return on_each(m, ranks);
 }
 
 }  // namespace dtsim

@@ -27,6 +27,32 @@ void ShardedRun::start_all(int task)
   }
 }
 
+void ShardedRun::add_loaders(const LoaderSpec& loader, const std::vector<std::vector<int>>& ranks_per_loader)
+{
+  loader_ = &loader;
+  lane_ranks_ = ranks_per_loader;
+  for (const auto& ranks : ranks_per_loader) {
+    const int dev = plan_.ranks[static_cast<std::size_t>(ranks.front())];
+    const int cpu = host_cpu_of(topology_, dev);
+    lanes_.emplace_back(loader, cpu >= 0 ? cpu : dev, fmt::format("rank {}'s DataLoader", ranks.front()));
+  }
+}
+
+void ShardedRun::load_inputs(double samples)
+{
+  for (std::size_t l = 0; l < lanes_.size(); ++l) {
+    const int loaded = lanes_[l].load(plan_.graph, samples, compute_last(lane_ranks_[l].front()));
+    if (loaded < 0)
+      continue;
+    for (const int r : lane_ranks_[l]) {
+      const auto ri = static_cast<std::size_t>(r);
+      const int copy = add_input_copy(plan_.graph, topology_, *loader_, plan_.ranks[ri], samples, deps({compute_[ri], loaded}),
+                                      fmt::format("input batch host -> rank {}", r));
+      compute_[ri] = copy >= 0 ? copy : loaded;
+    }
+  }
+}
+
 std::vector<int> ShardedRun::compute_last(int r) const
 {
   std::vector<int> out = compute_waits_[static_cast<std::size_t>(r)];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sim/collectives/collective_options.hpp"
+#include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
@@ -25,6 +26,12 @@ public:
 
   /// Every stream of every rank starts after `task`.
   void start_all(int task);
+  /// One DataLoader per entry of `ranks_per_loader` (a data-parallel rank's GPUs: its tensor ranks),
+  /// on the CPU of its first GPU; `loader` must outlive this object.
+  void add_loaders(const LoaderSpec& loader, const std::vector<std::vector<int>>& ranks_per_loader);
+  /// Each DataLoader loads a batch of `samples` (its main process waits for its first GPU's
+  /// compute), and each of its GPUs copies it in before its next compute.
+  void load_inputs(double samples);
   /// What the next task on rank r's compute stream would wait for.
   std::vector<int> compute_last(int r) const;
   int last(int r) const { return compute_[static_cast<std::size_t>(r)]; }
@@ -58,6 +65,9 @@ private:
   Plan& plan_;
   const Topology& topology_;
   const CollectiveOptions& options_;
+  const LoaderSpec* loader_ = nullptr;
+  std::vector<LoaderLane> lanes_;
+  std::vector<std::vector<int>> lane_ranks_;
   std::vector<int> compute_;
   std::vector<std::vector<int>> compute_waits_;
   std::vector<int> stream_[2];

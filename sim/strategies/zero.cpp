@@ -97,11 +97,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
 
   ShardedRun run(plan, topology, collectives);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
-  std::vector<LoaderLane> lanes;
-  for (int r = 0; r < n; ++r) {
-    const int cpu = host_cpu_of(topology, plan.ranks[static_cast<std::size_t>(r)]);
-    lanes.emplace_back(loader, cpu >= 0 ? cpu : plan.ranks[static_cast<std::size_t>(r)], fmt::format("rank {}'s DataLoader", r));
-  }
+  run.add_loaders(loader, [n] {
+    std::vector<std::vector<int>> one_each(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r)
+      one_each[static_cast<std::size_t>(r)] = {r};
+    return one_each;
+  }());
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
   const double optimizer_s = add_optimizer ? optimizer_seconds(params / n, mem, half, topology.gpu) : 0.0;
 
@@ -174,14 +175,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
     g.set_iteration(it);
     for (int m = 0; m < M; ++m) {
-      for (int r = 0; r < n; ++r) {
-        const int loaded = lanes[static_cast<std::size_t>(r)].load(g, micro, run.compute_last(r));
-        if (loaded < 0)
-          continue;
-        const int copy = add_input_copy(g, topology, loader, plan.ranks[static_cast<std::size_t>(r)], micro,
-                                        dtsim::deps({run.last(r), loaded}), fmt::format("input batch host -> rank {}", r));
-        run.set_last(r, copy >= 0 ? copy : loaded);
-      }
+      run.load_inputs(micro);
       if (opt.stage == 3 && distributed) {
         Pass f{fwd_order, fwd_issue, 0, std::vector<std::vector<int>>(fwd_order.size())};
         std::size_t pos = 0;
@@ -274,9 +268,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         "partitioned, smaller tensors persist), gradients reduce-scattered in buckets of {:.3g} elements{}",
         fwd_order.size(), opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems,
         opt.overlap_comm ? " (overlap_comm)" : ""));
-  plan.notes.push_back(add_optimizer ? fmt::format("optimizer step on each rank's 1/{} partition, memory-bound at {:.0f}% of HBM bandwidth",
-                                                   n, 100 * kMemoryBoundFraction)
-                                     : "optimizer step folded into the measured step time");
+  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", n)));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
   return plan;
 }
