@@ -130,6 +130,25 @@ struct Row {
   }
 };
 
+/// The model cell: a name, a .json file beside the CSV, or a transformer by its hyperparameters as
+/// a JSON object (the scenario's inline model: {"family": "llama", "hidden": ...}).
+nlohmann::json model_of(const Row& row, const std::string& csv_dir)
+{
+  const std::string v = row.get("model");
+  if (v.empty() || v.front() != '{')
+    return row.file_in("model", csv_dir);
+  nlohmann::json inline_model;
+  try {
+    inline_model = parse_json_text(v, "model");  // nesting and magnitude checked
+  } catch (const InputError&) {
+    inline_model = nullptr;
+  }
+  if (!inline_model.is_object())
+    row.fail("model", fmt::format("expected a model name, a .json file or a JSON object such as {{\"family\": \"llama\", "
+                                  "\"hidden\": 4096, ...}}, got '{}'", v));
+  return inline_model;
+}
+
 nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
 {
   row.required("cluster", "a topology preset or a .json file");
@@ -233,7 +252,7 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
 
   return {{"name", row.get("id")},
           {"cluster", cluster},
-          {"model", row.file_in("model", csv_dir)},
+          {"model", model_of(row, csv_dir)},
           {"training", training},
           {"strategy", strategy},
           {"gpus", row.integer("gpus", 1, 1 << 20)},

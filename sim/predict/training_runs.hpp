@@ -10,6 +10,8 @@
 //   cluster            topology preset, or a topology .json path relative to the CSV
 //   gpu, host_cores    overrides of the cluster's GPU kind and CPU cores per node
 //   nodes, gpus, model, precision, batch_per_gpu, strategy (single|ddp|dp|pipeline|hybrid)
+//                      (model: a name, a .json file beside the CSV, or an inline transformer as a JSON
+//                      object, RFC 4180 quoted: "{""family"": ""llama"", ""hidden"": 5120, ...}")
 //   loader_workers     as the run's script states it (blank: not stated, dtsim's assumption)
 //   dataset            models/datasets kind (blank: the model's default)
 //   compute            throughput=SAMPLES_PER_S (one GPU, measured) | efficiency=F | step_time=S
