@@ -23,15 +23,22 @@ struct CommGroup {
   int groups = 1;      ///< communicators running it side by side
 };
 
-/// What one GPU holds during training (bytes).
+/// What one GPU holds at its peak of allocated memory in an iteration (bytes; memory_timeline.hpp).
 struct GpuMemory {
   int device = -1;
-  double params = 0;        ///< weights (and fp32 master copies for pure half precision)
-  double grads = 0;
-  double optimizer = 0;     ///< optimizer state (momentum, Adam moments)
-  double activations = 0;   ///< layer outputs kept for backward, for every micro-batch in flight
+  double params = 0;        ///< weights (fp32 master copies for pure half precision, AMP's cached half copies)
+  double grads = 0;         ///< gradients produced so far (and DDP's bucket copies)
+  double optimizer = 0;     ///< optimizer state (momentum, Adam moments) and its step's temporaries
+  double activations = 0;   ///< what autograd keeps for backward, every micro-batch in flight, and the gradients in flight
   double io = 0;            ///< input batch, gathered outputs (DP's GPU0)
-  double total() const { return params + grads + optimizer + activations + io; }
+  double workspace = 0;     ///< cuBLAS workspaces, gathered parameters (sharded data parallel)
+  /// The sum of the above = the peak of allocated bytes (torch.cuda.max_memory_allocated).
+  double total() const { return params + grads + optimizer + activations + io + workspace; }
+  double peak_reserved = 0;  ///< the caching allocator's segments at that peak (torch.cuda.max_memory_reserved)
+  double device_used = 0;    ///< as nvidia-smi shows the process: reserved + CUDA context and loaded kernels
+  std::string peak_at;       ///< when the peak happens: "backward of layer4.2.conv1", "the optimizer step", ...
+  std::string dominant;      ///< the largest term at the peak: "activations", "optimizer state", ...
+  double activations_per_sample = 0;  ///< activations at the peak per sample of a micro-batch (they scale with it)
 };
 
 struct Plan {
