@@ -69,23 +69,32 @@ MemoryContext memory_context(Precision precision, const std::string& optimizer, 
   c.autograd.sequence_parallel = sequence_parallel && tensor_parallel > 1;
   c.workspace_bytes = cublas_workspaces(gpu.compute_capability);
   c.cuda_context_bytes = kCudaContextBytes;
+  if (!megatron)
+    return c;
+  // Megatron-LM's Adam is a fused kernel (megatron/core/optimizer/__init__.py imports Transformer
+  // Engine's or Apex's FusedAdam): no step temporaries unless a variant is named.
+  if (optimizer.find("-foreach") == std::string::npos && optimizer.find("-for-loop") == std::string::npos)
+    c.rules.step = OptimizerStep::Fused;
+  // Its half-precision training keeps the model's weights in half (2 B), the gradients in fp32
+  // main_grad buffers (4 B: accumulate_allreduce_grads_in_fp32) and the fp32 master weights with the
+  // optimizer, which the distributed optimizer shards with the Adam moments: 18 B per parameter,
+  // 6 + 12/dp distributed (megatron/training/theoretical_memory_usage.py).
+  if (precision == Precision::Bf16 || precision == Precision::Fp16) {
+    c.rules.stored_weight_bytes = 2;
+    c.rules.grad_bytes = 4;
+    c.rules.optimizer_bytes += 4;
+  }
   return c;
 }
 
 MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int tensor_parallel, bool sequence_parallel,
                              bool megatron)
 {
-  MemoryContext c = memory_context(scenario.training.precision, "sgd", attention_kernel(scenario),
-                                   scenario.training.activation_checkpointing, gpu, tensor_parallel, sequence_parallel,
-                                   megatron);
-  c.rules = memory_rules(scenario);
-  // Megatron-LM's Adam is a fused kernel (megatron/core/optimizer/__init__.py imports Transformer
-  // Engine's or Apex's FusedAdam): no step temporaries unless the scenario names a variant.
+  memory_rules(scenario);  // validates training.optimizer
   const auto optimizer = scenario.reader().at("training").find("optimizer");
-  const std::string name = optimizer ? optimizer->json().get<std::string>() : "sgd";
-  if (megatron && name.find("-foreach") == std::string::npos && name.find("-for-loop") == std::string::npos)
-    c.rules.step = OptimizerStep::Fused;
-  return c;
+  return memory_context(scenario.training.precision, optimizer ? optimizer->json().get<std::string>() : "sgd",
+                        attention_kernel(scenario), scenario.training.activation_checkpointing, gpu, tensor_parallel,
+                        sequence_parallel, megatron);
 }
 
 GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req)
