@@ -282,7 +282,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     // wrapped in DDP.
     req.grad_buckets_bytes = n > 1 ? params_in(model, 0, model.layers.size()) * mctx.rules.grad_bytes : 0;
     req.io_bytes = loader.input_bytes_per_sample * batch;
-    const GpuMemory m = gpu_memory(model, mctx, req);
+    const GpuMemory m = gpu_memory(model, mctx, req, &plan.memory_curve);
+    plan.memory_curve_device = plan.ranks.front();
     for (int dev : plan.ranks) {
       plan.memory.push_back(m);
       plan.memory.back().device = dev;

@@ -97,7 +97,23 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
                         sequence_parallel, megatron);
 }
 
-GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req)
+namespace {
+
+std::string moment(const Model& model, int phase, std::size_t layer)
+{
+  switch (phase) {
+    case 0: return "forward of " + model.layers[layer].name;
+    case 1: return "the loss's forward (fp32 logits)";
+    case 2: return "the loss's backward (fp32 logit gradients)";
+    case 3: return "backward of " + model.layers[layer].name;
+    default: return "the optimizer step";
+  }
+}
+
+}  // namespace
+
+GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
+                     std::vector<MemoryPoint>* curve)
 {
   const MemoryRules& r = ctx.rules;
   const bool amp = ctx.autograd.precision == Precision::Amp;
@@ -151,6 +167,8 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
 
   Peak peak;
   const auto consider = [&](const GpuMemory& m, int phase, std::size_t layer) {
+    if (curve)
+      curve->push_back({moment(model, phase, layer), m.params, m.grads, m.optimizer, m.activations, m.io + m.workspace});
     if (m.total() > peak.bytes) {
       peak.bytes = m.total();
       peak.at = m;
@@ -216,14 +234,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   }
 
   GpuMemory m = peak.at;
-  const std::string& name = model.layers[peak.layer].name;
-  switch (peak.phase) {
-    case 0: m.peak_at = "forward of " + name; break;
-    case 1: m.peak_at = "the loss's forward (fp32 logits)"; break;
-    case 2: m.peak_at = "the loss's backward (fp32 logit gradients)"; break;
-    case 3: m.peak_at = "backward of " + name; break;
-    default: m.peak_at = "the optimizer step"; break;
-  }
+  m.peak_at = moment(model, peak.phase, peak.layer);
   const std::pair<const char*, double> terms[] = {{"weights", m.params},          {"gradients", m.grads},
                                                   {"optimizer state", m.optimizer}, {"activations", m.activations},
                                                   {"input/output", m.io},         {"workspace", m.workspace}};

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace dtsim {
 
@@ -61,7 +62,10 @@ struct StageMemoryRequest {
 
 /// The peak of allocated bytes over one iteration, what holds it (GpuMemory's terms, summing to it),
 /// when it happens, the reserved bytes and the device memory in use.
-GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req);
+/// `curve`, when given, receives every moment the walk looks at, in order (forward per layer, the
+/// loss, backward per layer, the optimizer step).
+GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
+                     std::vector<MemoryPoint>* curve = nullptr);
 
 /// The caching allocator's segment for one allocation of `bytes` (c10/cuda/CUDACachingAllocator.cpp:
 /// 512-byte rounding; requests up to 1 MiB from 2 MiB small-pool segments, up to 10 MiB from 20 MiB

@@ -379,6 +379,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   // of a stage holds the same.
   const MemoryContext mctx = memory_context(scenario, topology.gpu, T, cfg.sequence_parallel, true);
   std::vector<GpuMemory> stage_memory(static_cast<std::size_t>(P));
+  std::vector<StageMemoryRequest> requests(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
     // Interleaving keeps more micro-batches in flight: Megatron's theoretical_memory_usage.py
     // multiplies the first stage's activations by 1 + (p - 1) / (p v).
@@ -400,6 +401,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       const GpuMemory part = gpu_memory(model, mctx, req);
       if (chunk == 0) {
         m = part;
+        requests[static_cast<std::size_t>(s)] = req;
         continue;
       }
       // Another chunk on the same GPU: its weights, gradients, states and activations add; the
@@ -411,6 +413,14 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       m.peak_reserved += part.peak_reserved - part.workspace;
       m.device_used += part.peak_reserved - part.workspace;
     }
+  }
+  {  // the curve of the busiest stage's first GPU (its first chunk under interleaving)
+    std::size_t busiest = 0;
+    for (std::size_t s = 1; s < stage_memory.size(); ++s)
+      if (stage_memory[s].total() > stage_memory[busiest].total())
+        busiest = s;
+    gpu_memory(model, mctx, requests[busiest], &plan.memory_curve);
+    plan.memory_curve_device = dev(0, static_cast<int>(busiest), 0);
   }
   for (int d = 0; d < D; ++d)
     for (int s = 0; s < P; ++s)

@@ -41,6 +41,13 @@ struct GpuMemory {
   double activations_per_sample = 0;  ///< activations at the peak per sample of a micro-batch (they scale with it)
 };
 
+/// One moment of an iteration on one GPU, as memory_timeline.hpp walks it (bytes allocated, by kind).
+struct MemoryPoint {
+  std::string at;           ///< "forward of layer1.0.conv1", "the optimizer step", ...
+  double weights = 0, grads = 0, optimizer = 0, activations = 0;
+  double other = 0;         ///< input/output and workspaces
+};
+
 struct Plan {
   TaskGraph graph;
   std::vector<int> ranks;               ///< device indices of the GPUs used
@@ -55,6 +62,8 @@ struct Plan {
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
   std::vector<std::string> notes;       ///< modelling assumptions to show in the report
   std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated
+  std::vector<MemoryPoint> memory_curve;  ///< one iteration of the GPU with the highest peak (the HTML report draws it)
+  int memory_curve_device = -1;
   double gpu_memory_bytes = 0;          ///< capacity of one GPU
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
   std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)

@@ -13,8 +13,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
+#include <vector>
 
 using namespace dtsim;
 
@@ -165,4 +167,23 @@ TEST_CASE("Megatron's per-GPU memory as Korthikanti et al. profiled it (GPT-3 17
   CHECK((full.params + full.grads + full.optimizer) / GiB == doctest::Approx(45.56).epsilon(0.05));
   CHECK(full.activations / GiB == doctest::Approx(66.84).epsilon(0.05));
   CHECK(sel.activations / GiB == doctest::Approx(12.35).epsilon(0.05));
+}
+
+TEST_CASE("the memory curve: one point per moment walked, its highest the peak")
+{
+  const Model m = load_model("resnet50");
+  const MemoryContext ctx =
+      memory_context(Precision::Fp32, "sgd", AttentionKernel::Sdpa, ActivationCheckpointing::None, gpu_spec("V100"));
+  StageMemoryRequest req;
+  req.last = m.layers.size();
+  req.micro_batch = 32;
+  std::vector<MemoryPoint> curve;
+  const GpuMemory peak = gpu_memory(m, ctx, req, &curve);
+  CHECK(curve.size() == 2 * m.layers.size() + 3);  // forward and backward per layer, the loss twice, the step
+  double highest = 0;
+  for (const auto& p : curve)
+    highest = std::max(highest, p.weights + p.grads + p.optimizer + p.activations + p.other);
+  CHECK(highest == doctest::Approx(peak.total()));
+  CHECK(curve.front().at == "forward of conv1");
+  CHECK(curve.back().at == "the optimizer step");
 }
