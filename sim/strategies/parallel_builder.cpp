@@ -377,7 +377,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
 
   // Memory: one walk per pipeline stage (memory_timeline.hpp); every data- and tensor-parallel rank
   // of a stage holds the same.
-  const MemoryContext mctx = memory_context(scenario, topology.gpu, T, cfg.sequence_parallel, true);
+  const MemoryContext mctx = memory_context(scenario, topology.gpu, T, cfg.sequence_parallel, cfg.megatron);
   std::vector<GpuMemory> stage_memory(static_cast<std::size_t>(P));
   std::vector<StageMemoryRequest> requests(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
@@ -396,7 +396,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       req.share.optimizer = cfg.distributed_optimizer ? 1.0 / (T * D) : 1.0 / T;
       req.micro_batch = micro;
       req.micro_batches_held = in_flight;
-      req.grads_persist = true;  // Megatron's DDP accumulates into one gradient buffer, allocated once
+      // Megatron's DDP accumulates into one gradient buffer, allocated once; torch's Pipe into .grad
+      // from the first micro-batch's backward on.
+      req.grads_persist = cfg.megatron || M > 1;
       req.io_bytes = s == 0 && chunk == 0 ? loader.input_bytes_per_sample * batch : 0;
       const GpuMemory part = gpu_memory(model, mctx, req);
       if (chunk == 0) {
