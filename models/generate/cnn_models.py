@@ -18,53 +18,63 @@ def conv_out(size, kernel, stride, pad):
     return (size + 2 * pad - kernel) // stride + 1
 
 
-def add_conv(t, name, cin, cout, kernel, stride, pad, size, bias=False):
+def add_conv(t, name, cin, cout, kernel, stride, pad, size, bias=False, then=None, input=None):
     out = conv_out(size, kernel, stride, pad)
     weight = cout * cin * kernel * kernel
     macs = weight * out * out
-    t.add(name, "conv", [weight] + ([cout] if bias else []), macs, cout * out * out)
+    t.add(name, "conv", [weight] + ([cout] if bias else []), macs, cout * out * out, then=then, input=input)
     return out
 
 
-def add_bn(t, name, channels, size):
-    t.add(name, "bn", [channels, channels], 0, channels * size * size, buffer_elems=2 * channels)
+def add_bn(t, name, channels, size, then=None):
+    t.add(name, "bn", [channels, channels], 0, channels * size * size, buffer_elems=2 * channels, then=then)
 
 
-def add_linear(t, name, fan_in, fan_out, tokens=1, bias=True):
+def add_linear(t, name, fan_in, fan_out, tokens=1, bias=True, then=None):
     params = [fan_in * fan_out] + ([fan_out] if bias else [])
-    t.add(name, "linear", params, fan_in * fan_out * tokens, fan_out * tokens)
+    t.add(name, "linear", params, fan_in * fan_out * tokens, fan_out * tokens, then=then)
 
 
-def add_pool(t, name, channels, size):
-    t.add(name, "pool", [], 0, channels * size * size)
+def add_pool(t, name, channels, size, op):
+    t.add(name, "pool", [], 0, channels * size * size, op=op)
+
+
+# The residual add and ReLU of a block are in place (torchvision's `out += identity; out =
+# self.relu(out)`, ReLU(inplace=True)): "add_", "relu_" after the block's last layer.  With a
+# downsample they are listed after downsample.1 (same size as bn3's output, which they overwrite).
+RESIDUAL_END = ["add_", "relu_"]
 
 
 def bottleneck(t, prefix, inplanes, planes, stride, size):
     """torchvision Bottleneck (expansion 4); returns the output spatial size."""
+    block_input = t.layers[-1]["name"]
+    down = stride != 1 or inplanes != planes * 4
     t.begin_block(prefix)
     add_conv(t, f"{prefix}.conv1", inplanes, planes, 1, 1, 0, size)
-    add_bn(t, f"{prefix}.bn1", planes, size)
+    add_bn(t, f"{prefix}.bn1", planes, size, then=["relu_"])
     out = add_conv(t, f"{prefix}.conv2", planes, planes, 3, stride, 1, size)
-    add_bn(t, f"{prefix}.bn2", planes, out)
+    add_bn(t, f"{prefix}.bn2", planes, out, then=["relu_"])
     add_conv(t, f"{prefix}.conv3", planes, planes * 4, 1, 1, 0, out)
-    add_bn(t, f"{prefix}.bn3", planes * 4, out)
-    if stride != 1 or inplanes != planes * 4:
-        add_conv(t, f"{prefix}.downsample.0", inplanes, planes * 4, 1, stride, 0, size)
-        add_bn(t, f"{prefix}.downsample.1", planes * 4, out)
+    add_bn(t, f"{prefix}.bn3", planes * 4, out, then=None if down else RESIDUAL_END)
+    if down:
+        add_conv(t, f"{prefix}.downsample.0", inplanes, planes * 4, 1, stride, 0, size, input=block_input)
+        add_bn(t, f"{prefix}.downsample.1", planes * 4, out, then=RESIDUAL_END)
     t.end_block()
     return out
 
 
 def basic_block(t, prefix, inplanes, planes, stride, size):
     """torchvision BasicBlock (expansion 1)."""
+    block_input = t.layers[-1]["name"]
+    down = stride != 1 or inplanes != planes
     t.begin_block(prefix)
     out = add_conv(t, f"{prefix}.conv1", inplanes, planes, 3, stride, 1, size)
-    add_bn(t, f"{prefix}.bn1", planes, out)
+    add_bn(t, f"{prefix}.bn1", planes, out, then=["relu_"])
     add_conv(t, f"{prefix}.conv2", planes, planes, 3, 1, 1, out)
-    add_bn(t, f"{prefix}.bn2", planes, out)
-    if stride != 1 or inplanes != planes:
-        add_conv(t, f"{prefix}.downsample.0", inplanes, planes, 1, stride, 0, size)
-        add_bn(t, f"{prefix}.downsample.1", planes, out)
+    add_bn(t, f"{prefix}.bn2", planes, out, then=None if down else RESIDUAL_END)
+    if down:
+        add_conv(t, f"{prefix}.downsample.0", inplanes, planes, 1, stride, 0, size, input=block_input)
+        add_bn(t, f"{prefix}.downsample.1", planes, out, then=RESIDUAL_END)
     t.end_block()
     return out
 
@@ -82,9 +92,9 @@ def resnet(name, block_kind, blocks):
         {"image_size": IMAGE, "channels": 3, "classes": CLASSES},
     )
     size = add_conv(t, "conv1", 3, 64, 7, 2, 3, IMAGE)
-    add_bn(t, "bn1", 64, size)
+    add_bn(t, "bn1", 64, size, then=["relu_"])
     size = conv_out(size, 3, 2, 1)
-    add_pool(t, "maxpool", 64, size)
+    add_pool(t, "maxpool", 64, size, "max")
     inplanes = 64
     for stage, count in enumerate(blocks):
         planes = 64 * 2**stage
@@ -93,7 +103,7 @@ def resnet(name, block_kind, blocks):
             make = bottleneck if expansion == 4 else basic_block
             size = make(t, f"layer{stage + 1}.{i}", inplanes, planes, stride, size)
             inplanes = planes * expansion
-    add_pool(t, "avgpool", inplanes, 1)
+    add_pool(t, "avgpool", inplanes, 1, "avg")
     add_linear(t, "fc", inplanes, CLASSES)
     return t
 
@@ -116,15 +126,15 @@ def vgg16():
     for item in VGG16_FEATURES:
         if item == "M":
             size = conv_out(size, 2, 2, 0)
-            add_pool(t, f"features.{index}", channels, size)
+            add_pool(t, f"features.{index}", channels, size, "max")
             index += 1
         else:
-            size = add_conv(t, f"features.{index}", channels, item, 3, 1, 1, size, bias=True)
+            size = add_conv(t, f"features.{index}", channels, item, 3, 1, 1, size, bias=True, then=["relu_"])
             channels = item
             index += 2  # conv, ReLU
-    add_pool(t, "avgpool", channels, 7)
-    add_linear(t, "classifier.0", channels * 7 * 7, 4096)
-    add_linear(t, "classifier.3", 4096, 4096)
+    add_pool(t, "avgpool", channels, 7, "avg")
+    add_linear(t, "classifier.0", channels * 7 * 7, 4096, then=["relu_", "dropout"])
+    add_linear(t, "classifier.3", 4096, 4096, then=["relu_", "dropout"])
     add_linear(t, "classifier.6", 4096, CLASSES)
     return t
 

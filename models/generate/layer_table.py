@@ -12,7 +12,15 @@ Conventions (shared by every generator in this folder):
     per BatchNorm) is not counted;
   * block: layers sharing a block must stay on one pipeline stage (a residual branch or a sum of
     embeddings); a cut is valid only after the last layer of a block, and that layer's
-    activation_elems is what crosses the cut.  Omitted when the block is the layer itself.
+    activation_elems is what crosses the cut.  Omitted when the block is the layer itself;
+  * then (optional): the parameter-free operations the module's output goes through before the
+    next layer, in order (what autograd saves for them: sim/strategies/saved_tensors.cpp):
+    "relu_" (in-place ReLU), "relu", "add_" (in-place residual add), "add" (residual add into a new
+    tensor), "dropout", "gelu", "gelu_tanh" (GELU, tanh approximation), "silu", "mul" (times the
+    previous layer's output, SwiGLU), "tanh";
+  * input (optional): the layer whose output this one reads, when it is not the layer before it
+    (a ResNet downsample reads its block's input; BERT's key and value read the query's input);
+  * op (optional): which operation a pooling layer is, "max" or "avg".
 """
 
 import json
@@ -34,7 +42,8 @@ class LayerTable:
     def end_block(self):
         self._block = None
 
-    def add(self, name, kind, params, fwd_macs, activation_elems, buffer_elems=0):
+    def add(self, name, kind, params, fwd_macs, activation_elems, buffer_elems=0, then=None, input=None,
+            op=None):
         layer = {
             "name": name,
             "kind": kind,
@@ -45,6 +54,12 @@ class LayerTable:
         }
         if self._block is not None and self._block != name:
             layer["block"] = self._block
+        if then:
+            layer["then"] = list(then)
+        if input is not None:
+            layer["input"] = input
+        if op is not None:
+            layer["op"] = op
         self.layers.append(layer)
         return layer
 

@@ -45,13 +45,13 @@ def arch(hidden, layers, heads, seq_len, vocab, ffn, max_positions=None, kv_head
     return a
 
 
-def add_linear(t, name, fan_in, fan_out, tokens, bias=True):
+def add_linear(t, name, fan_in, fan_out, tokens, bias=True, then=None, input=None):
     params = [fan_in * fan_out] + ([fan_out] if bias else [])
-    t.add(name, "linear", params, fan_in * fan_out * tokens, fan_out * tokens)
+    t.add(name, "linear", params, fan_in * fan_out * tokens, fan_out * tokens, then=then, input=input)
 
 
-def add_layernorm(t, name, hidden, tokens, bias=True):
-    t.add(name, "layernorm", [hidden] + ([hidden] if bias else []), 0, hidden * tokens)
+def add_layernorm(t, name, hidden, tokens, bias=True, then=None):
+    t.add(name, "layernorm", [hidden] + ([hidden] if bias else []), 0, hidden * tokens, then=then)
 
 
 def add_rmsnorm(t, name, hidden, tokens):
@@ -60,8 +60,8 @@ def add_rmsnorm(t, name, hidden, tokens):
     t.add(name, "layernorm", [hidden], 0, hidden * tokens)
 
 
-def add_embedding(t, name, rows, hidden, tokens):
-    t.add(name, "embedding", [rows * hidden], 0, hidden * tokens)
+def add_embedding(t, name, rows, hidden, tokens, then=None):
+    t.add(name, "embedding", [rows * hidden], 0, hidden * tokens, then=then)
 
 
 def add_attention_core(t, name, hidden, seq):
@@ -97,28 +97,30 @@ def bert(name, source, hidden, layers, heads, seq, vocab, ffn=None, kv_heads=Non
                    arch(hidden, layers, heads, seq, vocab, ffn, positions, kv_heads))
     t.begin_block("bert.embeddings")
     add_embedding(t, "bert.embeddings.word_embeddings", vocab, hidden, seq)
-    add_embedding(t, "bert.embeddings.position_embeddings", positions, hidden, seq)
-    add_embedding(t, "bert.embeddings.token_type_embeddings", 2, hidden, seq)  # type_vocab_size 2
-    add_layernorm(t, "bert.embeddings.LayerNorm", hidden, seq)
+    add_embedding(t, "bert.embeddings.position_embeddings", positions, hidden, seq, then=["add"])
+    add_embedding(t, "bert.embeddings.token_type_embeddings", 2, hidden, seq, then=["add"])  # type_vocab_size 2
+    add_layernorm(t, "bert.embeddings.LayerNorm", hidden, seq, then=["dropout"])
     for i in range(layers):
         p = f"bert.encoder.layer.{i}"
         t.begin_block(p)
+        layer_input = t.layers[-1]["name"]
         add_linear(t, f"{p}.attention.self.query", hidden, hidden, seq)
-        add_linear(t, f"{p}.attention.self.key", hidden, kv_width, seq)
-        add_linear(t, f"{p}.attention.self.value", hidden, kv_width, seq)
+        add_linear(t, f"{p}.attention.self.key", hidden, kv_width, seq, input=layer_input)
+        add_linear(t, f"{p}.attention.self.value", hidden, kv_width, seq, input=layer_input)
         add_attention_core(t, f"{p}.attention.self.core", hidden, seq)
-        add_linear(t, f"{p}.attention.output.dense", hidden, hidden, seq)
+        add_linear(t, f"{p}.attention.output.dense", hidden, hidden, seq, then=["dropout", "add"])
         add_layernorm(t, f"{p}.attention.output.LayerNorm", hidden, seq)
-        add_linear(t, f"{p}.intermediate.dense", hidden, ffn, seq)
-        add_linear(t, f"{p}.output.dense", ffn, hidden, seq)
+        add_linear(t, f"{p}.intermediate.dense", hidden, ffn, seq, then=["gelu"])
+        add_linear(t, f"{p}.output.dense", ffn, hidden, seq, then=["dropout", "add"])
         add_layernorm(t, f"{p}.output.LayerNorm", hidden, seq)
+    encoder_output = t.layers[-1]["name"]
     t.begin_block("heads")
-    add_linear(t, "bert.pooler.dense", hidden, hidden, 1)
-    add_linear(t, "cls.predictions.transform.dense", hidden, hidden, seq)
+    add_linear(t, "bert.pooler.dense", hidden, hidden, 1, then=["tanh"])
+    add_linear(t, "cls.predictions.transform.dense", hidden, hidden, seq, then=["gelu"], input=encoder_output)
     add_layernorm(t, "cls.predictions.transform.LayerNorm", hidden, seq)
     t.add("cls.predictions.decoder", "linear", ([] if tied else [hidden * vocab]) + [vocab],
           hidden * vocab * seq, vocab * seq)
-    add_linear(t, "cls.seq_relationship", hidden, 2, 1)
+    add_linear(t, "cls.seq_relationship", hidden, 2, 1, input="bert.pooler.dense")
     t.end_block()
     return t
 
@@ -148,17 +150,17 @@ def gpt(name, source, hidden, layers, heads, seq, vocab=50257, ffn=None, kv_head
     t = LayerTable(name, source, seq, arch(hidden, layers, heads, seq, vocab, ffn, seq, kv_heads))
     t.begin_block("transformer.embeddings")
     add_embedding(t, "transformer.wte", vocab, hidden, seq)
-    add_embedding(t, "transformer.wpe", seq, hidden, seq)
+    add_embedding(t, "transformer.wpe", seq, hidden, seq, then=["add", "dropout"])  # drop(wte + wpe)
     for i in range(layers):
         p = f"transformer.h.{i}"
         t.begin_block(p)
         add_layernorm(t, f"{p}.ln_1", hidden, seq)
         add_linear(t, f"{p}.attn.c_attn", hidden, hidden + 2 * kv_width, seq)
         add_attention_core(t, f"{p}.attn.core", hidden, seq)
-        add_linear(t, f"{p}.attn.c_proj", hidden, hidden, seq)
+        add_linear(t, f"{p}.attn.c_proj", hidden, hidden, seq, then=["dropout", "add"])
         add_layernorm(t, f"{p}.ln_2", hidden, seq)
-        add_linear(t, f"{p}.mlp.c_fc", hidden, ffn, seq)
-        add_linear(t, f"{p}.mlp.c_proj", ffn, hidden, seq)
+        add_linear(t, f"{p}.mlp.c_fc", hidden, ffn, seq, then=["gelu_tanh"])  # gelu_new
+        add_linear(t, f"{p}.mlp.c_proj", ffn, hidden, seq, then=["dropout", "add"])
     t.end_block()
     add_layernorm(t, "transformer.ln_f", hidden, seq)
     add_lm_head(t, "lm_head", hidden, vocab, seq, tied)
@@ -178,15 +180,17 @@ def llama(name, source, hidden, layers, heads, seq, vocab, ffn=None, kv_heads=No
         p = f"model.layers.{i}"
         t.begin_block(p)
         add_rmsnorm(t, f"{p}.input_layernorm", hidden, seq)
+        norm = t.layers[-1]["name"]
         add_linear(t, f"{p}.self_attn.q_proj", hidden, hidden, seq, bias=False)
-        add_linear(t, f"{p}.self_attn.k_proj", hidden, kv_width, seq, bias=False)
-        add_linear(t, f"{p}.self_attn.v_proj", hidden, kv_width, seq, bias=False)
+        add_linear(t, f"{p}.self_attn.k_proj", hidden, kv_width, seq, bias=False, input=norm)
+        add_linear(t, f"{p}.self_attn.v_proj", hidden, kv_width, seq, bias=False, input=norm)
         add_attention_core(t, f"{p}.self_attn.core", hidden, seq)
-        add_linear(t, f"{p}.self_attn.o_proj", hidden, hidden, seq, bias=False)
+        add_linear(t, f"{p}.self_attn.o_proj", hidden, hidden, seq, bias=False, then=["add"])
         add_rmsnorm(t, f"{p}.post_attention_layernorm", hidden, seq)
-        add_linear(t, f"{p}.mlp.gate_proj", hidden, ffn, seq, bias=False)
-        add_linear(t, f"{p}.mlp.up_proj", hidden, ffn, seq, bias=False)
-        add_linear(t, f"{p}.mlp.down_proj", ffn, hidden, seq, bias=False)
+        norm = t.layers[-1]["name"]
+        add_linear(t, f"{p}.mlp.gate_proj", hidden, ffn, seq, bias=False, then=["silu"])
+        add_linear(t, f"{p}.mlp.up_proj", hidden, ffn, seq, bias=False, then=["mul"], input=norm)
+        add_linear(t, f"{p}.mlp.down_proj", ffn, hidden, seq, bias=False, then=["add"])
     t.end_block()
     add_rmsnorm(t, "model.norm", hidden, seq)
     add_lm_head(t, "lm_head", hidden, vocab, seq, tied)
@@ -209,10 +213,10 @@ def mpt(name, source, hidden, layers, heads, seq, vocab, ffn=None, kv_heads=None
         add_layernorm(t, f"{p}.norm_1", hidden, seq, bias=False)
         add_linear(t, f"{p}.attn.Wqkv", hidden, hidden + 2 * kv_width, seq, bias=False)
         add_attention_core(t, f"{p}.attn.core", hidden, seq)
-        add_linear(t, f"{p}.attn.out_proj", hidden, hidden, seq, bias=False)
+        add_linear(t, f"{p}.attn.out_proj", hidden, hidden, seq, bias=False, then=["add"])
         add_layernorm(t, f"{p}.norm_2", hidden, seq, bias=False)
-        add_linear(t, f"{p}.ffn.up_proj", hidden, ffn, seq, bias=False)
-        add_linear(t, f"{p}.ffn.down_proj", ffn, hidden, seq, bias=False)
+        add_linear(t, f"{p}.ffn.up_proj", hidden, ffn, seq, bias=False, then=["gelu"])
+        add_linear(t, f"{p}.ffn.down_proj", ffn, hidden, seq, bias=False, then=["add"])
     t.end_block()
     add_layernorm(t, "transformer.norm_f", hidden, seq, bias=False)
     add_lm_head(t, "lm_head", hidden, vocab, seq, tied)

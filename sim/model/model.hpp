@@ -22,6 +22,14 @@ struct Layer {
   /// one pipeline stage: a cut is valid only after a block's last layer, whose activation_elems is
   /// what crosses it. Equals `name` when the layer is a block of its own. Blocks are contiguous.
   std::string block;
+  /// Parameter-free operations its output goes through before the next layer, in order ("relu_",
+  /// "add", "dropout", "gelu_tanh", ...: kLayerThenOps); what autograd saves for them is
+  /// sim/strategies/saved_tensors.cpp's. Empty when none.
+  std::vector<std::string> then;
+  /// The layer whose output this one reads; "" = the layer before it (the model's input for the first).
+  std::string input;
+  /// A pooling layer's operation: "max" or "avg" ("" for other kinds: "max").
+  std::string op;
 
   std::int64_t params() const;
 };
@@ -42,6 +50,9 @@ struct Model {
   /// True when a pipeline cut between layers[i] and layers[i+1] keeps every block on one side.
   bool cut_allowed_after(std::size_t i) const;
 };
+
+/// The operations a layer's "then" may name.
+extern const std::vector<std::string> kLayerThenOps;
 
 /// Loads models/NAME.json, or a file when `name_or_path` ends in .json. Throws InputError.
 /// `origin_file`/`origin_pointer` name where the name was given (for "unknown model" errors).

@@ -41,7 +41,8 @@ Layer read_layer(const JsonReader& in)
 {
   if (!in.is_object())
     in.fail(fmt::format("expected a layer object, got {}", describe_json(in.json())));
-  in.reject_unknown({"name", "kind", "params", "fwd_flops", "activation_elems", "buffer_elems", "block"});
+  in.reject_unknown({"name", "kind", "params", "fwd_flops", "activation_elems", "buffer_elems", "block", "then", "input",
+                     "op"});
   Layer layer;
   layer.name = non_empty_string(in.at("name"));
   layer.kind = in.at("kind").as_choice(kLayerKinds);
@@ -52,6 +53,13 @@ Layer read_layer(const JsonReader& in)
   if (auto buffers = in.find("buffer_elems"))
     layer.buffer_elems = non_negative_int(*buffers, "a buffer size (elements)");
   layer.block = in.has("block") ? non_empty_string(in.at("block")) : layer.name;
+  if (auto then = in.find("then"))
+    for (const auto& op : then->items())
+      layer.then.push_back(op.as_choice(kLayerThenOps));
+  if (auto input = in.find("input"))
+    layer.input = non_empty_string(*input);
+  if (auto op = in.find("op"))
+    layer.op = op->as_choice({"max", "avg"});
   return layer;
 }
 
@@ -70,6 +78,10 @@ void read_layers(const JsonReader& in, Model& model)
       item.at("name").fail(fmt::format("duplicate layer name \"{}\" (expected unique names)", layer.name));
     if (!model.layers.empty() && model.layers.back().block != layer.block)
       closed_blocks.insert(model.layers.back().block);
+    if (!layer.input.empty() && !names.count(layer.input))
+      item.at("input").fail(fmt::format("expected the name of an earlier layer, got \"{}\"", layer.input));
+    if (layer.input == layer.name)
+      item.at("input").fail(fmt::format("expected the name of an earlier layer, got the layer's own \"{}\"", layer.input));
     if (closed_blocks.count(layer.block))
       item.fail(fmt::format("block \"{}\" is not contiguous (expected the layers of a block next to each other)",
                             layer.block));
@@ -82,6 +94,10 @@ void read_layers(const JsonReader& in, Model& model)
 }
 
 }  // namespace
+
+// sim/strategies/saved_tensors.cpp says what autograd saves for each.
+const std::vector<std::string> kLayerThenOps = {"relu_", "relu", "add_", "add",  "dropout",
+                                                "gelu",  "gelu_tanh", "silu", "mul", "tanh"};
 
 Model parse_model(const nlohmann::json& doc, const std::string& file, const std::string& expected_name)
 {

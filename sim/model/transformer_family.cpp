@@ -55,6 +55,11 @@ public:
     layer.activation_elems = activation_elems;
     model_.layers.push_back(std::move(layer));
   }
+  /// The last layer's output goes through `ops` (Layer::then), as layer_table.py's `then=`.
+  void then(std::vector<std::string> ops) { model_.layers.back().then = std::move(ops); }
+  /// The last layer reads `layer`'s output (Layer::input), as layer_table.py's `input=`.
+  void input(std::string layer) { model_.layers.back().input = std::move(layer); }
+  const std::string& last_name() const { return model_.layers.back().name; }
 
   void linear(std::string name, std::int64_t fan_in, std::int64_t fan_out, std::int64_t tokens, bool bias = true)
   {
@@ -110,6 +115,7 @@ void gpt_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_width
   t.begin_block("transformer.embeddings");
   t.embedding("transformer.wte", m.vocab, h, s);
   t.embedding("transformer.wpe", s, h, s);  // learned positions, seq_len of them
+  t.then({"add", "dropout"});               // drop(wte + wpe)
   for (std::int64_t i = 0; i < m.layers; ++i) {
     const std::string p = fmt::format("transformer.h.{}", i);
     t.begin_block(p);
@@ -117,9 +123,12 @@ void gpt_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_width
     t.linear(p + ".attn.c_attn", h, h + 2 * kv_width, s);
     t.attention_core(p + ".attn.core", h, s);
     t.linear(p + ".attn.c_proj", h, h, s);
+    t.then({"dropout", "add"});
     t.layernorm(p + ".ln_2", h, s);
     t.linear(p + ".mlp.c_fc", h, m.ffn, s);
+    t.then({"gelu_tanh"});  // Hugging Face's gelu_new
     t.linear(p + ".mlp.c_proj", m.ffn, h, s);
+    t.then({"dropout", "add"});
   }
   t.end_block();
   t.layernorm("transformer.ln_f", h, s);
@@ -132,25 +141,38 @@ void bert_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_widt
   t.begin_block("bert.embeddings");
   t.embedding("bert.embeddings.word_embeddings", V, h, s);
   t.embedding("bert.embeddings.position_embeddings", s, h, s);  // learned positions, seq_len of them
+  t.then({"add"});
   // type_vocab_size 2 (Hugging Face BertConfig; sentence A and B of Devlin et al. 2019)
   t.embedding("bert.embeddings.token_type_embeddings", 2, h, s);
+  t.then({"add"});
   t.layernorm("bert.embeddings.LayerNorm", h, s);
+  t.then({"dropout"});
   for (std::int64_t i = 0; i < m.layers; ++i) {
     const std::string p = fmt::format("bert.encoder.layer.{}", i);
     t.begin_block(p);
+    const std::string layer_input = t.last_name();
     t.linear(p + ".attention.self.query", h, h, s);
     t.linear(p + ".attention.self.key", h, kv_width, s);
+    t.input(layer_input);
     t.linear(p + ".attention.self.value", h, kv_width, s);
+    t.input(layer_input);
     t.attention_core(p + ".attention.self.core", h, s);
     t.linear(p + ".attention.output.dense", h, h, s);
+    t.then({"dropout", "add"});
     t.layernorm(p + ".attention.output.LayerNorm", h, s);
     t.linear(p + ".intermediate.dense", h, m.ffn, s);
+    t.then({"gelu"});
     t.linear(p + ".output.dense", m.ffn, h, s);
+    t.then({"dropout", "add"});
     t.layernorm(p + ".output.LayerNorm", h, s);
   }
+  const std::string encoder_output = t.last_name();
   t.begin_block("heads");
   t.linear("bert.pooler.dense", h, h, 1);  // on the [CLS] token only
+  t.then({"tanh"});
   t.linear("cls.predictions.transform.dense", h, h, s);
+  t.then({"gelu"});
+  t.input(encoder_output);
   t.layernorm("cls.predictions.transform.LayerNorm", h, s);
   std::vector<std::int64_t> decoder;
   if (!m.tied_embeddings)
@@ -159,6 +181,7 @@ void bert_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_widt
   t.add("cls.predictions.decoder", "linear", std::move(decoder), static_cast<double>(h * V) * static_cast<double>(s),
         static_cast<double>(V) * static_cast<double>(s));
   t.linear("cls.seq_relationship", h, 2, 1);  // next-sentence prediction on [CLS]
+  t.input("bert.pooler.dense");
   t.end_block();
 }
 
@@ -170,16 +193,25 @@ void llama_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_wid
     const std::string p = fmt::format("model.layers.{}", i);
     t.begin_block(p);
     t.rmsnorm(p + ".input_layernorm", h, s);
+    std::string norm = t.last_name();
     t.linear(p + ".self_attn.q_proj", h, h, s, false);
     t.linear(p + ".self_attn.k_proj", h, kv_width, s, false);
+    t.input(norm);
     t.linear(p + ".self_attn.v_proj", h, kv_width, s, false);
+    t.input(norm);
     t.attention_core(p + ".self_attn.core", h, s);
     t.linear(p + ".self_attn.o_proj", h, h, s, false);
+    t.then({"add"});
     t.rmsnorm(p + ".post_attention_layernorm", h, s);
+    norm = t.last_name();
     // SwiGLU (Shazeer 2020): down(silu(gate(x)) * up(x)), three matrices of the inner size ffn.
     t.linear(p + ".mlp.gate_proj", h, m.ffn, s, false);
+    t.then({"silu"});
     t.linear(p + ".mlp.up_proj", h, m.ffn, s, false);
+    t.then({"mul"});
+    t.input(norm);
     t.linear(p + ".mlp.down_proj", m.ffn, h, s, false);
+    t.then({"add"});
   }
   t.end_block();
   t.rmsnorm("model.norm", h, s);
@@ -198,9 +230,12 @@ void mpt_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_width
     t.linear(p + ".attn.Wqkv", h, h + 2 * kv_width, s, false);
     t.attention_core(p + ".attn.core", h, s);
     t.linear(p + ".attn.out_proj", h, h, s, false);
+    t.then({"add"});
     t.layernorm(p + ".norm_2", h, s, false);
     t.linear(p + ".ffn.up_proj", h, m.ffn, s, false);
+    t.then({"gelu"});
     t.linear(p + ".ffn.down_proj", m.ffn, h, s, false);
+    t.then({"add"});
   }
   t.end_block();
   t.layernorm("transformer.norm_f", h, s, false);

@@ -11,6 +11,7 @@
 #include "sim/strategies/fsdp.hpp"
 #include "sim/strategies/zero.hpp"
 #include "sim/strategies/memory.hpp"
+#include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/dp.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/topology/topology_builder.hpp"
@@ -343,9 +344,12 @@ Prediction predict_scenario(const Scenario& s)
   r.pipeline_stages = p.plan.pipeline_stages;
   r.microbatches = p.plan.microbatches;
   r.virtual_stages = p.plan.virtual_stages;
-  const GpuMemory whole = replica_memory(model, memory_rules(s), 0, model.layers.size(), 1.0, r.batch_per_gpu);
+  StageMemoryRequest whole_model;
+  whole_model.last = model.layers.size();
+  whole_model.micro_batch = r.batch_per_gpu;
+  const GpuMemory whole = gpu_memory(model, memory_context(s, p.topology.gpu), whole_model);
   r.single_gpu_memory_bytes = whole.total();
-  r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.total() <= p.topology.gpu.memory_bytes;
+  r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.device_used <= p.topology.gpu.memory_bytes;
   // A bubble is a pipeline's: elsewhere idle time is waiting for input or communication, shown per GPU.
   if (r.pipeline_stages > 1) {
     double idle = 0;

@@ -51,12 +51,16 @@ std::vector<GpuMemoryRow> memory_rows(const Topology& topology, const Plan& plan
   for (const auto& m : plan.memory) {
     const std::string name = topology.device(m.device).name;
     const bool same = !rows.empty() && std::abs(rows.back().memory.total() - m.total()) < 1.0 &&
-                      std::abs(rows.back().memory.optimizer - m.optimizer) < 1.0;
+                      std::abs(rows.back().memory.optimizer - m.optimizer) < 1.0 &&
+                      std::abs(rows.back().memory.device_used - m.device_used) < 1.0 &&
+                      rows.back().memory.peak_at == m.peak_at;
     if (same) {
       rows.back().devices = rows.back().devices.substr(0, rows.back().devices.find(" .. ")) + " .. " + name;
       continue;
     }
-    rows.push_back({name, m, plan.gpu_memory_bytes <= 0 || m.total() <= plan.gpu_memory_bytes});
+    // What must fit is the device memory the process uses: the allocator's segments and the CUDA context.
+    const double used = std::max(m.total(), m.device_used);
+    rows.push_back({name, m, plan.gpu_memory_bytes <= 0 || used <= plan.gpu_memory_bytes});
   }
   return rows;
 }

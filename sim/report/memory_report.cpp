@@ -4,24 +4,68 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <utility>
+
 namespace dtsim {
+
+namespace {
+
+/// What would make a GPU that does not fit fit, from what dominates its peak.
+std::string suggestions(const GpuMemory& m, double capacity)
+{
+  std::string out;
+  const double fixed = std::max(m.total(), m.device_used) - m.activations;
+  if (m.activations_per_sample > 0 && capacity > fixed) {
+    const double largest = std::floor((capacity - fixed) / m.activations_per_sample);
+    if (largest >= 1)
+      out += fmt::format("a micro batch of at most about {:.0f} samples; ", largest);
+  }
+  if (m.dominant == "activations")
+    out += "activation recomputation (training.activation_checkpointing: selective or full); more tensor-parallel "
+           "ranks with sequence parallelism (activations / t) or pipeline stages";
+  else
+    out += "sharding the optimizer state, gradients and weights (ZeRO / FSDP, or Megatron's distributed optimizer); "
+           "more tensor- or pipeline-parallel ranks (weights / t or / p)";
+  return out;
+}
+
+}  // namespace
 
 std::string memory_text(const RunResult& r)
 {
   if (r.memory.empty())
     return "";
-  std::string out = fmt::format("Memory per GPU (GiB; capacity {:.1f} GiB)\n", r.gpu_memory_bytes / kGiB);
-  out += fmt::format("  {:<26} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8}\n", "GPU", "weights", "grads", "optimizer",
-                     "activations", "io", "total");
+  std::string out = fmt::format("Memory per GPU at its peak (GiB; capacity {:.1f} GiB)\n", r.gpu_memory_bytes / kGiB);
+  out += fmt::format("  {:<26} {:>8} {:>8} {:>9} {:>11} {:>7} {:>9} {:>8} {:>8} {:>8}  {}\n", "GPU", "weights", "grads",
+                     "optimizer", "activations", "io", "workspace", "total", "reserved", "device", "peak at");
   for (const auto& row : r.memory) {
     const auto& m = row.memory;
-    out += fmt::format("  {:<26} {:>8.2f} {:>8.2f} {:>9.2f} {:>11.2f} {:>7.2f} {:>8.2f}{}\n", row.devices,
-                       m.params / kGiB, m.grads / kGiB, m.optimizer / kGiB, m.activations / kGiB, m.io / kGiB,
-                       m.total() / kGiB, row.fits ? "" : "  DOES NOT FIT");
+    out += fmt::format("  {:<26} {:>8.2f} {:>8.2f} {:>9.2f} {:>11.2f} {:>7.2f} {:>9.2f} {:>8.2f} {:>8.2f} {:>8.2f}  {}{}\n",
+                       row.devices, m.params / kGiB, m.grads / kGiB, m.optimizer / kGiB, m.activations / kGiB,
+                       m.io / kGiB, m.workspace / kGiB, m.total() / kGiB, m.peak_reserved / kGiB, m.device_used / kGiB,
+                       m.peak_at, row.fits ? "" : "  DOES NOT FIT");
   }
-  if (!r.memory_fits)
-    out += "  the model does not fit this GPU with this strategy: split it further (pipeline/tensor parallel) or "
-           "shrink the batch\n";
+  out += "  total = peak allocated (torch.cuda.max_memory_allocated); reserved = the caching allocator's blocks; device "
+         "= reserved + CUDA context, as nvidia-smi shows the process\n";
+  std::set<std::pair<double, std::string>> told;  // GPUs that hold the same as one already told of
+  for (const auto& row : r.memory) {
+    if (row.fits || !told.insert({std::round(row.memory.device_used), row.memory.peak_at}).second)
+      continue;
+    const auto& m = row.memory;
+    out += fmt::format("  {} does not fit: {:.2f} GiB used at the peak ({}) against {:.2f} GiB; {} dominate ({:.2f} "
+                       "GiB). Would fit: {}\n",
+                       row.devices, std::max(m.total(), m.device_used) / kGiB, m.peak_at, r.gpu_memory_bytes / kGiB,
+                       m.dominant, m.dominant == "activations" ? m.activations / kGiB
+                                   : m.dominant == "weights"   ? m.params / kGiB
+                                   : m.dominant == "gradients" ? m.grads / kGiB
+                                   : m.dominant == "optimizer state" ? m.optimizer / kGiB
+                                   : m.dominant == "workspace" ? m.workspace / kGiB
+                                                               : m.io / kGiB,
+                       suggestions(m, r.gpu_memory_bytes));
+  }
   return out;
 }
 
@@ -76,7 +120,10 @@ nlohmann::json memory_json(const RunResult& r)
     const auto& m = row.memory;
     rows.push_back({{"gpus", row.devices}, {"weights_bytes", m.params}, {"grads_bytes", m.grads},
                     {"optimizer_bytes", m.optimizer}, {"activations_bytes", m.activations}, {"io_bytes", m.io},
-                    {"total_bytes", m.total()}, {"fits", row.fits}});
+                    {"workspace_bytes", m.workspace}, {"total_bytes", m.total()},
+                    {"peak_allocated_bytes", m.total()}, {"peak_reserved_bytes", m.peak_reserved},
+                    {"device_used_bytes", m.device_used}, {"peak_at", m.peak_at}, {"dominant", m.dominant},
+                    {"fits", row.fits}});
   }
   return {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
 }

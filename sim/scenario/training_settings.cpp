@@ -99,7 +99,7 @@ ComputeSpec parse_compute(const JsonReader& r)
 TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
-                    "loader", "optimizer", "activation_checkpointing"});
+                    "loader", "optimizer", "activation_checkpointing", "attention"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -125,6 +125,8 @@ TrainingSpec parse_training(const JsonReader& r)
                                  : v == "selective" ? ActivationCheckpointing::Selective
                                                     : ActivationCheckpointing::None;
   }
+  if (const auto attention = r.find("attention"))  // read by saved_tensors.cpp's attention_kernel
+    attention->as_choice({"sdpa", "eager"});
   t.compute = parse_compute(r.at("compute"));
   return t;
 }

@@ -7,6 +7,7 @@
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/memory.hpp"
+#include "sim/strategies/memory_timeline.hpp"
 #include "sim/util/units.hpp"
 
 #include <fmt/format.h>
@@ -268,12 +269,25 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
                                      buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));
   else
     plan.notes.push_back("one GPU: no gradient buckets, no communication");
-  const MemoryRules mem = memory_rules(scenario);
-  for (int dev : plan.ranks) {
-    GpuMemory m = replica_memory(model, mem, 0, model.layers.size(), 1.0, batch);
-    m.device = dev;
-    m.io = loader.input_bytes_per_sample * batch;
-    plan.memory.push_back(m);
+  // Memory: every rank holds the same; one walk (memory_timeline.hpp).
+  {
+    const MemoryContext mctx = memory_context(scenario, topology.gpu);
+    StageMemoryRequest req;
+    req.first = 0;
+    req.last = model.layers.size();
+    req.micro_batch = batch;
+    req.grads_persist = opt.gradient_accumulation > 1;  // no_sync micro-steps accumulate into .grad
+    // DDP's buckets are flat copies of the gradients (gradient_as_bucket_view=False, the default:
+    // torch/nn/parallel/distributed.py; reducer.cpp allocates bucket.gradients once). One GPU is not
+    // wrapped in DDP.
+    req.grad_buckets_bytes = n > 1 ? params_in(model, 0, model.layers.size()) * mctx.rules.grad_bytes : 0;
+    req.io_bytes = loader.input_bytes_per_sample * batch;
+    const GpuMemory m = gpu_memory(model, mctx, req, &plan.memory_curve);
+    plan.memory_curve_device = plan.ranks.front();
+    for (int dev : plan.ranks) {
+      plan.memory.push_back(m);
+      plan.memory.back().device = dev;
+    }
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(loader.describe() + " (one DataLoader per process)");

@@ -6,6 +6,7 @@
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/memory.hpp"
+#include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
 
@@ -196,11 +197,26 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   }
   g.set_iteration(0);
 
-  for (std::size_t r = 0; r < n; ++r) {
-    GpuMemory m = replica_memory(model, mem, 0, model.layers.size(), 1.0, batch, r == 0);
-    m.device = plan.ranks[r];
-    m.io = r == 0 ? (in_bytes + out_bytes) * static_cast<double>(n) : in_bytes + out_bytes;
-    plan.memory.push_back(m);
+  // Memory (memory_timeline.hpp): GPU0 holds the module (weights, .grad, optimizer state), the whole
+  // batch before the scatter and every replica's output gathered back; the other GPUs hold their
+  // replica's weights (broadcast copies, non-leaf: no .grad, torch/nn/parallel/replicate.py) and
+  // their share of the batch. Two walks, not one per GPU.
+  {
+    const MemoryContext mctx = memory_context(scenario, topology.gpu);
+    StageMemoryRequest req;
+    req.first = 0;
+    req.last = model.layers.size();
+    req.micro_batch = batch;
+    req.io_bytes = (in_bytes + out_bytes) * static_cast<double>(n);
+    const GpuMemory gpu0 = gpu_memory(model, mctx, req, &plan.memory_curve);
+    plan.memory_curve_device = plan.ranks.front();
+    req.share.grads = req.share.optimizer = 0;
+    req.io_bytes = in_bytes + out_bytes;
+    const GpuMemory replica = gpu_memory(model, mctx, req);
+    for (std::size_t r = 0; r < n; ++r) {
+      plan.memory.push_back(r == 0 ? gpu0 : replica);
+      plan.memory.back().device = plan.ranks[r];
+    }
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",

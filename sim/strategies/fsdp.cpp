@@ -277,7 +277,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = mt.step() * M;
   plan.samples_per_iteration = micro * D * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
-  plan.memory = sharded_fsdp_memory(model, su, scenario, mem, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
+  plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
   plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",

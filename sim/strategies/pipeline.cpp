@@ -162,6 +162,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
     c.order = parse_rank_order(*order);
   c.sequence_parallel = o.bool_or("sequence_parallel", false);
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
+  c.megatron = true;
   c.virtual_stages = o.count_or("virtual_stages", 1, 1024);  // model chunks per GPU: at most a layer each
   if (c.tensor > 1)
     check_heads_divide(model, c.tensor, o.at("tensor_parallel"));

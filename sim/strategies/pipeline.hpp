@@ -69,6 +69,7 @@ struct ParallelConfig {
   RankOrder order;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
+  bool megatron = false;          ///< Megatron-LM's kernels and buffers (hybrid), not torch's Pipe (pipeline): memory_timeline.hpp
 };
 
 /// (stage, micro-batch) operations of one stage in schedule order: {is_backward, micro}.

@@ -23,15 +23,29 @@ struct CommGroup {
   int groups = 1;      ///< communicators running it side by side
 };
 
-/// What one GPU holds during training (bytes).
+/// What one GPU holds at its peak of allocated memory in an iteration (bytes; memory_timeline.hpp).
 struct GpuMemory {
   int device = -1;
-  double params = 0;        ///< weights (and fp32 master copies for pure half precision)
-  double grads = 0;
-  double optimizer = 0;     ///< optimizer state (momentum, Adam moments)
-  double activations = 0;   ///< layer outputs kept for backward, for every micro-batch in flight
+  double params = 0;        ///< weights (fp32 master copies for pure half precision, AMP's cached half copies)
+  double grads = 0;         ///< gradients produced so far (and DDP's bucket copies)
+  double optimizer = 0;     ///< optimizer state (momentum, Adam moments) and its step's temporaries
+  double activations = 0;   ///< what autograd keeps for backward, every micro-batch in flight, and the gradients in flight
   double io = 0;            ///< input batch, gathered outputs (DP's GPU0)
-  double total() const { return params + grads + optimizer + activations + io; }
+  double workspace = 0;     ///< cuBLAS workspaces, gathered parameters (sharded data parallel)
+  /// The sum of the above = the peak of allocated bytes (torch.cuda.max_memory_allocated).
+  double total() const { return params + grads + optimizer + activations + io + workspace; }
+  double peak_reserved = 0;  ///< the caching allocator's segments at that peak (torch.cuda.max_memory_reserved)
+  double device_used = 0;    ///< as nvidia-smi shows the process: reserved + CUDA context and loaded kernels
+  std::string peak_at;       ///< when the peak happens: "backward of layer4.2.conv1", "the optimizer step", ...
+  std::string dominant;      ///< the largest term at the peak: "activations", "optimizer state", ...
+  double activations_per_sample = 0;  ///< activations at the peak per sample of a micro-batch (they scale with it)
+};
+
+/// One moment of an iteration on one GPU, as memory_timeline.hpp walks it (bytes allocated, by kind).
+struct MemoryPoint {
+  std::string at;           ///< "forward of layer1.0.conv1", "the optimizer step", ...
+  double weights = 0, grads = 0, optimizer = 0, activations = 0;
+  double other = 0;         ///< input/output and workspaces
 };
 
 struct Plan {
@@ -48,6 +62,8 @@ struct Plan {
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
   std::vector<std::string> notes;       ///< modelling assumptions to show in the report
   std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated
+  std::vector<MemoryPoint> memory_curve;  ///< one iteration of the GPU with the highest peak (the HTML report draws it)
+  int memory_curve_device = -1;
   double gpu_memory_bytes = 0;          ///< capacity of one GPU
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
   std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)

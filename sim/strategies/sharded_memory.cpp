@@ -1,6 +1,8 @@
 // See sharded_memory.hpp.
 #include "sim/strategies/sharded_memory.hpp"
 
+#include "sim/strategies/memory_timeline.hpp"
+
 #include <algorithm>
 
 namespace dtsim {
@@ -20,93 +22,99 @@ std::vector<GpuMemory> on_each(GpuMemory m, const std::vector<int>& ranks)
 
 }  // namespace
 
-double micro_batch_activations(const Model& model, const Scenario& scenario, const MemoryRules& mem, double micro,
-                               int tensor)
-{
-  const auto L = model.layers.size();
-  if (scenario.training.activation_checkpointing == ActivationCheckpointing::Full)
-    return full_recompute_activations(model, 0, L, micro, micro, mem.activation_bytes, tensor);
-  return activations_in(model, 0, L) / tensor * micro * mem.activation_bytes;
-}
-
 std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits& units, const Scenario& scenario,
-                                           const MemoryRules& mem, const FsdpOptions& opt, const std::vector<int>& ranks,
+                                           const GpuSpec& gpu, const FsdpOptions& opt, const std::vector<int>& ranks,
                                            int tensor, double micro, double input_bytes_per_sample)
 {
   const double T = tensor;
-  const double params = static_cast<double>(model.params()) / T;  // one tensor rank's share of the model
-  const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
-  GpuMemory m;
-  if (opt.sharding == Sharding::NoShard || opt.shard_group <= 1) {
-    m = replica_memory(model, mem, 0, model.layers.size(), 1.0 / T, micro);
-  } else {
-    const double S = opt.shard_group;
-    const double shard = params / S;
-    double root = 0, largest = 0, others = 0;
-    for (std::size_t u = 0; u < units.units.size(); ++u) {
-      const double p = units.units[u].params / T;
-      if (u == 0)
-        root = p;
-      else {
-        largest = std::max(largest, p);
-        others += p;
-      }
-    }
-    // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
-    // FSDP2's two AllGather outputs; forward_prefetch doubles FSDP1's buffer), or every unit when
-    // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
-    const bool limited = opt.version == 2 || opt.limit_all_gathers;
-    double gathered = root + (limited ? (opt.forward_prefetch ? 3 : 2) * largest : others);
-    if (!opt.reshard_after_forward)
-      gathered = root + others;
-    else if (opt.reshard_ranks > 0)
-      gathered += others / opt.reshard_ranks;
-    m.params = shard * 4 + gathered * pbytes;  // the sharded fp32 parameters, the gathered units
-    // The sharded gradient (fp32, the parameters' dtype), the unit's unsharded gradient being
-    // reduced (param dtype, cast to reduce dtype), and with no_sync every unsharded gradient.
-    m.grads = shard * 4 + largest * std::max(pbytes, rbytes) + (opt.no_sync && scenario.training.batch.accumulation > 1 ? params * pbytes : 0);
-    m.optimizer = shard * mem.optimizer_bytes;
-    m.activations = micro_batch_activations(model, scenario, mem, micro, tensor);
+  MemoryContext ctx = memory_context(scenario, gpu, tensor, opt.sequence_parallel);
+  StageMemoryRequest req;
+  req.first = 0;
+  req.last = model.layers.size();
+  req.micro_batch = micro;
+  req.io_bytes = input_bytes_per_sample * micro;
+  const bool sharded = opt.sharding != Sharding::NoShard && opt.shard_group > 1;
+  if (!sharded) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
+    req.share = {1 / T, 1 / T, 1 / T};
+    return on_each(gpu_memory(model, ctx, req), ranks);
   }
-  m.io = input_bytes_per_sample * micro;
-  return on_each(m, ranks);
+  const double S = opt.shard_group;
+  const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
+  // The sharded parameters and their gradients stay in the parameters' dtype, fp32
+  // (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat parameter too under MixedPrecision).
+  ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = 4;
+  ctx.rules.grad_bytes = 4;
+  req.share = {1 / (T * S), 1 / (T * S), 1 / (T * S)};
+  req.grads_persist = scenario.training.batch.accumulation > 1;  // the sharded gradients accumulate
+  double root = 0, largest = 0, others = 0;
+  for (std::size_t u = 0; u < units.units.size(); ++u) {
+    const double p = units.units[u].params / T;
+    if (u == 0)
+      root = p;
+    else {
+      largest = std::max(largest, p);
+      others += p;
+    }
+  }
+  // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
+  // FSDP2's two AllGather outputs; forward_prefetch adds FSDP1's second buffer), or every unit when
+  // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
+  const bool limited = opt.version == 2 || opt.limit_all_gathers;
+  double gathered = root + (limited ? (opt.forward_prefetch ? 3 : 2) * largest : others);
+  if (!opt.reshard_after_forward)
+    gathered = root + others;
+  else if (opt.reshard_ranks > 0)
+    gathered += others / opt.reshard_ranks;
+  // The unit being reduced holds its unsharded gradient (param dtype, cast to the reduce dtype); with
+  // no_sync every unsharded gradient stays between micro-steps.
+  const double unsharded_grads = opt.no_sync && scenario.training.batch.accumulation > 1
+                                     ? (root + others) * pbytes
+                                     : largest * std::max(pbytes, rbytes);
+  req.extra_bytes = gathered * pbytes + unsharded_grads;
+  return on_each(gpu_memory(model, ctx, req), ranks);
 }
 
-std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const MemoryRules& mem,
+std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
                                            const ZeroOptions& opt, const std::vector<int>& ranks, double micro,
                                            double input_bytes_per_sample, double largest_gathered)
 {
   const double N = static_cast<double>(ranks.size());
   const double params = static_cast<double>(model.params());
-  const bool half = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
+  MemoryContext ctx = memory_context(scenario, gpu);
+  const Precision p = scenario.training.precision;
+  const bool half = p == Precision::Fp16 || p == Precision::Bf16;
   const double model_bytes = half ? 2 : 4;  // the module's own weights and gradients
-  // The optimizer's partition: fp32 master weights (half precision only: fp32 training updates the
-  // weights themselves) and the optimizer states; stage 2 and 3 also keep the gradient partition
-  // in fp32 (DeepSpeed's 18 bytes per parameter = 2 + 4 + 4 + 8 for fp16 with Adam).
-  const double master = half ? 4 : 0;
-  GpuMemory m;
-  m.optimizer = params / N * (master + mem.optimizer_bytes);
-  const double bucket = opt.reduce_bucket_elems * model_bytes * (opt.overlap_comm ? 2 : 1);  // DeepSpeed's IPG buffers
+  // The optimizer's partition: fp32 master weights (half precision only) and the optimizer states.
+  const double states = ctx.rules.optimizer_bytes;
+  ctx.rules.optimizer_bytes = (half ? 4 : 0) + states;
+  ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = model_bytes;
+  StageMemoryRequest req;
+  req.first = 0;
+  req.last = model.layers.size();
+  req.micro_batch = micro;
+  req.io_bytes = input_bytes_per_sample * micro;
+  req.share = {1, 1, 1 / N};
+  const double bucket = std::min(params, opt.reduce_bucket_elems) * model_bytes;  // DeepSpeed's IPG buffer
   switch (opt.stage) {
-    case 1:
-      m.params = params * model_bytes;
-      m.grads = params * model_bytes + params / N * (half ? 4 : 0);
+    case 1:  // the full half-precision gradients, and the fp32 gradient partition the step reads
+      ctx.rules.grad_bytes = model_bytes;
+      req.extra_bytes = half ? params / N * 4 : 0;
       break;
-    case 2:
-      m.params = params * model_bytes;
-      m.grads = std::min(params, bucket / model_bytes) * model_bytes + params / N * (half ? 4 : model_bytes);
+    case 2:  // a bucket (two with overlap_comm) of full gradients, the fp32 partition kept
+      ctx.rules.grad_bytes = 4;
+      req.share.grads = 1 / N;
+      req.grads_persist = true;
+      req.grad_buckets_bytes = bucket * (opt.overlap_comm ? 2 : 1);
       break;
-    default: {
-      // Partitioned parameters and gradients; the fetched modules: the largest module gathered
-      // and the prefetch window (stage3_prefetch_bucket_size), and the gradient bucket.
-      m.params = params / N * model_bytes + (largest_gathered + opt.prefetch_bucket_elems) * model_bytes;
-      m.grads = params / N * (half ? 4 : model_bytes) + std::min(params, opt.reduce_bucket_elems) * model_bytes;
+    default:  // partitioned weights, plus the module fetched and the prefetch window
+      ctx.rules.grad_bytes = 4;
+      req.share = {1 / N, 1 / N, 1 / N};
+      req.grads_persist = true;
+      req.grad_buckets_bytes = bucket;
+      req.extra_bytes = (largest_gathered + opt.prefetch_bucket_elems) * model_bytes;
       break;
-    }
   }
-  m.activations = micro_batch_activations(model, scenario, mem, micro, 1);
-  m.io = input_bytes_per_sample * micro;
-  return on_each(m, ranks);
+  return on_each(gpu_memory(model, ctx, req), ranks);
 }
 
 }  // namespace dtsim

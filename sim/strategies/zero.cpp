@@ -250,7 +250,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = mt.step() * M;
   plan.samples_per_iteration = micro * n * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
-  plan.memory = sharded_zero_memory(model, scenario, mem, opt, plan.ranks, micro, loader.input_bytes_per_sample,
+  plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",

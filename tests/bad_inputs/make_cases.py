@@ -24,6 +24,8 @@ sets = [
     (DDP, "training.compute.efficiency", ["2", "0", "-0.1"]),
     (DDP, "training.compute.jitter_cv", ["-1", "x"]),
     (DDP, "training.precision", ["fp8", "32"]),
+    (DDP, "training.optimizer", ["lamb", "adamw-fast", "1"]),
+    (DDP, "training.attention", ["flash3", "1"]),
     (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
     (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
     (DDP, "training.unknown", ["1"]),

@@ -96,6 +96,11 @@ model_cases = {
     "model_name_empty": (["name"], ""),
     "model_layers_object": (["layers"], {"a": 1}),
     "model_buffer_negative": (["layers", 0, "buffer_elems"], -4),
+    "model_then_unknown_op": (["layers", 0, "then"], ["softmax"]),
+    "model_then_not_list": (["layers", 0, "then"], "relu_"),
+    "model_input_later_layer": (["layers", 0, "input"], "net2"),
+    "model_input_unknown_layer": (["layers", 2, "input"], "net9"),
+    "model_pool_op_unknown": (["layers", 1, "op"], "median"),
 }
 for name, (path, value) in model_cases.items():
     write(name + ".json", mutated(model, path, value))

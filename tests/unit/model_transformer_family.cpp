@@ -60,6 +60,9 @@ void check_same_table(const std::string& shipped_name, const TransformerSpec& s)
     CHECK(a.activation_elems == b.activation_elems);
     CHECK(a.buffer_elems == b.buffer_elems);
     CHECK(a.block == b.block);
+    CHECK(a.then == b.then);
+    CHECK(a.input == b.input);
+    CHECK(a.op == b.op);
   }
   CHECK(built.params() == shipped.params());
   CHECK(built.fwd_flops() == shipped.fwd_flops());

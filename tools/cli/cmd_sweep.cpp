@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace dtsim::cli {
@@ -65,17 +66,41 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
     fmt::print("dtsim sweep: {} ({} on {})\n", r0.value("scenario", ""), r0.value("strategy", ""), r0.value("topology", ""));
     for (const auto& c : columns)
       fmt::print("{:>{}} ", c, std::max<std::size_t>(c.size(), 8));
-    fmt::print("{:>6} {:>6} {:>14} {:>14} {:>14} {:>10} {:>10} {:>12}\n", "gpus", "nodes", "iteration_s", "exposed_comm_s",
-               "samples/s", "speedup", "efficiency", "total_days");
+    fmt::print("{:>6} {:>6} {:>14} {:>14} {:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
+               "exposed_comm_s", "samples/s", "speedup", "efficiency", "total_days", "memory_GiB", "fits");
+    // The batch fields: a sweep over one of them says the largest value whose every GPU fits.
+    std::string batch_field;
+    for (const auto& c : columns)
+      if (c == "training.batch_per_gpu" || c == "training.micro_batch")
+        batch_field = c;
+    double largest_fitting = 0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         fmt::print("{:>{}} ", cell(values[i].value(c, nlohmann::json())), std::max<std::size_t>(c.size(), 8));
       const auto& r = rows[i];
-      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f}\n", r.value("gpus", 0),
-                 r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
-                 r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
-                 r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0));
+      // The busiest GPU's device memory (memory.per_gpu[].device_used_bytes; a result written before
+      // it existed has total_bytes only).
+      double used = 0;
+      bool fits = true;
+      if (const auto mem = r.find("memory"); mem != r.end() && mem->is_object()) {
+        fits = mem->value("fits", true);
+        if (const auto gpus = mem->find("per_gpu"); gpus != mem->end() && gpus->is_array())
+          for (const auto& g : *gpus)
+            used = std::max(used, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
+      }
+      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
+                 r.value("gpus", 0), r.value("nodes_used", 0), r.value("iteration_time_s", 0.0),
+                 r.value("exposed_comm_time_s", 0.0), r.value("throughput_samples_per_s", 0.0),
+                 r.value("speedup_vs_1gpu", 0.0), r.value("scaling_efficiency", 0.0) * 100,
+                 r.value("total_time_days", 0.0), used / (1024.0 * 1024 * 1024), fits ? "yes" : "no");
+      const auto v = values[i].find(batch_field);
+      if (fits && !batch_field.empty() && v != values[i].end() && v->is_number())
+        largest_fitting = std::max(largest_fitting, v->get<double>());
     }
+    if (!batch_field.empty())
+      fmt::print("{}\n", largest_fitting > 0
+                              ? fmt::format("largest {} that fits every GPU: {:g}", batch_field, largest_fitting)
+                              : fmt::format("no {} swept fits every GPU", batch_field));
   }
   std::vector<std::pair<std::string, std::string>> outputs;
   if (!args.csv.empty()) {

@@ -1,0 +1,268 @@
+#include "sim/strategies/memory_timeline.hpp"
+
+#include "sim/strategies/partition.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace dtsim {
+
+namespace {
+
+constexpr double kMiBytes = 1024.0 * 1024.0;
+
+/// cuBLAS's workspace per handle and stream (aten/src/ATen/cuda/CublasHandlePool.cpp,
+/// getChosenWorkspaceSize: CUBLAS_WORKSPACE_CONFIG's default ":4096:8" = 32 MiB on sm90,
+/// ":4096:2:16:8" = 8 MiB + 128 KiB before), allocated through the caching allocator; cuBLASLt has a
+/// workspace of its own of the same default size (getCUDABlasLtWorkspaceSize). Check against the
+/// committed measurement (calibration/measured/h200-1gpu-2026-11-27, memory_peaks.json): before
+/// forward, an H200 process holds 66-72 MiB besides its weights, optimizer state and batch.
+double cublas_workspaces(int compute_capability)
+{
+  const double one = compute_capability >= 90 ? 4096.0 * 8 * 1024 : 4096.0 * 2 * 1024 + 16.0 * 8 * 1024;
+  return 2 * one;
+}
+
+/// The CUDA context once the training kernels are loaded (CUDA's lazy module loading adds them at
+/// first use), as nvidia-smi counts the process beyond the allocator's reserved bytes: 741-766 MiB,
+/// median 755, over the 14 configurations of calibration/measured/h200-1gpu-2026-11-27 (driver 580,
+/// CUDA 13.0, PyTorch 2.11; 612 MiB right after initialisation). Only this H200 figure is measured:
+/// other generations take it too.
+constexpr double kCudaContextBytes = 755 * kMiBytes;
+
+struct Peak {
+  double bytes = -1;
+  GpuMemory at;
+  int phase = 0;          // 0 forward, 1 loss forward, 2 loss backward, 3 backward, 4 optimizer step
+  std::size_t layer = 0;
+};
+
+}  // namespace
+
+double allocator_block_bytes(double bytes)
+{
+  // CUDACachingAllocator.cpp: kMinBlockSize 512 (round_size), kSmallSize 1 MiB (small pool of
+  // kSmallBuffer 2 MiB segments), kMinLargeAlloc 10 MiB (below it kLargeBuffer 20 MiB segments,
+  // split between requests), kRoundLarge 2 MiB (larger requests get a segment of their own).
+  if (bytes <= 0)
+    return 0;
+  const double rounded = std::ceil(bytes / 512) * 512;
+  if (rounded < 10 * kMiBytes)
+    return rounded;  // carved out of a shared segment
+  return std::ceil(rounded / (2 * kMiBytes)) * 2 * kMiBytes;
+}
+
+MemoryContext memory_context(Precision precision, const std::string& optimizer, AttentionKernel attention,
+                             ActivationCheckpointing checkpointing, const GpuSpec& gpu, int tensor_parallel,
+                             bool sequence_parallel, bool megatron)
+{
+  MemoryContext c;
+  c.rules = memory_rules(precision, optimizer);
+  c.checkpointing = checkpointing;
+  c.autograd.precision = precision;
+  c.autograd.attention = attention;
+  c.autograd.fused_elementwise = megatron;
+  c.autograd.selective_recompute = checkpointing == ActivationCheckpointing::Selective;
+  c.autograd.tensor_parallel = std::max(1, tensor_parallel);
+  c.autograd.sequence_parallel = sequence_parallel && tensor_parallel > 1;
+  c.workspace_bytes = cublas_workspaces(gpu.compute_capability);
+  c.cuda_context_bytes = kCudaContextBytes;
+  if (!megatron)
+    return c;
+  // Megatron-LM's Adam is a fused kernel (megatron/core/optimizer/__init__.py imports Transformer
+  // Engine's or Apex's FusedAdam): no step temporaries unless a variant is named.
+  if (optimizer.find("-foreach") == std::string::npos && optimizer.find("-for-loop") == std::string::npos)
+    c.rules.step = OptimizerStep::Fused;
+  // Its half-precision training keeps the model's weights in half (2 B), the gradients in fp32
+  // main_grad buffers (4 B: accumulate_allreduce_grads_in_fp32) and the fp32 master weights with the
+  // optimizer, which the distributed optimizer shards with the Adam moments: 18 B per parameter,
+  // 6 + 12/dp distributed (megatron/training/theoretical_memory_usage.py).
+  if (precision == Precision::Bf16 || precision == Precision::Fp16) {
+    c.rules.stored_weight_bytes = 2;
+    c.rules.grad_bytes = 4;
+    c.rules.optimizer_bytes += 4;
+  }
+  return c;
+}
+
+MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int tensor_parallel, bool sequence_parallel,
+                             bool megatron)
+{
+  memory_rules(scenario);  // validates training.optimizer
+  const auto optimizer = scenario.reader().at("training").find("optimizer");
+  return memory_context(scenario.training.precision, optimizer ? optimizer->json().get<std::string>() : "sgd",
+                        attention_kernel(scenario), scenario.training.activation_checkpointing, gpu, tensor_parallel,
+                        sequence_parallel, megatron);
+}
+
+namespace {
+
+std::string moment(const Model& model, int phase, std::size_t layer)
+{
+  switch (phase) {
+    case 0: return "forward of " + model.layers[layer].name;
+    case 1: return "the loss's forward (fp32 logits)";
+    case 2: return "the loss's backward (fp32 logit gradients)";
+    case 3: return "backward of " + model.layers[layer].name;
+    default: return "the optimizer step";
+  }
+}
+
+}  // namespace
+
+GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
+                     std::vector<MemoryPoint>* curve)
+{
+  const MemoryRules& r = ctx.rules;
+  const bool amp = ctx.autograd.precision == Precision::Amp;
+  const bool with_loss = req.last == model.layers.size();
+  const ActivationPass pass = activation_pass(model, req.first, req.last, ctx.autograd, with_loss);
+  const std::size_t n = req.last - req.first;
+  const double micro = req.micro_batch;
+
+  // Full recomputation (Korthikanti et al. 2022, section 5; torch.utils.checkpoint): a transformer
+  // layer keeps only its input through forward; its own saved tensors exist again during its
+  // backward only, recomputed then.
+  std::vector<int> block_of(n, -1);
+  std::vector<std::pair<std::size_t, std::size_t>> blocks;
+  if (ctx.checkpointing == ActivationCheckpointing::Full)
+    for (const auto& b : transformer_layers(model))
+      if (b.first >= req.first && b.last <= req.last) {
+        for (std::size_t i = b.first; i < b.last; ++i)
+          block_of[i - req.first] = static_cast<int>(blocks.size());
+        blocks.emplace_back(b.first, b.last);
+      }
+  const auto recomputed = [&](const SavedTensor& t) {
+    const int b = block_of[t.made - req.first];
+    return b >= 0 && block_of[t.freed - req.first] == b;
+  };
+
+  std::vector<double> made(n, 0.0), freed(n, 0.0), refreed(n, 0.0), block_saved(blocks.size(), 0.0);
+  double kept_per_micro = pass.loss_saved;  // what one micro-batch keeps through forward
+  for (const auto& t : pass.saved) {
+    if (recomputed(t)) {
+      block_saved[static_cast<std::size_t>(block_of[t.made - req.first])] += t.bytes;
+      refreed[t.freed - req.first] += t.bytes;
+      continue;
+    }
+    made[t.made - req.first] += t.bytes;
+    freed[t.freed - req.first] += t.bytes;
+    kept_per_micro += t.bytes;
+  }
+
+  const double params = params_in(model, req.first, req.last);
+  GpuMemory base;
+  base.params = params * r.stored_weight_bytes * req.share.weights;
+  base.optimizer = params * r.optimizer_bytes * req.share.optimizer;
+  base.io = req.io_bytes;
+  base.workspace = ctx.workspace_bytes + req.extra_bytes;
+  base.grads = req.grad_buckets_bytes;
+  const double all_grads = params * r.grad_bytes * req.share.grads;
+  if (req.grads_persist)
+    base.grads += all_grads;
+  // Earlier micro-batches' activations, alive while this one runs (pipeline schedules).
+  base.activations = std::max(0.0, req.micro_batches_held - 1) * kept_per_micro * micro;
+
+  Peak peak;
+  const auto consider = [&](const GpuMemory& m, int phase, std::size_t layer) {
+    if (curve)
+      curve->push_back({moment(model, phase, layer), m.params, m.grads, m.optimizer, m.activations, m.io + m.workspace});
+    if (m.total() > peak.bytes) {
+      peak.bytes = m.total();
+      peak.at = m;
+      peak.phase = phase;
+      peak.layer = layer;
+    }
+  };
+
+  GpuMemory cur = base;
+  for (std::size_t k = 0; k < n; ++k) {
+    const LayerPass& l = pass.layers[k];
+    cur.activations += made[k] * micro;
+    cur.params += amp ? l.weight_casts * req.share.weights : 0;
+    GpuMemory now = cur;
+    now.activations += l.fwd_transient * micro;
+    consider(now, 0, req.first + k);
+  }
+  if (pass.has_loss) {
+    GpuMemory now = cur;
+    now.activations += pass.loss_fwd_transient * micro;
+    consider(now, 1, req.last - 1);
+    cur.activations += pass.loss_saved * micro;
+    now = cur;
+    now.activations += pass.loss_bwd_transient * micro;
+    consider(now, 2, req.last - 1);
+    cur.activations -= pass.loss_saved * micro;
+  }
+  for (std::size_t k = n; k-- > 0;) {
+    const LayerPass& l = pass.layers[k];
+    const int b = block_of[k];
+    if (b >= 0 && req.first + k + 1 == blocks[static_cast<std::size_t>(b)].second)
+      cur.activations += block_saved[static_cast<std::size_t>(b)] * micro;  // recomputed forward of the layer
+    const double grads = req.grads_persist ? 0 : l.param_elems * r.grad_bytes * req.share.grads;
+    GpuMemory now = cur;
+    now.grads += grads;
+    // The layer's weight gradients come out in the compute dtype and are cast to the fp32 .grad
+    // under AMP (autocast's cast is an autograd node): both exist for a moment.
+    now.activations += l.bwd_transient * micro + (amp ? l.param_elems * 2 * req.share.grads : 0);
+    consider(now, 3, req.first + k);
+    cur.grads += grads;
+    cur.activations -= (freed[k] + refreed[k]) * micro;
+    cur.params -= amp ? l.weight_casts * req.share.weights : 0;
+  }
+  // The optimizer step (torch/optim/adam.py, adamw.py, sgd.py): the foreach Adam makes one list of
+  // fp32 temporaries the size of the parameters (torch._foreach_sqrt(exp_avg_sqs), then divided and
+  // added in place); the per-tensor loop two temporaries of the largest tensor (exp_avg_sq.sqrt() /
+  // bias_correction2_sqrt); the fused kernel none. SGD with momentum updates in place (foreach_mul_,
+  // foreach_add_). Measured: GPT-2 AdamW foreach 1.00 x the fp32 weights above the state before the
+  // step, per-tensor 2 x wte (calibration/measured/h200-1gpu-2026-11-27).
+  {
+    GpuMemory now = cur;
+    now.activations = 0;  // every micro-batch's backward has run
+    now.grads = base.grads + (req.grads_persist ? 0 : all_grads);
+    double largest = 0;
+    for (std::size_t i = req.first; i < req.last; ++i)
+      for (const auto t : model.layers[i].param_tensors)
+        largest = std::max(largest, static_cast<double>(t));
+    if (r.adam && r.step == OptimizerStep::Foreach)
+      now.optimizer += params * 4 * req.share.optimizer;
+    else if (r.adam && r.step == OptimizerStep::ForLoop)
+      now.optimizer += 2 * largest * 4 * req.share.optimizer;
+    consider(now, 4, req.last - 1);
+  }
+
+  GpuMemory m = peak.at;
+  m.peak_at = moment(model, peak.phase, peak.layer);
+  const std::pair<const char*, double> terms[] = {{"weights", m.params},          {"gradients", m.grads},
+                                                  {"optimizer state", m.optimizer}, {"activations", m.activations},
+                                                  {"input/output", m.io},         {"workspace", m.workspace}};
+  double top = -1;
+  for (const auto& t : terms)
+    if (t.second > top) {
+      top = t.second;
+      m.dominant = t.first;
+    }
+
+  // Reserved: every tensor alive at the peak occupies its allocator block; the saved tensors of the
+  // micro-batches alive and the per-tensor parameters, gradients and states.
+  double rounding = 0;
+  const auto add_block = [&rounding](double bytes, double count) {
+    rounding += (allocator_block_bytes(bytes) - bytes) * count;
+  };
+  const double held = peak.phase == 4 ? 0 : std::max(1.0, req.micro_batches_held);
+  for (const auto& t : pass.saved)
+    add_block(t.bytes * micro, held);
+  const double per_param = r.stored_weight_bytes * req.share.weights + r.optimizer_bytes * req.share.optimizer +
+                           r.grad_bytes * req.share.grads;
+  for (std::size_t i = req.first; i < req.last; ++i)
+    for (const auto t : model.layers[i].param_tensors)
+      add_block(static_cast<double>(t) * per_param / 3, 3);
+  m.activations_per_sample = micro > 0 ? m.activations / micro : 0;
+  m.peak_reserved = m.total() + rounding;
+  m.device_used = m.peak_reserved + ctx.cuda_context_bytes;
+  return m;
+}
+
+}  // namespace dtsim

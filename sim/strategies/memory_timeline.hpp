@@ -1,0 +1,75 @@
+// Memory of one GPU over one training iteration: the weights, optimizer state and workspaces that
+// stay, then forward (autograd's saved tensors allocated layer by layer, saved_tensors.hpp), the
+// loss, backward (saved tensors released as each layer's backward runs, gradients allocated as they
+// are produced), and the optimizer step (its temporaries). The peak of that curve is what
+// torch.cuda.max_memory_allocated reports; the caching allocator's rounding gives the reserved
+// bytes, and the CUDA context what nvidia-smi shows on top.
+//
+// Any strategy calls gpu_memory() once per distinct stage (not per GPU): a walk is O(layers).
+#pragma once
+
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/strategies/memory.hpp"
+#include "sim/strategies/plan.hpp"
+#include "sim/strategies/saved_tensors.hpp"
+#include "sim/topology/gpu_spec.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+/// What a GPU holds of its layers' parameters, per kind (sharded data parallel divides each
+/// differently: ZeRO-1 the optimizer state, ZeRO-2 also the gradients, ZeRO-3 / FSDP the weights).
+/// Tensor parallelism's 1/t is part of these shares too.
+struct MemoryShares {
+  double weights = 1;
+  double grads = 1;
+  double optimizer = 1;
+};
+
+/// The scenario's settings that memory depends on, read once.
+struct MemoryContext {
+  MemoryRules rules;
+  AutogradSettings autograd;
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
+  double workspace_bytes = 0;     ///< cuBLAS + cuBLASLt workspaces (per GPU generation)
+  double cuda_context_bytes = 0;  ///< the CUDA context with the training kernels loaded
+};
+
+/// `tensor_parallel` / `sequence_parallel`: Megatron's degrees (hybrid strategy); `megatron`: its
+/// fused kernels (and its selective recomputation) instead of PyTorch's eager modules.
+MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int tensor_parallel = 1,
+                             bool sequence_parallel = false, bool megatron = false);
+/// The same without a scenario: `optimizer` one of optimizer_names() (memory.hpp).
+MemoryContext memory_context(Precision precision, const std::string& optimizer, AttentionKernel attention,
+                             ActivationCheckpointing checkpointing, const GpuSpec& gpu, int tensor_parallel = 1,
+                             bool sequence_parallel = false, bool megatron = false);
+
+/// One GPU's part of the model and its work in an iteration.
+struct StageMemoryRequest {
+  std::size_t first = 0, last = 0;   ///< its layers [first, last) (a pipeline stage, or the whole model)
+  MemoryShares share;
+  double micro_batch = 1;            ///< samples per micro-batch (per forward)
+  double micro_batches_held = 1;     ///< micro-batches whose activations are alive at once (1F1B: min(p - s, m) on stage s)
+  bool grads_persist = false;        ///< gradients live from the iteration's start (accumulation over micro-batches)
+  double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
+  double grad_buckets_bytes = 0;     ///< DDP's flat bucket copies of the gradients (allocated once, kept)
+  double io_bytes = 0;               ///< the input batch and other buffers outside autograd
+};
+
+/// The peak of allocated bytes over one iteration, what holds it (GpuMemory's terms, summing to it),
+/// when it happens, the reserved bytes and the device memory in use.
+/// `curve`, when given, receives every moment the walk looks at, in order (forward per layer, the
+/// loss, backward per layer, the optimizer step).
+GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
+                     std::vector<MemoryPoint>* curve = nullptr);
+
+/// The caching allocator's segment for one allocation of `bytes` (c10/cuda/CUDACachingAllocator.cpp:
+/// 512-byte rounding; requests up to 1 MiB from 2 MiB small-pool segments, up to 10 MiB from 20 MiB
+/// segments, larger ones rounded up to 2 MiB).
+double allocator_block_bytes(double bytes);
+
+}  // namespace dtsim

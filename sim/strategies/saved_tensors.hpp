@@ -1,0 +1,71 @@
+// What autograd keeps for backward, layer by layer, as PyTorch's derivatives.yaml and the modules'
+// forward code make it keep it: per layer kind and per operation after it (Layer::then), with the
+// dtype each saved tensor has under fp32, AMP (autocast's op lists) and pure fp16/bf16 training.
+// The result is per sample and per GPU (tensor parallelism divides what it shards), for one pass
+// of layers [first, last); memory_timeline.hpp walks it over the iteration.
+#pragma once
+
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+/// How attention runs: PyTorch's scaled_dot_product_attention (flash or memory-efficient kernel:
+/// no score matrix kept) or the eager softmax(QK^T)V of Hugging Face's eager_attention_forward.
+enum class AttentionKernel { Sdpa, Eager };
+
+struct AutogradSettings {
+  Precision precision = Precision::Fp32;
+  AttentionKernel attention = AttentionKernel::Sdpa;
+  /// Megatron-LM's fused kernels (bias-GeLU, bias-dropout-add, scaled masked softmax): a GeLU keeps
+  /// its input only (megatron/core/fusions/fused_bias_gelu.py), not Hugging Face's gelu_new chain.
+  bool fused_elementwise = false;
+  /// Selective recomputation (Korthikanti et al. 2022, section 4.2): the attention core keeps nothing
+  /// of its own (its inputs stay saved by it), it is recomputed in backward.
+  bool selective_recompute = false;
+  int tensor_parallel = 1;
+  /// Sequence parallelism shards what tensor parallelism replicates (Korthikanti et al. 2022, section 4.2.2).
+  bool sequence_parallel = false;
+};
+
+/// A tensor kept for backward: bytes per sample on one GPU.
+struct SavedTensor {
+  double bytes = 0;
+  std::size_t made = 0;        ///< layer (index into the model) whose forward makes it
+  std::size_t freed = 0;       ///< layer whose backward releases it (the first one that saves it)
+};
+
+/// One layer of the pass, per sample on one GPU.
+struct LayerPass {
+  double fwd_transient = 0;    ///< bytes alive during its forward that nothing saves (input, output, temporaries)
+  double bwd_transient = 0;    ///< gradients alive during its backward (of its output, its input, its temporaries)
+  double weight_casts = 0;     ///< AMP: half copies of its weights (not per sample), saved until its backward
+  double param_elems = 0;      ///< its parameters (gradients are produced in its backward)
+};
+
+struct ActivationPass {
+  std::size_t first = 0, last = 0;
+  std::vector<SavedTensor> saved;
+  std::vector<LayerPass> layers;     ///< [i - first]
+  /// The loss (cross-entropy over the last layer's output and any output nothing else read), when the
+  /// pass ends the model: what its forward keeps, and the transients of its forward and backward.
+  double loss_saved = 0, loss_fwd_transient = 0, loss_bwd_transient = 0;
+  bool has_loss = false;
+
+  /// Bytes per sample that the whole pass keeps at the end of its forward (the loss's included).
+  double saved_total() const;
+};
+
+/// Autograd's saved tensors of layers [first, last) (the input of `first` comes from outside: the
+/// model input, or the previous stage's activation). `with_loss`: the pass ends in the loss.
+ActivationPass activation_pass(const Model& model, std::size_t first, std::size_t last, const AutogradSettings& s,
+                               bool with_loss);
+
+/// "sdpa" (default) or "eager" from training.attention; InputError otherwise.
+AttentionKernel attention_kernel(const Scenario& scenario);
+
+}  // namespace dtsim
