@@ -37,6 +37,26 @@ double at_most(const JsonReader& r, double max, const char* what)
   return v;
 }
 
+/// The node's CPUs as the host model takes them: the topology's host, its calibrated load curve
+/// (apply_calibration) or the default one.
+HostCpus host_cpus(const Topology::Host& host)
+{
+  HostCpus c;
+  c.cores = host.cores;
+  c.threads_per_core = host.threads_per_core;
+  c.sockets = host.sockets;
+  c.turbo_max_ghz = host.turbo_max_ghz;
+  c.turbo_all_core_ghz = host.turbo_all_core_ghz;
+  if (!host.load_curve.empty()) {
+    c.curve.points = host.load_curve;
+    c.curve.source = host.load_curve_source;
+    c.curve_calibrated = true;
+  } else {
+    c.curve = default_load_curve();
+  }
+  return c;
+}
+
 }  // namespace
 
 DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
@@ -44,7 +64,7 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
   if (!kind.is_object())
     kind.fail(fmt::format("expected a dataset kind object, got {}", describe_json(kind.json())));
   kind.reject_unknown({"description", "per_sample_ms", "input_bytes_per_sample", "input_bytes_per_sample_per_input_elem",
-                       "models", "sources"});
+                       "host_memory_bytes_per_sample", "models", "sources"});
   if (auto d = kind.find("description"))
     (void)d->as_string();
   if (auto models = kind.find("models"))
@@ -52,6 +72,8 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
       (void)m.as_string();
   DatasetCost c;
   c.per_sample_s = at_most(kind.at("per_sample_ms"), kMaxPerSampleMs, "milliseconds of CPU per sample") * 1e-3;
+  if (auto m = kind.find("host_memory_bytes_per_sample"))
+    c.host_memory_bytes_per_sample = at_most(*m, kMaxInputBytesPerSample, "bytes of host memory traffic per sample");
   const auto per_elem = kind.find("input_bytes_per_sample_per_input_elem");
   const auto bytes = kind.find("input_bytes_per_sample");
   if (per_elem && bytes)
@@ -67,7 +89,8 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
   return c;
 }
 
-LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node)
+LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node,
+                        const HostExtras& extras)
 {
   LoaderSpec s;
   s.processes_per_node = std::max(1, processes_per_node);
@@ -84,9 +107,14 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   const DatasetCost cost = parse_dataset_kind(JsonReader(doc, path), static_cast<double>(model.input_elems));
   s.per_sample_s = cost.per_sample_s;
   s.input_bytes_per_sample = cost.input_bytes_per_sample;
+  s.host_memory_bytes_per_sample = cost.host_memory_bytes_per_sample;
 
-  // The node's cores, shared by every process's main thread and workers.
+  // The node's cores, shared by every thread on it (host_model.hpp), and the load curve: the
+  // cluster's calibration (dtsim calibrate of host_costs.py's JSON), else the default.
   const Topology::Host& host = topology.host;
+  s.extras = extras;
+  s.cpus = host_cpus(host);
+  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket * host.sockets;
   const double capacity = host.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
   const double for_workers = host.cores > 0 ? std::max(0.0, capacity - s.processes_per_node) : 0.0;
   if (given && given->has("workers")) {
@@ -107,10 +135,8 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   }
   if (given && given->has("input_bytes_per_sample"))
     s.input_bytes_per_sample = at_most(given->at("input_bytes_per_sample"), kMaxInputBytesPerSample, "bytes per sample");
-  const double demand = static_cast<double>(s.workers) * s.processes_per_node;
-  if (host.cores > 0 && demand > 0)
-    s.cpu_share = std::min(1.0, for_workers / demand);
   s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
+  const double demand = static_cast<double>(s.workers) * s.processes_per_node;
   // The model gives each training process's main thread a core first: a host with no more than
   // that leaves its workers no CPU time at all (a batch would never be loaded).
   if (s.per_sample_s > 0 && demand > 0 && host.cores > 0 && !(for_workers > 0))
@@ -118,6 +144,37 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
                      fmt::format("{} cores ({:.1f} with SMT) leave no CPU time for the DataLoader workers of {} "
                                  "training processes per node (expected more cores, or training.loader.workers 0)",
                                  host.cores, capacity, s.processes_per_node));
+  return s.with_workers(s.workers);
+}
+
+LoaderSpec LoaderSpec::with_workers(int w) const
+{
+  LoaderSpec s = *this;
+  s.workers = w;
+  const double procs = processes_per_node;
+  HostDemand d;
+  d.workers = per_sample_s > 0 ? static_cast<double>(w) * procs : 0.0;
+  d.main_threads = procs;  // busy throughout: launching, or spinning in a CUDA synchronize (measured: the
+                           // trainer of host_loadcurve.json took 3.98 CPU seconds of a 4 s window)
+  d.python_threads = extras.python_threads;
+  d.nccl_proxies = extras.nccl_over_network ? procs : 0.0;
+  // Workers are busy for the share of their output the GPU takes (a full prefetch queue blocks
+  // them); the pin-memory thread copies each batch at kPinCopyBytesPerS. Both depend on the rate the
+  // host gives, which depends on them: a few passes settle it.
+  const double workers_all = d.workers;
+  for (int pass = 0; pass < 4; ++pass) {
+    s.host = host_load(cpus, d);
+    s.cpu_share = s.host.share;
+    s.load_ratio = s.host.load_ratio;
+    if (!(per_sample_s > 0))
+      break;
+    const double produced = 1.0 / s.batch_seconds(1.0);  // samples/s of one process's loader
+    const double used = extras.gpu_samples_per_s > 0 ? std::min(produced, extras.gpu_samples_per_s) : produced;
+    d.workers = workers_all * used / produced;
+    d.pin_threads = input_bytes_per_sample > 0 ? procs * std::min(1.0, used * input_bytes_per_sample / kPinCopyBytesPerS)
+                                               : 0.0;
+  }
+  s.demand = d;
   return s;
 }
 
@@ -131,9 +188,41 @@ std::string LoaderSpec::describe() const
   std::string share = cpu_share < 1 ? fmt::format(", each worker gets {:.0f}% of a core ({} processes per node share the host)",
                                                   100 * cpu_share, processes_per_node)
                                     : "";
-  return fmt::format("input: {}, {} ms of CPU per sample{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
-                     per_sample_s * 1e3, per_sample_given ? " (given)" : " (dataset default)", who, share,
-                     input_bytes_per_sample / 1e3);
+  std::string load = load_ratio > 1.0005 ? fmt::format(", x{:.3f} with {:.0f}% of the cores busy", load_ratio, 100 * host.busy_fraction)
+                                         : "";
+  return fmt::format("input: {}, {} ms of CPU per sample{}{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
+                     per_sample_s * 1e3, per_sample_given ? " (given)" : " (dataset default, one busy core)", load, who,
+                     share, input_bytes_per_sample / 1e3);
+}
+
+std::string LoaderSpec::host_note(double samples, double gpu_seconds) const
+{
+  if (!enabled || !(per_sample_s > 0) || cpus.cores <= 0)
+    return "";
+  std::string out = fmt::format("host: {:.1f} busy threads on {} cores x {} threads ({:.1f} busy workers, {:g} main, {:.2f} "
+                                "pin-memory, {:.2f} autograd, {:g} NCCL proxy); a worker's sample costs x{:.2f} its "
+                                "one-core cost (share of a core {:.2f}, load curve x{:.3f}: {})",
+                                host.busy_threads, cpus.cores, cpus.threads_per_core, demand.workers, demand.main_threads,
+                                demand.pin_threads, demand.python_threads, demand.nccl_proxies, host.slowdown(),
+                                host.share, host.load_ratio, cpus.curve.source);
+  const double need = batch_seconds(samples);
+  if (!(gpu_seconds > 0) || need <= gpu_seconds)
+    return out + fmt::format("; the loader keeps up ({:.4f} s per batch, the GPU's compute {:.4f} s)", need, gpu_seconds);
+  const std::string limit = memory_seconds(samples) >= cpu_seconds(samples)
+                                ? fmt::format("memory bandwidth ({:.0f} MB per sample x {:.0f} samples/s of the node's "
+                                              "{:.0f} GB/s)",
+                                              host_memory_bytes_per_sample / 1e6,
+                                              processes_per_node * samples / need, memory_bytes_per_s / 1e9)
+                                : host.limit();
+  out += fmt::format("; HOST-BOUND: the loader needs {:.4f} s per batch, the GPU's compute {:.4f} s; {}", need,
+                     gpu_seconds,
+                     workers == 0 ? std::string("the main thread loads (workers 0)")
+                                  : limit.empty() ? "too few workers" : "limit: " + limit);
+  const int most = std::max(1, cpus.cores * cpus.threads_per_core * 2);
+  for (int w = std::max(1, workers + 1); w <= most; ++w)
+    if (with_workers(w).batch_seconds(samples) <= gpu_seconds)
+      return out + fmt::format("; {} workers per process would stop the GPUs waiting", w);
+  return out + fmt::format("; no worker count up to {} keeps up on {} cores: the host is the bottleneck", most, cpus.cores);
 }
 
 int processes_per_node(const Topology& topology, const std::vector<int>& ranks)
@@ -143,6 +232,14 @@ int processes_per_node(const Topology& topology, const std::vector<int>& ranks)
   for (int r : ranks)
     most = std::max(most, ++per_node[topology.device(r).node]);
   return most;
+}
+
+bool spans_nodes(const Topology& topology, const std::vector<int>& ranks)
+{
+  for (int r : ranks)
+    if (topology.device(r).node != topology.device(ranks.front()).node)
+      return true;
+  return false;
 }
 
 int host_cpu_of(const Topology& topology, int gpu)
