@@ -194,6 +194,11 @@ for f in sorted(os.listdir(os.path.join(HERE, "files"))):
         case("calibrate_" + f[:-4], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
 case("validate_directory", "tests/bad_inputs", "-", "validate tests/bad_inputs --topology dgx1-v100")
 
+# host_costs.py load-curve JSON (issue 32)
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("hostcosts_"):
+        case("calibrate_" + f[:-5], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
+
 # Bandwidth logs
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
     if f.startswith("bw_"):
