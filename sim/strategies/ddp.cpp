@@ -147,6 +147,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
       layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options()));
   HostExtras extras;
   extras.nccl_over_network = spans_nodes(topology, plan.ranks);
+  extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
   if (times.step() > 0)
     extras.gpu_samples_per_s = batch / times.step();
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);

@@ -90,6 +90,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   // One process: its main thread is the GIL's one Python lane (parallel_apply's threads take turns on
   // it); autograd's per-device threads run backward's launches without the GIL, one per GPU.
   HostExtras extras;
+  extras.processes_per_socket = 1;
   if (times.step() > 0)
     extras.gpu_samples_per_s = batch * static_cast<double>(n) / times.step();
   if (times.step() > 0)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace dtsim {
 
@@ -57,6 +58,37 @@ HostCpus host_cpus(const Topology::Host& host)
   return c;
 }
 
+/// The domain of cores the host model runs on, by training.loader.affinity (LoaderSpec::affinity).
+void place(LoaderSpec& s, const Topology::Host& host, const std::optional<JsonReader>& affinity)
+{
+  const int sockets = std::max(1, host.sockets);
+  const int per_socket = s.extras.processes_per_socket > 0 ? s.extras.processes_per_socket
+                                                          : (s.processes_per_node + sockets - 1) / sockets;
+  s.domain_processes = s.processes_per_node;
+  s.memory_processes = s.processes_per_node;
+  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket * sockets;
+  if (!affinity)
+    return;
+  s.affinity = affinity->as_choice({"none", "socket", "socket_unique"});
+  if (s.affinity == "none" || host.cores <= 0)
+    return;
+  const int socket_cores = host.cores / sockets;
+  s.memory_processes = per_socket;
+  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket;
+  if (s.affinity == "socket") {
+    s.cpus.cores = socket_cores;
+    s.domain_processes = per_socket;
+    return;
+  }
+  // socket_unique, balanced as gpu_affinity.py does: each process floor(socket cores / processes).
+  if (socket_cores / per_socket < 1)
+    affinity->fail(fmt::format("socket_unique gives each process its own cores: {} processes on a socket of {} cores "
+                               "leave none (expected at most {} processes per socket, or \"socket\")",
+                               per_socket, socket_cores, socket_cores));
+  s.cpus.cores = socket_cores / per_socket;
+  s.domain_processes = 1;
+}
+
 }  // namespace
 
 DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
@@ -96,7 +128,7 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   s.processes_per_node = std::max(1, processes_per_node);
   const auto given = scenario.reader().at("training").find("loader");
   if (given)
-    given->reject_unknown({"dataset", "workers", "per_sample_ms", "input_bytes_per_sample"});
+    given->reject_unknown({"dataset", "workers", "per_sample_ms", "input_bytes_per_sample", "affinity"});
   s.dataset = default_dataset(model);
   if (given && given->has("dataset")) {
     const auto r = given->at("dataset");
@@ -114,9 +146,9 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   const Topology::Host& host = topology.host;
   s.extras = extras;
   s.cpus = host_cpus(host);
-  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket * host.sockets;
-  const double capacity = host.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
-  const double for_workers = host.cores > 0 ? std::max(0.0, capacity - s.processes_per_node) : 0.0;
+  place(s, host, given ? given->find("affinity") : std::nullopt);
+  const double capacity = s.cpus.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
+  const double for_workers = s.cpus.cores > 0 ? std::max(0.0, capacity - s.domain_processes) : 0.0;
   if (given && given->has("workers")) {
     const auto w = given->at("workers");
     const auto v = w.as_int();
@@ -136,14 +168,14 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   if (given && given->has("input_bytes_per_sample"))
     s.input_bytes_per_sample = at_most(given->at("input_bytes_per_sample"), kMaxInputBytesPerSample, "bytes per sample");
   s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
-  const double demand = static_cast<double>(s.workers) * s.processes_per_node;
+  const double demand = static_cast<double>(s.workers) * s.domain_processes;
   // The model gives each training process's main thread a core first: a host with no more than
   // that leaves its workers no CPU time at all (a batch would never be loaded).
-  if (s.per_sample_s > 0 && demand > 0 && host.cores > 0 && !(for_workers > 0))
+  if (s.per_sample_s > 0 && demand > 0 && s.cpus.cores > 0 && !(for_workers > 0))
     throw InputError(scenario.file, "/cluster/host/cores",
                      fmt::format("{} cores ({:.1f} with SMT) leave no CPU time for the DataLoader workers of {} "
-                                 "training processes per node (expected more cores, or training.loader.workers 0)",
-                                 host.cores, capacity, s.processes_per_node));
+                                 "training processes (expected more cores, or training.loader.workers 0)",
+                                 s.cpus.cores, capacity, s.domain_processes));
   return s.with_workers(s.workers);
 }
 
@@ -151,7 +183,7 @@ LoaderSpec LoaderSpec::with_workers(int w) const
 {
   LoaderSpec s = *this;
   s.workers = w;
-  const double procs = processes_per_node;
+  const double procs = domain_processes;
   HostDemand d;
   d.workers = per_sample_s > 0 ? static_cast<double>(w) * procs : 0.0;
   d.main_threads = procs;  // busy throughout: launching, or spinning in a CUDA synchronize (measured: the
@@ -188,6 +220,9 @@ std::string LoaderSpec::describe() const
   std::string share = cpu_share < 1 ? fmt::format(", each worker gets {:.0f}% of a core ({} processes per node share the host)",
                                                   100 * cpu_share, processes_per_node)
                                     : "";
+  if (affinity != "none")
+    share += fmt::format(", bound ({}) to {} cores per {}", affinity, cpus.cores,
+                         affinity == "socket" ? fmt::format("socket shared by {} processes", domain_processes) : "process");
   std::string load = load_ratio > 1.0005 ? fmt::format(", x{:.3f} with {:.0f}% of the cores busy", load_ratio, 100 * host.busy_fraction)
                                          : "";
   return fmt::format("input: {}, {} ms of CPU per sample{}{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
@@ -212,7 +247,7 @@ std::string LoaderSpec::host_note(double samples, double gpu_seconds) const
                                 ? fmt::format("memory bandwidth ({:.0f} MB per sample x {:.0f} samples/s of the node's "
                                               "{:.0f} GB/s)",
                                               host_memory_bytes_per_sample / 1e6,
-                                              processes_per_node * samples / need, memory_bytes_per_s / 1e9)
+                                              memory_processes * samples / need, memory_bytes_per_s / 1e9)
                                 : host.limit();
   out += fmt::format("; HOST-BOUND: the loader needs {:.4f} s per batch, the GPU's compute {:.4f} s; {}", need,
                      gpu_seconds,
@@ -240,6 +275,16 @@ bool spans_nodes(const Topology& topology, const std::vector<int>& ranks)
     if (topology.device(r).node != topology.device(ranks.front()).node)
       return true;
   return false;
+}
+
+int processes_per_socket(const Topology& topology, const std::vector<int>& ranks)
+{
+  std::map<int, int> per_cpu;
+  int most = 0;
+  for (int r : ranks)
+    if (const int cpu = host_cpu_of(topology, r); cpu >= 0)
+      most = std::max(most, ++per_cpu[cpu]);
+  return most;
 }
 
 int host_cpu_of(const Topology& topology, int gpu)

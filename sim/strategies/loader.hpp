@@ -63,6 +63,8 @@ struct HostExtras {
   /// is full wait (DataLoader's prefetch_factor batches per worker), so they are busy only for the
   /// share of their output the GPU takes.
   double gpu_samples_per_s = 0;
+  /// The most training processes whose GPUs hang off one CPU socket (0: the node's spread evenly).
+  int processes_per_socket = 0;
 };
 
 struct LoaderSpec {
@@ -74,6 +76,14 @@ struct LoaderSpec {
   bool per_sample_given = false;
   double input_bytes_per_sample = 0; ///< copied host -> GPU
   int processes_per_node = 1;
+  /// Placement, as launchers bind processes (training.loader.affinity): "none" (torchrun's default:
+  /// every thread may run on every core of the node), "socket" (DLE gpu_affinity's 'socket': each
+  /// process and its workers on the cores of its GPU's socket), "socket_unique" (gpu_affinity's
+  /// 'socket_unique_contiguous' / 'interleaved': each process an equal, exclusive share of its
+  /// socket's physical cores with their SMT siblings). The host model then runs on that domain.
+  std::string affinity = "none";
+  int domain_processes = 1;          ///< training processes sharing one domain of cores
+  int memory_processes = 1;          ///< processes sharing memory_bytes_per_s
   double cpu_share = 1;              ///< of a core each worker gets (< 1: SMT siblings or a queue share the cores)
   double load_ratio = 1;             ///< the load curve: cost of a sample with the cores this busy over one busy
   double host_memory_bytes_per_sample = 0;  ///< DRAM traffic per sample (dataset kind; 0: not modelled)
@@ -93,7 +103,7 @@ struct LoaderSpec {
   /// The node's DRAM bandwidth, shared by its processes' loaders, for a batch (0 when not modelled).
   double memory_seconds(double samples) const
   {
-    return memory_bytes_per_s > 0 ? samples * host_memory_bytes_per_sample * processes_per_node / memory_bytes_per_s : 0.0;
+    return memory_bytes_per_s > 0 ? samples * host_memory_bytes_per_sample * memory_processes / memory_bytes_per_s : 0.0;
   }
   /// The same loader with `w` workers per process: the host's load recomputed.
   LoaderSpec with_workers(int w) const;
@@ -114,6 +124,10 @@ bool spans_nodes(const Topology& topology, const std::vector<int>& ranks);
 
 /// The most training processes (one per GPU of `ranks`) that share one node.
 int processes_per_node(const Topology& topology, const std::vector<int>& ranks);
+
+/// The most training processes whose GPUs are nearest one CPU socket (host_cpu_of); 0 when the
+/// topology has no CPU device.
+int processes_per_socket(const Topology& topology, const std::vector<int>& ranks);
 
 /// The CPU socket nearest to `gpu` (fewest hops); -1 when the topology has no CPU device.
 int host_cpu_of(const Topology& topology, int gpu);
