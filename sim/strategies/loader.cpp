@@ -203,6 +203,12 @@ LoaderSpec LoaderSpec::with_workers(int w) const
     const double produced = 1.0 / s.batch_seconds(1.0);  // samples/s of one process's loader
     const double used = extras.gpu_samples_per_s > 0 ? std::min(produced, extras.gpu_samples_per_s) : produced;
     d.workers = workers_all * used / produced;
+    // The main thread is busy while the GPU works (launching, then spinning in a synchronize), and
+    // blocked on the workers' result queue while it waits for a batch
+    // (torch/utils/data/dataloader.py, _MultiProcessingDataLoaderIter._try_get_data: a queue get
+    // with a timeout): busy for the GPU's share of the iteration. Without workers it loads itself.
+    if (w > 0 && extras.gpu_samples_per_s > 0)
+      d.main_threads = procs * std::min(1.0, used / extras.gpu_samples_per_s);
     d.pin_threads = input_bytes_per_sample > 0 ? procs * std::min(1.0, used * input_bytes_per_sample / kPinCopyBytesPerS)
                                                : 0.0;
   }
@@ -234,7 +240,7 @@ std::string LoaderSpec::host_note(double samples, double gpu_seconds) const
 {
   if (!enabled || !(per_sample_s > 0) || cpus.cores <= 0)
     return "";
-  std::string out = fmt::format("host: {:.1f} busy threads on {} cores x {} threads ({:.1f} busy workers, {:g} main, {:.2f} "
+  std::string out = fmt::format("host: {:.1f} busy threads on {} cores x {} threads ({:.1f} busy workers, {:.2f} main, {:.2f} "
                                 "pin-memory, {:.2f} autograd, {:g} NCCL proxy); a worker's sample costs x{:.2f} its "
                                 "one-core cost (share of a core {:.2f}, load curve x{:.3f}: {})",
                                 host.busy_threads, cpus.cores, cpus.threads_per_core, demand.workers, demand.main_threads,
