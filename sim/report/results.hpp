@@ -44,6 +44,7 @@ struct RunResult {
   double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
   double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
   bool input_bound = false;      ///< the DataLoader sets the pace
+  HostSummary host;              ///< the host's cores under the loader (JSON "host")
   std::vector<CriticalPart> critical_path;  ///< what set the iteration's length, by kind of step
   double setup_time_s = 0;       ///< one-off (parameter broadcast)
 

@@ -286,6 +286,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   if (const std::string host = loader.host_note(batch * opt.gradient_accumulation, plan.compute_per_iteration_s);
       !host.empty())
     plan.notes.push_back(host);
+  plan.host = loader.host_summary(batch * opt.gradient_accumulation, plan.compute_per_iteration_s);
   if (copies.total_s() > 0)
     plan.notes.push_back(fmt::format("DDP bucket copies: gradients -> buckets (with the 1/{} scaling) during backward and "
                                      "back after the AllReduce, {:.2f} ms per iteration at {:.0f}% of {:.0f} GB/s",

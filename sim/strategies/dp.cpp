@@ -223,6 +223,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   plan.input_seconds_per_iteration = loader.batch_seconds(batch * static_cast<double>(n));
   if (const std::string host = loader.host_note(batch * static_cast<double>(n), plan.compute_per_iteration_s); !host.empty())
     plan.notes.push_back(host);
+  plan.host = loader.host_summary(batch * static_cast<double>(n), plan.compute_per_iteration_s);
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
   plan.notes.push_back("loss and optimizer step take no time of their own (folded into the measured step)");
   return plan;

@@ -83,4 +83,22 @@ struct HostLoad {
 
 HostLoad host_load(const HostCpus& cpus, const HostDemand& demand);
 
+/// What the report says of the host (JSON "host"): the load, the verdict, the workers that would do.
+struct HostSummary {
+  bool modelled = false;        ///< a host with cores and a loader with a CPU cost
+  double busy_threads = 0;      ///< on one domain of cores (the node, or its placement)
+  int cores = 0;
+  int threads_per_core = 1;
+  double share = 1;
+  double load_ratio = 1;
+  double slowdown = 1;          ///< a worker's sample over its one-core cost
+  std::string curve_source;
+  bool bound = false;           ///< the loader is slower than the GPU's compute
+  std::string limit;            ///< what limits when bound ("" when nothing in particular)
+  int workers = 0;              ///< per process
+  /// Per process, the fewest workers that keep up with the GPU's compute; -1 when none up to twice
+  /// the hardware threads does (the host is the bottleneck); 0 when the loader keeps up already.
+  int workers_to_keep_up = 0;
+};
+
 }  // namespace dtsim

@@ -236,9 +236,47 @@ std::string LoaderSpec::describe() const
                      share, input_bytes_per_sample / 1e3);
 }
 
+HostSummary LoaderSpec::host_summary(double samples, double gpu_seconds) const
+{
+  HostSummary h;
+  h.modelled = enabled && per_sample_s > 0 && cpus.cores > 0;
+  if (!h.modelled)
+    return h;
+  h.busy_threads = host.busy_threads;
+  h.cores = cpus.cores;
+  h.threads_per_core = cpus.threads_per_core;
+  h.share = host.share;
+  h.load_ratio = host.load_ratio;
+  h.slowdown = host.slowdown();
+  h.curve_source = cpus.curve.source;
+  h.workers = workers;
+  const double need = batch_seconds(samples);
+  h.bound = gpu_seconds > 0 && need > gpu_seconds;
+  if (!h.bound)
+    return h;
+  if (workers == 0)
+    h.limit = "the main thread loads (workers 0)";
+  else if (memory_seconds(samples) >= cpu_seconds(samples))
+    h.limit = fmt::format("memory bandwidth ({:.0f} MB per sample x {:.0f} samples/s of {:.0f} GB/s)",
+                          host_memory_bytes_per_sample / 1e6, memory_processes * samples / need, memory_bytes_per_s / 1e9);
+  else
+    h.limit = host.limit();
+  if (h.limit.empty())
+    h.limit = "too few workers (the host has cores to spare)";
+  h.workers_to_keep_up = -1;
+  const int most = std::max(1, cpus.cores * cpus.threads_per_core * 2);
+  for (int w = std::max(1, workers + 1); w <= most; ++w)
+    if (with_workers(w).batch_seconds(samples) <= gpu_seconds) {
+      h.workers_to_keep_up = w;
+      break;
+    }
+  return h;
+}
+
 std::string LoaderSpec::host_note(double samples, double gpu_seconds) const
 {
-  if (!enabled || !(per_sample_s > 0) || cpus.cores <= 0)
+  const HostSummary h = host_summary(samples, gpu_seconds);
+  if (!h.modelled)
     return "";
   std::string out = fmt::format("host: {:.1f} busy threads on {} cores x {} threads ({:.1f} busy workers, {:.2f} main, {:.2f} "
                                 "pin-memory, {:.2f} autograd, {:g} NCCL proxy); a worker's sample costs x{:.2f} its "
@@ -247,23 +285,14 @@ std::string LoaderSpec::host_note(double samples, double gpu_seconds) const
                                 demand.pin_threads, demand.python_threads, demand.nccl_proxies, host.slowdown(),
                                 host.share, host.load_ratio, cpus.curve.source);
   const double need = batch_seconds(samples);
-  if (!(gpu_seconds > 0) || need <= gpu_seconds)
+  if (!h.bound)
     return out + fmt::format("; the loader keeps up ({:.4f} s per batch, the GPU's compute {:.4f} s)", need, gpu_seconds);
-  const std::string limit = memory_seconds(samples) >= cpu_seconds(samples)
-                                ? fmt::format("memory bandwidth ({:.0f} MB per sample x {:.0f} samples/s of the node's "
-                                              "{:.0f} GB/s)",
-                                              host_memory_bytes_per_sample / 1e6,
-                                              memory_processes * samples / need, memory_bytes_per_s / 1e9)
-                                : host.limit();
   out += fmt::format("; HOST-BOUND: the loader needs {:.4f} s per batch, the GPU's compute {:.4f} s; {}", need,
-                     gpu_seconds,
-                     workers == 0 ? std::string("the main thread loads (workers 0)")
-                                  : limit.empty() ? "too few workers" : "limit: " + limit);
-  const int most = std::max(1, cpus.cores * cpus.threads_per_core * 2);
-  for (int w = std::max(1, workers + 1); w <= most; ++w)
-    if (with_workers(w).batch_seconds(samples) <= gpu_seconds)
-      return out + fmt::format("; {} workers per process would stop the GPUs waiting", w);
-  return out + fmt::format("; no worker count up to {} keeps up on {} cores: the host is the bottleneck", most, cpus.cores);
+                     gpu_seconds, workers == 0 ? h.limit : "limit: " + h.limit);
+  if (h.workers_to_keep_up > 0)
+    return out + fmt::format("; {} workers per process would stop the GPUs waiting", h.workers_to_keep_up);
+  return out + fmt::format("; no worker count up to {} keeps up on {} cores: the host is the bottleneck",
+                           std::max(1, cpus.cores * cpus.threads_per_core * 2), cpus.cores);
 }
 
 int processes_per_node(const Topology& topology, const std::vector<int>& ranks)

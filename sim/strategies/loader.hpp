@@ -113,6 +113,8 @@ struct LoaderSpec {
   /// loader, and how many workers per process would produce a batch of `samples` within
   /// `gpu_seconds` (the GPU's own time per batch): more workers stop helping past that.
   std::string host_note(double samples, double gpu_seconds) const;
+  /// The same, for the report's JSON "host".
+  HostSummary host_summary(double samples, double gpu_seconds) const;
 };
 
 /// The loader of a scenario whose node runs `processes_per_node` training processes.
