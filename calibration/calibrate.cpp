@@ -4,6 +4,7 @@
 #include "calibration/bandwidth_fit.hpp"
 #include "calibration/calibration_inputs.hpp"
 #include "calibration/compute_profile.hpp"
+#include "calibration/host_load_curve.hpp"
 #include "calibration/nccl_fit.hpp"
 #include "sim/model/model.hpp"
 #include "sim/topology/topology_builder.hpp"
@@ -127,15 +128,41 @@ void fit_compute(const std::vector<std::string>& paths, const Topology& topology
                                      profile.gpu, topology.gpu.name));
 }
 
+void fit_host(const std::vector<std::string>& paths, const Topology& topology, CalibrateOutcome& out)
+{
+  for (const auto& path : paths) {
+    const nlohmann::json doc = parse_json_text(read_text(path), path);
+    const nlohmann::json fragment = host_load_curve_fragment(doc, path);
+    out.file.merge(fragment);  // a later file's curve replaces an earlier one's
+    const auto& h = fragment.at("host");
+    std::string points;
+    for (const auto& p : h.at("load_curve"))
+      points += fmt::format("{}{:.0f}% x{:.3f}", points.empty() ? "" : ", ", 100 * p.at("busy_fraction").get<double>(),
+                            p.at("cost_ratio").get<double>());
+    out.report.push_back(fmt::format("host ({}): load curve of {} CPUs ({}), cost per sample by cores busy: {}; one "
+                                     "process {:.2f} ms per sample", path, h.at("cpus").get<double>(),
+                                     h.at("series").get<std::string>(), points,
+                                     h.at("one_process_ms_per_sample").get<double>()));
+    if (topology.host.cores > 0 && topology.host.cores * topology.host.threads_per_core != h.at("cpus").get<double>())
+      out.report.push_back(fmt::format("host: measured on {} CPUs, {} has {} cores x {} threads: the curve applies by "
+                                       "the fraction of the cores busy", h.at("cpus").get<double>(), topology.name,
+                                       topology.host.cores, topology.host.threads_per_core));
+  }
+}
+
 }  // namespace
 
 CalibrateOutcome calibrate(const CalibrateRequest& request)
 {
-  std::vector<std::string> nccl, bandwidth, compute;
+  std::vector<std::string> nccl, bandwidth, compute, host;
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& path : request.inputs) {
     const InputFormat f = detect_input_format(read_text(path), path);
-    (f == InputFormat::NcclTests ? nccl : f == InputFormat::Bandwidth ? bandwidth : compute).push_back(path);
+    (f == InputFormat::NcclTests   ? nccl
+     : f == InputFormat::Bandwidth ? bandwidth
+     : f == InputFormat::HostCosts ? host
+                                   : compute)
+        .push_back(path);
     sources.push_back({{"file", path}, {"format", to_string(f)}});
   }
   Topology topology = load_topology(request.topology, request.nodes);
@@ -148,6 +175,8 @@ CalibrateOutcome calibrate(const CalibrateRequest& request)
     fit_nccl(nccl, topology, request, out);
   if (!compute.empty())
     fit_compute(compute, topology, out);
+  if (!host.empty())
+    fit_host(host, topology, out);
   nlohmann::json not_measured = out.file.json.value("not_measured", nlohmann::json::array());
   if (bandwidth.empty())
     not_measured.push_back("links: no bandwidth log given (the topology's nominal link rates stay)");

@@ -58,6 +58,14 @@ std::string beside(const std::string& ref, const std::string& file)
 
 void apply_calibration(Topology& topology, const CalibrationFile& calibration)
 {
+  // The host's measured load curve (calibration/host_load_curve.hpp), by the fraction of the cores busy.
+  if (calibration.json.contains("host") && calibration.json.at("host").contains("load_curve")) {
+    topology.host.load_curve.clear();
+    for (const auto& p : calibration.json.at("host").at("load_curve"))
+      topology.host.load_curve.emplace_back(p.at("busy_fraction").get<double>(), p.at("cost_ratio").get<double>());
+    topology.host.load_curve_source =
+        "calibrated: " + (calibration.path.empty() ? std::string("the calibration file") : calibration.path);
+  }
   if (!calibration.json.contains("links"))
     return;
   const auto& links = calibration.json.at("links");

@@ -13,7 +13,7 @@ namespace dtsim {
 namespace {
 
 const std::vector<std::string> kSections = {"dtsim_calibration", "topology", "nodes", "sources", "links", "nccl",
-                                            "host_device", "compute", "fit", "notes", "not_measured"};
+                                            "host_device", "compute", "fit", "notes", "not_measured", "host"};
 const std::vector<std::string> kLinkClasses = {"nvlink", "pcie", "cpu_interconnect", "network", "host_via_cpu"};
 const std::vector<std::string> kLinkFields = {
     "bandwidth_GBps_per_lane", "bandwidth_GBps_per_pair", "bandwidth_GBps", "bandwidth_scale", "latency_us",
@@ -103,6 +103,32 @@ void check_compute(const JsonReader& compute)
   }
 }
 
+/// The host's load curve (calibration/host_load_curve.hpp): points in order of the fraction of the
+/// cores busy, each a cost ratio within a factor 100 of one busy core's.
+void check_host(const JsonReader& host)
+{
+  if (!host.is_object())
+    host.fail("expected an object (the host fragment of dtsim calibrate)");
+  const auto curve = host.find("load_curve");
+  if (!curve)
+    return;
+  double last = -1;
+  for (const auto& p : curve->items()) {
+    const auto u = p.at("busy_fraction");
+    const double f = u.as_non_negative();
+    if (f > 1)
+      u.fail(fmt::format("expected a fraction of the cores from 0 to 1, got {}", u.json().dump()));
+    if (f < last)
+      u.fail(fmt::format("expected the points in order of busy_fraction, got {} after {}", f, last));
+    last = f;
+    const auto r = p.at("cost_ratio");
+    if (r.as_positive() > 100 || r.as_positive() < 0.01)
+      r.fail(fmt::format("expected a cost ratio from 0.01 to 100 (over one busy core's), got {}", r.json().dump()));
+  }
+  if (last < 0)
+    curve->fail("expected at least one point {\"busy_fraction\", \"cost_ratio\"}");
+}
+
 /// A scale of NCCL's figures, within a factor 100 of NCCL's own tables, which no fit moves that far.
 /// A rate scale must be positive (0 would stop the transfers); a latency scale may be 0 (the fit
 /// rests a class's hop latency at that bound when its rows show none).
@@ -169,6 +195,8 @@ void CalibrationFile::check(const nlohmann::json& doc, const std::string& path)
   }
   if (auto compute = root.find("compute"))
     check_compute(*compute);
+  if (auto host = root.find("host"))
+    check_host(*host);
 }
 
 CalibrationFile CalibrationFile::load(const std::string& path)

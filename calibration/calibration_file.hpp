@@ -11,7 +11,8 @@
 //       informational: bandwidth_GBps_by_lanes, copy_latency_us, duplex_efficiency, pairs, source, notes
 //       legacy: "gbytes" = bandwidth_GBps_per_lane (nvlink) or bandwidth_GBps (others)
 //    "nccl": {NcclParams members}, "host_device": {...}, "compute": {...}, "fit": {...}, "notes": [...],
-//    "not_measured": [...]}
+//    "not_measured": [...],
+//    "host": {"load_curve": [{"busy_fraction", "cost_ratio", ...}], ...}}   (host_load_curve.hpp)
 // Links describe what the hardware delivers; "nccl" what NCCL's kernels reach on those links.
 // Fragments from several fitters are merged (objects member by member, later wins).
 #pragma once
@@ -43,7 +44,8 @@ struct CalibrationFile {
   void write(const std::string& path) const;
 };
 
-/// Adjusts the topology's link bandwidths and latencies to the "links" section.
+/// Adjusts the topology's link bandwidths and latencies to the "links" section, and its host's load
+/// curve to the "host" section.
 void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 
 /// The calibration a scenario's "cluster" names: its "calibration" member (object form), or that of

@@ -28,6 +28,7 @@ const char* to_string(InputFormat format)
     case InputFormat::NcclTests: return "nccl-tests";
     case InputFormat::Bandwidth: return "bandwidth";
     case InputFormat::ComputeProfile: return "compute profile";
+    case InputFormat::HostCosts: return "host costs";
   }
   return "?";
 }
@@ -42,9 +43,11 @@ InputFormat detect_input_format(const std::string& text, const std::string& path
       return InputFormat::ComputeProfile;
     if (tool == "dtsim-bench-link")
       return InputFormat::Bandwidth;
+    if (tool == "dtsim-host-costs")
+      return InputFormat::HostCosts;
     throw InputError(path, "/tool",
-                     "unknown measurement format (expected \"tool\": dtsim-bench-link, dtsim-bench-compute or "
-                     "dtsim-profile-model)");
+                     "unknown measurement format (expected \"tool\": dtsim-bench-link, dtsim-bench-compute, "
+                     "dtsim-profile-model or dtsim-host-costs)");
   }
   if (looks_like_nccl_tests_log(text))
     return InputFormat::NcclTests;

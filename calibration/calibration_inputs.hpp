@@ -2,7 +2,7 @@
 //   nccl-tests logs (and dtsim-bench-nccl output, possibly several tables in one file),
 //   bandwidth logs (p2pBandwidthLatencyTest, nvbandwidth, bandwidthTest, GPUInspector, nvidia-smi
 //   topo -m, CSV, dtsim-bench-link text or JSON), and compute profiles (dtsim-bench-compute,
-//   profile_model.py JSON). Also the glue between the bandwidth fitter and the calibration file.
+//   profile_model.py JSON), and the host's load curve (host_costs.py JSON). Also the glue between the bandwidth fitter and the calibration file.
 #pragma once
 
 #include "calibration/bandwidth_fit.hpp"
@@ -16,7 +16,7 @@
 
 namespace dtsim::calibration {
 
-enum class InputFormat { NcclTests, Bandwidth, ComputeProfile };
+enum class InputFormat { NcclTests, Bandwidth, ComputeProfile, HostCosts };
 const char* to_string(InputFormat format);
 
 /// The format of `text` (the content of `path`); InputError (exit 2) naming the file when it is

@@ -326,6 +326,7 @@ Prediction predict_scenario(const Scenario& s)
   r.gradient_bytes = static_cast<double>(model.params()) * gradient_bytes_per_element(s.training.precision);
   r.comm_per_iteration = p.plan.comm_per_iteration;
   r.notes = p.plan.notes;
+  r.host = p.plan.host;
   r.compute_source = describe_compute_source(s);
   r.dataset_samples = static_cast<double>(s.training.dataset_samples);
   r.epochs = s.training.epochs;

@@ -4,6 +4,28 @@
 
 namespace dtsim {
 
+namespace {
+
+/// The host's cores under the loader (issue 32); null when no host is modelled.
+nlohmann::json host_json(const HostSummary& h)
+{
+  if (!h.modelled)
+    return nullptr;
+  return {{"busy_threads", h.busy_threads},
+          {"cores", h.cores},
+          {"threads_per_core", h.threads_per_core},
+          {"share_of_core", h.share},
+          {"load_ratio", h.load_ratio},
+          {"worker_slowdown", h.slowdown},
+          {"load_curve", h.curve_source},
+          {"bound", h.bound},
+          {"limit", h.limit},
+          {"workers", h.workers},
+          {"workers_to_keep_up", h.workers_to_keep_up}};
+}
+
+}  // namespace
+
 nlohmann::json json_report(const RunResult& r)
 {
   nlohmann::json comm = nlohmann::json::array();
@@ -40,6 +62,7 @@ nlohmann::json json_report(const RunResult& r)
       {"input_time_s", r.input_time_s},
       {"input_wait_s", r.input_wait_s},
       {"input_bound", r.input_bound},
+      {"host", host_json(r.host)},
       {"critical_path", critical},
       {"samples_per_iteration", r.samples_per_iteration},
       {"micro_batch", r.micro_batch},

@@ -45,6 +45,7 @@ struct RunResult {
   double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
   double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
   bool input_bound = false;      ///< the DataLoader sets the pace
+  HostSummary host;              ///< the host's cores under the loader (JSON "host")
   std::vector<CriticalPart> critical_path;  ///< what set the iteration's length, by kind of step
   /// Sharded data parallelism (fsdp, zero): per kind of collective on the first GPU, its time in
   /// flight and the part compute did not hide (comm_overlap.hpp); empty for other strategies.

@@ -146,7 +146,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times =
       layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options()));
-  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  HostExtras extras;
+  extras.nccl_over_network = spans_nodes(topology, plan.ranks);
+  extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
+  if (times.step() > 0)
+    extras.gpu_samples_per_s = batch / times.step();
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
   for (std::size_t r = 0; r < n; ++r) {
     const int cpu = host_cpu_of(topology, plan.ranks[r]);
@@ -292,6 +297,10 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
   plan.input_seconds_per_iteration = loader.batch_seconds(batch) * opt.gradient_accumulation;
+  if (const std::string host = loader.host_note(batch * opt.gradient_accumulation, plan.compute_per_iteration_s);
+      !host.empty())
+    plan.notes.push_back(host);
+  plan.host = loader.host_summary(batch * opt.gradient_accumulation, plan.compute_per_iteration_s);
   if (copies.total_s() > 0)
     plan.notes.push_back(fmt::format("DDP bucket copies: gradients -> buckets (with the 1/{} scaling) during backward and "
                                      "back after the AllReduce, {:.2f} ms per iteration at {:.0f}% of {:.0f} GB/s",

@@ -88,7 +88,16 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   const int gpu0 = plan.ranks[0];
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times = layer_times(model, scenario, topology.gpu, batch, half_eff);
-  const LoaderSpec loader = parse_loader(scenario, model, topology, 1);  // one process
+  // One process: its main thread is the GIL's one Python lane (parallel_apply's threads take turns on
+  // it); autograd's per-device threads run backward's launches without the GIL, one per GPU.
+  HostExtras extras;
+  extras.processes_per_socket = 1;
+  if (times.step() > 0)
+    extras.gpu_samples_per_s = batch * static_cast<double>(n) / times.step();
+  if (times.step() > 0)
+    extras.python_threads = static_cast<double>(n) *
+                            std::min(1.0, kAutogradHostSecondsPerLayer * static_cast<double>(model.layers.size()) / times.step());
+  const LoaderSpec loader = parse_loader(scenario, model, topology, 1, extras);
   const MemoryRules mem = memory_rules(scenario);
   const double param_elem = mem.weight_bytes >= 6 ? 2.0 : 4.0;  // the weights the replicas use
   const double param_bytes = static_cast<double>(model.params()) * param_elem + static_cast<double>(model.buffer_elems()) * 4.0;
@@ -228,6 +237,9 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       param_bytes / kMiB, grad_bytes / kMiB, opt.coalesce_mb, opt.replicate_us_per_module, opt.launch_overhead_us_per_layer));
   plan.notes.push_back(loader.describe() + fmt::format(" (one DataLoader for all {} GPUs, through GPU0)", n));
   plan.input_seconds_per_iteration = loader.batch_seconds(batch * static_cast<double>(n));
+  if (const std::string host = loader.host_note(batch * static_cast<double>(n), plan.compute_per_iteration_s); !host.empty())
+    plan.notes.push_back(host);
+  plan.host = loader.host_summary(batch * static_cast<double>(n), plan.compute_per_iteration_s);
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
   plan.notes.push_back("loss and optimizer step take no time of their own (folded into the measured step)");
   return plan;

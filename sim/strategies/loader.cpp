@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace dtsim {
 
@@ -37,6 +38,57 @@ double at_most(const JsonReader& r, double max, const char* what)
   return v;
 }
 
+/// The node's CPUs as the host model takes them: the topology's host, its calibrated load curve
+/// (apply_calibration) or the default one.
+HostCpus host_cpus(const Topology::Host& host)
+{
+  HostCpus c;
+  c.cores = host.cores;
+  c.threads_per_core = host.threads_per_core;
+  c.sockets = host.sockets;
+  c.turbo_max_ghz = host.turbo_max_ghz;
+  c.turbo_all_core_ghz = host.turbo_all_core_ghz;
+  if (!host.load_curve.empty()) {
+    c.curve.points = host.load_curve;
+    c.curve.source = host.load_curve_source;
+    c.curve_calibrated = true;
+  } else {
+    c.curve = default_load_curve();
+  }
+  return c;
+}
+
+/// The domain of cores the host model runs on, by training.loader.affinity (LoaderSpec::affinity).
+void place(LoaderSpec& s, const Topology::Host& host, const std::optional<JsonReader>& affinity)
+{
+  const int sockets = std::max(1, host.sockets);
+  const int per_socket = s.extras.processes_per_socket > 0 ? s.extras.processes_per_socket
+                                                          : (s.processes_per_node + sockets - 1) / sockets;
+  s.domain_processes = s.processes_per_node;
+  s.memory_processes = s.processes_per_node;
+  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket * sockets;
+  if (!affinity)
+    return;
+  s.affinity = affinity->as_choice({"none", "socket", "socket_unique"});
+  if (s.affinity == "none" || host.cores <= 0)
+    return;
+  const int socket_cores = host.cores / sockets;
+  s.memory_processes = per_socket;
+  s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket;
+  if (s.affinity == "socket") {
+    s.cpus.cores = socket_cores;
+    s.domain_processes = per_socket;
+    return;
+  }
+  // socket_unique, balanced as gpu_affinity.py does: each process floor(socket cores / processes).
+  if (socket_cores / per_socket < 1)
+    affinity->fail(fmt::format("socket_unique gives each process its own cores: {} processes on a socket of {} cores "
+                               "leave none (expected at most {} processes per socket, or \"socket\")",
+                               per_socket, socket_cores, socket_cores));
+  s.cpus.cores = socket_cores / per_socket;
+  s.domain_processes = 1;
+}
+
 }  // namespace
 
 DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
@@ -44,7 +96,7 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
   if (!kind.is_object())
     kind.fail(fmt::format("expected a dataset kind object, got {}", describe_json(kind.json())));
   kind.reject_unknown({"description", "per_sample_ms", "input_bytes_per_sample", "input_bytes_per_sample_per_input_elem",
-                       "models", "sources"});
+                       "host_memory_bytes_per_sample", "models", "sources"});
   if (auto d = kind.find("description"))
     (void)d->as_string();
   if (auto models = kind.find("models"))
@@ -52,6 +104,8 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
       (void)m.as_string();
   DatasetCost c;
   c.per_sample_s = at_most(kind.at("per_sample_ms"), kMaxPerSampleMs, "milliseconds of CPU per sample") * 1e-3;
+  if (auto m = kind.find("host_memory_bytes_per_sample"))
+    c.host_memory_bytes_per_sample = at_most(*m, kMaxInputBytesPerSample, "bytes of host memory traffic per sample");
   const auto per_elem = kind.find("input_bytes_per_sample_per_input_elem");
   const auto bytes = kind.find("input_bytes_per_sample");
   if (per_elem && bytes)
@@ -67,13 +121,14 @@ DatasetCost parse_dataset_kind(const JsonReader& kind, double input_elems)
   return c;
 }
 
-LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node)
+LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node,
+                        const HostExtras& extras)
 {
   LoaderSpec s;
   s.processes_per_node = std::max(1, processes_per_node);
   const auto given = scenario.reader().at("training").find("loader");
   if (given)
-    given->reject_unknown({"dataset", "workers", "per_sample_ms", "input_bytes_per_sample"});
+    given->reject_unknown({"dataset", "workers", "per_sample_ms", "input_bytes_per_sample", "affinity"});
   s.dataset = default_dataset(model);
   if (given && given->has("dataset")) {
     const auto r = given->at("dataset");
@@ -84,11 +139,16 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   const DatasetCost cost = parse_dataset_kind(JsonReader(doc, path), static_cast<double>(model.input_elems));
   s.per_sample_s = cost.per_sample_s;
   s.input_bytes_per_sample = cost.input_bytes_per_sample;
+  s.host_memory_bytes_per_sample = cost.host_memory_bytes_per_sample;
 
-  // The node's cores, shared by every process's main thread and workers.
+  // The node's cores, shared by every thread on it (host_model.hpp), and the load curve: the
+  // cluster's calibration (dtsim calibrate of host_costs.py's JSON), else the default.
   const Topology::Host& host = topology.host;
-  const double capacity = host.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
-  const double for_workers = host.cores > 0 ? std::max(0.0, capacity - s.processes_per_node) : 0.0;
+  s.extras = extras;
+  s.cpus = host_cpus(host);
+  place(s, host, given ? given->find("affinity") : std::nullopt);
+  const double capacity = s.cpus.cores * (1.0 + kSmtThreadGain * (host.threads_per_core - 1));
+  const double for_workers = s.cpus.cores > 0 ? std::max(0.0, capacity - s.domain_processes) : 0.0;
   if (given && given->has("workers")) {
     const auto w = given->at("workers");
     const auto v = w.as_int();
@@ -107,18 +167,16 @@ LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topo
   }
   if (given && given->has("input_bytes_per_sample"))
     s.input_bytes_per_sample = at_most(given->at("input_bytes_per_sample"), kMaxInputBytesPerSample, "bytes per sample");
-  const double demand = static_cast<double>(s.workers) * s.processes_per_node;
-  if (host.cores > 0 && demand > 0)
-    s.cpu_share = std::min(1.0, for_workers / demand);
   s.enabled = s.per_sample_s > 0 || s.input_bytes_per_sample > 0;
+  const double demand = static_cast<double>(s.workers) * s.domain_processes;
   // The model gives each training process's main thread a core first: a host with no more than
   // that leaves its workers no CPU time at all (a batch would never be loaded).
-  if (s.per_sample_s > 0 && demand > 0 && host.cores > 0 && !(for_workers > 0))
+  if (s.per_sample_s > 0 && demand > 0 && s.cpus.cores > 0 && !(for_workers > 0))
     throw InputError(scenario.file, "/cluster/host/cores",
                      fmt::format("{} cores ({:.1f} with SMT) leave no CPU time for the DataLoader workers of {} "
-                                 "training processes per node (expected more cores, or training.loader.workers 0)",
-                                 host.cores, capacity, s.processes_per_node));
-  return s;
+                                 "training processes (expected more cores, or training.loader.workers 0)",
+                                 s.cpus.cores, capacity, s.domain_processes));
+  return s.with_workers(s.workers);
 }
 
 std::string LoaderSpec::describe() const
@@ -131,9 +189,14 @@ std::string LoaderSpec::describe() const
   std::string share = cpu_share < 1 ? fmt::format(", each worker gets {:.0f}% of a core ({} processes per node share the host)",
                                                   100 * cpu_share, processes_per_node)
                                     : "";
-  return fmt::format("input: {}, {} ms of CPU per sample{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
-                     per_sample_s * 1e3, per_sample_given ? " (given)" : " (dataset default)", who, share,
-                     input_bytes_per_sample / 1e3);
+  if (affinity != "none")
+    share += fmt::format(", bound ({}) to {} cores per {}", affinity, cpus.cores,
+                         affinity == "socket" ? fmt::format("socket shared by {} processes", domain_processes) : "process");
+  std::string load = load_ratio > 1.0005 ? fmt::format(", x{:.3f} with {:.0f}% of the cores busy", load_ratio, 100 * host.busy_fraction)
+                                         : "";
+  return fmt::format("input: {}, {} ms of CPU per sample{}{}, {}{}; {:.0f} KB per sample copied host -> GPU", dataset,
+                     per_sample_s * 1e3, per_sample_given ? " (given)" : " (dataset default, one busy core)", load, who,
+                     share, input_bytes_per_sample / 1e3);
 }
 
 int processes_per_node(const Topology& topology, const std::vector<int>& ranks)
@@ -142,6 +205,24 @@ int processes_per_node(const Topology& topology, const std::vector<int>& ranks)
   int most = 1;
   for (int r : ranks)
     most = std::max(most, ++per_node[topology.device(r).node]);
+  return most;
+}
+
+bool spans_nodes(const Topology& topology, const std::vector<int>& ranks)
+{
+  for (int r : ranks)
+    if (topology.device(r).node != topology.device(ranks.front()).node)
+      return true;
+  return false;
+}
+
+int processes_per_socket(const Topology& topology, const std::vector<int>& ranks)
+{
+  std::map<int, int> per_cpu;
+  int most = 0;
+  for (int r : ranks)
+    if (const int cpu = host_cpu_of(topology, r); cpu >= 0)
+      most = std::max(most, ++per_cpu[cpu]);
   return most;
 }
 

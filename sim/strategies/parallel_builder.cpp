@@ -157,7 +157,10 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     }
 
   TaskGraph& g = plan.graph;
-  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  HostExtras extras;
+  extras.nccl_over_network = spans_nodes(topology, plan.ranks);
+  extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
   for (int d = 0; d < D; ++d) {
     const int cpu = host_cpu_of(topology, dev(d, 0, 0));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/engine/task_graph.hpp"
+#include "sim/strategies/host_model.hpp"
 
 #include <cstdint>
 #include <string>
@@ -60,6 +61,7 @@ struct Plan {
   double input_seconds_per_iteration = 0;  ///< one process's DataLoader time for its batch(es) of one iteration
   double nccl_slowdown_per_iteration_s = 0;  ///< compute time added by NCCL kernels running beside it (interference.hpp)
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
+  HostSummary host;                     ///< the host's cores under the loader (host_model.hpp)
   std::vector<std::string> notes;       ///< modelling assumptions to show in the report
   std::vector<GpuMemory> memory;        ///< per GPU of `ranks` (same order); empty when not estimated
   std::vector<MemoryPoint> memory_curve;  ///< one iteration of the GPU with the highest peak (the HTML report draws it)

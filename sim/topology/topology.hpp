@@ -110,6 +110,18 @@ public:
     std::string cpu;           ///< e.g. "2 x Xeon E5-2698 v4"
     int cores = 0;             ///< physical cores per node (0: not given)
     int threads_per_core = 1;  ///< SMT threads per core
+    int sockets = 1;           ///< CPU sockets per node (intra_node cpu_sockets)
+    /// Peak DRAM bandwidth of one socket (bytes/s: channels x transfer rate x 8 bytes, the vendor's
+    /// figure); 0: not given, not modelled.
+    double memory_bytes_per_s_per_socket = 0;
+    /// Vendor turbo figures (GHz; 0: not given): with one core of a socket busy, and with all of them.
+    double turbo_max_ghz = 0;
+    double turbo_all_core_ghz = 0;
+    /// A measured load curve (dtsim calibrate of calibration/bench/host_costs.py's JSON, applied by
+    /// apply_calibration): (fraction of the cores busy, cost of a sample there over one busy core's),
+    /// in order. Empty: the default curve (sim/strategies/host_model.hpp).
+    std::vector<std::pair<double, double>> load_curve;
+    std::string load_curve_source;
   } host;
 
 private:

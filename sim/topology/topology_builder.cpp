@@ -112,7 +112,13 @@ Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
   t.gpus_per_node = spec.gpus_per_node;
   t.gpu_forwarding = spec.gpu_forwarding;
   t.pcie_p2p = spec.p2p;
-  t.host = {spec.host_cpu, spec.host_cores, spec.host_threads_per_core};
+  t.host.cpu = spec.host_cpu;
+  t.host.cores = spec.host_cores;
+  t.host.threads_per_core = spec.host_threads_per_core;
+  t.host.sockets = spec.cpu_sockets;
+  t.host.memory_bytes_per_s_per_socket = spec.host_memory_bandwidth;
+  t.host.turbo_max_ghz = spec.host_turbo_max_ghz;
+  t.host.turbo_all_core_ghz = spec.host_turbo_all_core_ghz;
   for (int n = 0; n < spec.nodes; ++n)
     add_node(t, spec, n);
   add_fabric(t, spec);

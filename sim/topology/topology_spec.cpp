@@ -21,7 +21,9 @@ const std::vector<std::string> kIntraKeys = {
     "cpu_interconnect"};
 const std::vector<std::string> kCpuLinkKeys = {"gbytes", "latency_us"};
 const std::vector<std::string> kNicKeys = {"count_per_node", "gbps", "latency_us", "pcie_gen"};
-const std::vector<std::string> kHostKeys = {"cpu", "cores", "threads_per_core"};
+const std::vector<std::string> kHostKeys = {"cpu", "cores", "threads_per_core", "memory_gbytes_per_s_per_socket",
+                                            "turbo_ghz", "sources"};
+const std::vector<std::string> kTurboKeys = {"max", "all_core"};
 const std::vector<std::string> kFabricKeys = {"kind", "latency_us", "nics_per_leaf", "oversubscription"};
 
 void check_member_names(const LayeredJson& layers)
@@ -43,8 +45,14 @@ void check_member_names(const LayeredJson& layers)
     obj.reject_unknown(kNicKeys);
   for (const auto& obj : layers.objects_at({"fabric"}))
     obj.reject_unknown(kFabricKeys);
-  for (const auto& obj : layers.objects_at({"host"}))
+  for (const auto& obj : layers.objects_at({"host"})) {
     obj.reject_unknown(kHostKeys);
+    if (auto sources = obj.find("sources"))
+      for (const auto& s : sources->items())
+        s.as_string();
+  }
+  for (const auto& obj : layers.objects_at({"host", "turbo_ghz"}))
+    obj.reject_unknown(kTurboKeys);
 }
 
 // Most nodes a topology may have: 4096 nodes x 8 GPUs is beyond the largest published training
@@ -236,8 +244,21 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
       if (s.host_threads_per_core > 8)
         tpc->fail(fmt::format("expected 1 to 8 hardware threads per core, got {}", s.host_threads_per_core));
     }
+    // Per socket: 12 channels of DDR5-8800 are 845 GB/s; 10,000 leaves room.
+    if (auto bw = layers.find({"host", "memory_gbytes_per_s_per_socket"}))
+      s.host_memory_bandwidth = bw->as_positive_at_most(1e4) * 1e9;
+    if (auto max = layers.find({"host", "turbo_ghz", "max"})) {
+      const auto all = layers.at({"host", "turbo_ghz", "all_core"});
+      s.host_turbo_max_ghz = max->as_positive_at_most(10);
+      s.host_turbo_all_core_ghz = all.as_positive_at_most(10);
+      if (s.host_turbo_all_core_ghz > s.host_turbo_max_ghz)
+        all.fail(fmt::format("expected the all-core turbo at most the one-core turbo ({} GHz), got {}",
+                             s.host_turbo_max_ghz, s.host_turbo_all_core_ghz));
+    } else if (auto all = layers.find({"host", "turbo_ghz", "all_core"})) {
+      all->fail("expected \"max\" (the one-core turbo, GHz) beside \"all_core\"");
+    }
   } else {
-    for (const char* key : {"cpu", "threads_per_core"})  // not read without the cores: say so, not ignore it
+    for (const char* key : {"cpu", "threads_per_core", "memory_gbytes_per_s_per_socket", "turbo_ghz"})  // not read without the cores: say so, not ignore it
       if (auto v = layers.find({"host", key}))
         v->fail("the host needs \"cores\" (physical CPU cores per node) for this to mean anything");
   }

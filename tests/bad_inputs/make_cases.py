@@ -28,6 +28,7 @@ sets = [
     (DDP, "training.attention", ["flash3", "1"]),
     (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
     (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
+    (DDP, "training.loader.affinity", ["numa", "1"]),
     (DDP, "training.unknown", ["1"]),
     (DDP, "strategy.kind", ["horovod", "1"]),
     (DDP, "strategy.gradient_accumulation", ["2147483648", "0", "5000", "4294967296"]),
@@ -215,6 +216,9 @@ for name, pointer, sets in [
     file = "--set model.hiden" if name == "unknown_member" else "inline_llama_ddp.json"
     case("inline_model_" + name, file, pointer, f"run {LLAMA} " + " ".join("--set " + s for s in sets))
 case("set_inline_model_member_of_named_model", "--set", "/model", f"run {DDP} --set model.hidden=4096")
+# socket_unique placement with more processes on a socket than its cores (issue 32)
+case("set_affinity_socket_unique_no_cores", "seed-4gpu-ddp.json", "/training/loader/affinity",
+     f"run {DDP} --set training.loader.affinity=socket_unique --set cluster.host.cores=2")
 
 # Calibration files: through a scenario, and through validate
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
@@ -237,6 +241,11 @@ for f in sorted(os.listdir(os.path.join(HERE, "files"))):
         case("validate_" + f[:-4], f, "-", f"validate {F}{f} --topology dgx1-v100")
         case("calibrate_" + f[:-4], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
 case("validate_directory", "tests/bad_inputs", "-", "validate tests/bad_inputs --topology dgx1-v100")
+
+# host_costs.py load-curve JSON (issue 32)
+for f in sorted(os.listdir(os.path.join(HERE, "files"))):
+    if f.startswith("hostcosts_"):
+        case("calibrate_" + f[:-5], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
 
 # Bandwidth logs
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):

@@ -484,3 +484,42 @@ collect_dir("collect_values_not_varied", manifest_with(points=[{"id": "0000", "v
 collect_dir("collect_result_time_negative", MANIFEST, {"0000": dict(RESULT, iteration_time_s=-1)})
 
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
+
+# --- issue 32: the host's memory bandwidth and turbo figures, the calibration's load curve, and
+# host_costs.py's load-curve JSON (dtsim calibrate FILE --topology dgx1-v100 -o OUT)
+host_topo_cases = {
+    "topo_host_memory_zero": (["host", "memory_gbytes_per_s_per_socket"], 0),
+    "topo_host_memory_huge": (["host", "memory_gbytes_per_s_per_socket"], 1e9),
+    "topo_host_turbo_inverted": (["host", "turbo_ghz"], {"max": 2.0, "all_core": 3.0}),
+    "topo_host_turbo_all_core_only": (["host", "turbo_ghz"], {"all_core": 3.0}),
+    "topo_host_turbo_unknown": (["host", "turbo_ghz"], {"max": 3.0, "all_core": 2.5, "avx": 2.0}),
+    "topo_host_sources_number": (["host", "sources"], [1]),
+}
+for name, (path, value) in host_topo_cases.items():
+    write(name + ".json", mutated(topo, path, value))
+host_cal_cases = {
+    "cal_host_not_object": (["host"], 3),
+    "cal_host_ratio_zero": (["host"], {"load_curve": [{"busy_fraction": 0.5, "cost_ratio": 0}]}),
+    "cal_host_fraction_two": (["host"], {"load_curve": [{"busy_fraction": 2, "cost_ratio": 1.1}]}),
+    "cal_host_unordered": (["host"], {"load_curve": [{"busy_fraction": 0.5, "cost_ratio": 1.1},
+                                                     {"busy_fraction": 0.25, "cost_ratio": 1.0}]}),
+    "cal_host_curve_empty": (["host"], {"load_curve": []}),
+}
+for name, (path, value) in host_cal_cases.items():
+    write(name + ".json", mutated(cal, path, value))
+hc = load("calibration/measured/h200-1gpu-2026-11-27/host_loadcurve.json")
+hc["loadcurve"]["idle"] = hc["loadcurve"]["idle"][:2]
+hc["loadcurve"]["with_training"] = hc["loadcurve"]["with_training"][:3]
+for series in ("idle", "with_training"):
+    for p in hc["loadcurve"][series]:
+        p["per_process"] = p["per_process"][:1]
+hostcosts_cases = {
+    "hostcosts_no_loadcurve": (["loadcurve"], DELETE),
+    "hostcosts_rate_zero": (["loadcurve", "with_training", 1, "samples_per_s"], 0),
+    "hostcosts_not_all_ok": (["loadcurve", "with_training", 2, "ok"], 1),
+    "hostcosts_siblings_text": (["loadcurve", "cpu", "siblings"], "many"),
+    "hostcosts_cpu_count_zero": (["loadcurve", "cpu", "cpu_count"], 0),
+    "hostcosts_series_object": (["loadcurve", "with_training"], {}),
+}
+for name, (path, value) in hostcosts_cases.items():
+    write(name + ".json", mutated(hc, path, value))

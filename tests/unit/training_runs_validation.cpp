@@ -1,15 +1,19 @@
 // `dtsim validate RUNS.csv` on every public measured run the repository keeps
 // (tests/data/training/runs.csv): NVIDIA DeepLearningExamples ResNet-50 DDP speedups (1-16 GPUs),
 // the DataParallel vs DDP comparisons of tczhangzhi/pytorch-distributed and Hugging Face, and the
-// seed's table. Targets (issue 14): every DataParallel row slower than its DDP baseline, with the
-// predicted DP/DDP ratio within 25% of the measured one; DDP speedups within 3%, except the known
-// misses below, which are held within their present error so that a change that moves them shows.
+// seed's table. Targets (issue 14, issue 32): every DataParallel row slower than its DDP baseline,
+// with the predicted DP/DDP ratio within 10% of the measured one (the seed's table, an illustrative
+// blog table with no machine stated, within 25%); DDP speedups within 3%, except the known misses
+// below, which are held within their present error so that a change that moves them shows.
 //
-// Known misses: the pytorch-21.03 AMP rows on 8 GPUs (native DataLoader, 8 workers per GPU on a
-// DGX-1, 16 on a DGX A100) scale 6.7-7.0x as published; dtsim predicts 7.5x. The host's cores are
-// shared (the DGX-1 is predicted 31% oversubscribed) but the published loss is larger; what is not
-// modelled: CPU clocks under all-core load, memory bandwidth of 64-128 workers, the pin-memory
-// thread and Python launch overhead of each process. FP32/TF32 rows of the same runs hold within 1%.
+// Known miss: the pytorch-21.03 AMP rows on 8 GPUs (native DataLoader, 8 workers per GPU on a
+// DGX-1, 16 on a DGX A100) scale 6.7-7.0x as published. With the host as a shared machine (issue
+// 32: 71 busy threads on the DGX-1's 40 cores, SMT siblings, the load curve) the DGX-1 rows are
+// predicted input-bound at -2.9% and +0.1% (one prediction for both: the two published runs differ
+// by 3.3% on the same machine), within 3% with the others. The DGX A100 row stays at +10.7%: its
+// 128 cores keep 123 busy threads below the point where its loader (87 ms per batch) would slow the
+// GPUs (99 ms); what is not modelled: NUMA nodes within a socket (DLE's gpu_affinity keeps a process
+// on its GPU's, half of the cores on a DGX A100), the main thread's own per-step work.
 //
 // Then the columns of Megatron-LM runs (micro_batch, global_batch, activation_checkpointing, hybrid's
 // options): the scenario each row becomes, and the CSV, line and column of every bad cell, whether
@@ -32,7 +36,7 @@
 
 using namespace dtsim;
 
-TEST_CASE("measured training runs: DP/DDP ratios within 25%, DDP speedups within 3% (known misses listed)")
+TEST_CASE("measured training runs: DP/DDP ratios within 10%, DDP speedups within 3% (known misses listed)")
 {
   const auto runs = validate_training_runs(std::string(DTSIM_TESTS_DIR) + "/data/training/runs.csv");
   fmt::print("{}", format_training_runs(runs));
@@ -45,8 +49,8 @@ TEST_CASE("measured training runs: DP/DDP ratios within 25%, DDP speedups within
       ++dp;
       CHECK(r.measured_ratio < 1);
       CHECK(r.predicted_ratio < 1);  // DataParallel slower than DDP
-      CHECK(std::abs(r.error) < 0.25);
-    } else if (r.id.find("21.03-amp-8gpu") != std::string::npos) {
+      CHECK(std::abs(r.error) < (r.id.rfind("seed-", 0) == 0 ? 0.25 : 0.10));
+    } else if (r.id.find("dgx-a100-80g-21.03-amp-8gpu") != std::string::npos) {
       CHECK(r.error > 0.03);  // known miss: over-predicted
       CHECK(r.error < 0.12);
     } else {
@@ -55,7 +59,7 @@ TEST_CASE("measured training runs: DP/DDP ratios within 25%, DDP speedups within
     }
   }
   CHECK(dp == 3);
-  CHECK(ddp == 19);
+  CHECK(ddp == 21);
 }
 
 // The Megatron-LM columns (training_runs.hpp): micro_batch, global_batch, activation_checkpointing and

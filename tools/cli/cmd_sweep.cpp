@@ -49,6 +49,36 @@ std::string csv_field(const std::string& s)
   return out + "\"";
 }
 
+/// With training.loader.workers the only varied field (issue 32): the knee, the fewest workers whose
+/// throughput is within 1% of the best point's; "" otherwise.
+std::string workers_knee(const std::vector<std::string>& varied, const std::vector<nlohmann::json>& values,
+                         const std::vector<nlohmann::json>& rows)
+{
+  constexpr const char* kWorkers = "training.loader.workers";
+  if (varied.size() != 1 || varied.front() != kWorkers || rows.size() < 2)
+    return "";
+  double best = 0;
+  for (const auto& r : rows)
+    best = std::max(best, r.value("throughput_samples_per_s", 0.0));
+  int knee = -1;
+  int most = -1;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& w = values[i].value(kWorkers, nlohmann::json());
+    if (!w.is_number_integer())
+      return "";
+    most = std::max(most, w.get<int>());
+    if (rows[i].value("throughput_samples_per_s", 0.0) >= 0.99 * best && (knee < 0 || w.get<int>() < knee))
+      knee = w.get<int>();
+  }
+  if (knee == most)
+    return fmt::format("knee: not reached: throughput still rises at {} workers per process, the most varied ({:.1f} "
+                       "samples/s)\n",
+                       most, best);
+  return fmt::format("knee: {} workers per process reach {:.1f} samples/s, within 1% of the best; more workers stop "
+                     "helping (the run's host: line says why)\n",
+                     knee, best);
+}
+
 void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied, const std::vector<nlohmann::json>& values,
                    const std::vector<nlohmann::json>& rows)
 {
@@ -101,6 +131,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       fmt::print("{}\n", largest_fitting > 0
                               ? fmt::format("largest {} that fits every GPU: {:g}", batch_field, largest_fitting)
                               : fmt::format("no {} swept fits every GPU", batch_field));
+    fmt::print("{}", workers_knee(varied, values, rows));
   }
   std::vector<std::pair<std::string, std::string>> outputs;
   if (!args.csv.empty()) {
