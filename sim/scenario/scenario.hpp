@@ -91,7 +91,12 @@ struct BatchSpec {
 };
 
 /// training.activation_checkpointing: what backward recomputes (Korthikanti et al. 2022, section 5).
-enum class ActivationCheckpointing { None, Selective, Full };
+/// none; selective: Megatron's (the attention core recomputed; Korthikanti et al. 2022); full: every
+/// transformer layer recomputed; selective_op: torchtitan's op-level selective checkpointing (per
+/// transformer layer, the outputs of matmuls and of the SDPA kernel are saved, all but every second
+/// matmul's, and everything else is recomputed: torchtitan/models/llama3/infra/parallelize.py,
+/// _save_list and "Saves output of all compute ops, except every second mm").
+enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
 
 struct TrainingSpec {
   std::int64_t dataset_samples = 0;

@@ -120,10 +120,11 @@ TrainingSpec parse_training(const JsonReader& r)
                                     t.epochs, t.dataset_samples));
   t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
   if (const auto ac = r.find("activation_checkpointing")) {
-    const std::string v = ac->as_choice({"none", "selective", "full"});
-    t.activation_checkpointing = v == "full"        ? ActivationCheckpointing::Full
-                                 : v == "selective" ? ActivationCheckpointing::Selective
-                                                    : ActivationCheckpointing::None;
+    const std::string v = ac->as_choice({"none", "selective", "full", "selective_op"});
+    t.activation_checkpointing = v == "full"           ? ActivationCheckpointing::Full
+                                 : v == "selective"    ? ActivationCheckpointing::Selective
+                                 : v == "selective_op" ? ActivationCheckpointing::SelectiveOp
+                                                       : ActivationCheckpointing::None;
   }
   if (const auto attention = r.find("attention"))  // read by saved_tensors.cpp's attention_kernel
     attention->as_choice({"sdpa", "eager"});

@@ -31,6 +31,21 @@ std::vector<TpCollective> boundary(double bytes, bool sequence_parallel)
 
 }  // namespace
 
+std::string checkpointing_note(ActivationCheckpointing recompute)
+{
+  switch (recompute) {
+    case ActivationCheckpointing::Full:
+      return "full activation recomputation: each transformer layer's forward, its tensor-parallel collectives "
+             "included, runs again before its backward; only layer inputs are kept";
+    case ActivationCheckpointing::SelectiveOp:
+      return "op-level selective recomputation (torchtitan): per transformer layer the matmuls' and the attention "
+             "kernel's outputs are kept but every second matmul's, which runs again before the layer's backward "
+             "with the elementwise ops";
+    default:
+      return "selective activation recomputation: the core attention's forward runs again before its backward";
+  }
+}
+
 void check_heads_divide(const Model& model, int tensor, const JsonReader& where)
 {
   for (const char* key : {"heads", "kv_heads"}) {
@@ -76,15 +91,20 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   // Per layer: in a transformer layer? ends a row-parallel linear (the first linear after the core
   // attention, and the block's last linear)?
   std::vector<bool> in_block(model.layers.size(), false), row_parallel(model.layers.size(), false);
+  // torchtitan's op-level checkpointing recomputes every second matmul of a transformer layer (the
+  // elementwise ops it also recomputes cost no FLOPs here): saved_tensors.cpp's op_saved.
+  std::vector<bool> even_matmul(model.layers.size(), false);
   for (const auto& b : blocks) {
     bool after_core = false, first_after_core = true;
     std::size_t last_linear = b.last;
+    int matmuls = 0;
     for (std::size_t i = b.first; i < b.last; ++i) {
       in_block[i] = true;
       const auto& kind = model.layers[i].kind;
       if (kind == "attention")
         after_core = true;
       if (kind == "linear") {
+        even_matmul[i] = ++matmuls % 2 == 0;
         last_linear = i;
         if (after_core && first_after_core) {
           row_parallel[i] = true;
@@ -123,6 +143,8 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
     cur.bwd_s += times.bwd[i] / T;
     cur_in_block = cur_in_block || in_block[i];
     if (l.kind == "attention" && tp.recompute == ActivationCheckpointing::Selective)
+      cur.recompute_s += times.fwd[i] / T;
+    if (even_matmul[i] && tp.recompute == ActivationCheckpointing::SelectiveOp)
       cur.recompute_s += times.fwd[i] / T;
     const double hidden_bytes = l.activation_elems * micro * activation_bytes;
     if (T > 1 && row_parallel[i]) {

@@ -56,6 +56,9 @@ struct TensorParallelOptions {
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp);
 
+/// The report's note on training.activation_checkpointing (not None).
+std::string checkpointing_note(ActivationCheckpointing recompute);
+
 /// Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
 /// rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size; so
 /// does torchtitan's TP plan, n_heads // tp_size). An InputError at `where` when `tensor` does not

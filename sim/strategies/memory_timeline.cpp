@@ -124,10 +124,12 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
 
   // Full recomputation (Korthikanti et al. 2022, section 5; torch.utils.checkpoint): a transformer
   // layer keeps only its input through forward; its own saved tensors exist again during its
-  // backward only, recomputed then.
+  // backward only, recomputed then. torchtitan's op-level selective checkpointing does the same
+  // for what its save list does not keep (SavedTensor::op_saved).
   std::vector<int> block_of(n, -1);
   std::vector<std::pair<std::size_t, std::size_t>> blocks;
-  if (ctx.checkpointing == ActivationCheckpointing::Full)
+  const bool op_level = ctx.checkpointing == ActivationCheckpointing::SelectiveOp;
+  if (ctx.checkpointing == ActivationCheckpointing::Full || op_level)
     for (const auto& b : transformer_layers(model))
       if (b.first >= req.first && b.last <= req.last) {
         for (std::size_t i = b.first; i < b.last; ++i)
@@ -136,7 +138,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
       }
   const auto recomputed = [&](const SavedTensor& t) {
     const int b = block_of[t.made - req.first];
-    return b >= 0 && block_of[t.freed - req.first] == b;
+    return b >= 0 && block_of[t.freed - req.first] == b && !(op_level && t.op_saved);
   };
 
   std::vector<double> made(n, 0.0), freed(n, 0.0), refreed(n, 0.0), block_saved(blocks.size(), 0.0);

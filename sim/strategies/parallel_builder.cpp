@@ -459,11 +459,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                      "first and last stage every iteration",
                                      embedding_params / T * grad_elem / 1e6));
   if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
-    plan.notes.push_back(scenario.training.activation_checkpointing == ActivationCheckpointing::Full
-                             ? "full activation recomputation: each transformer layer's forward, its tensor-parallel "
-                               "collectives included, runs again before its backward; only layer inputs are kept"
-                             : "selective activation recomputation: the core attention's forward runs again before its "
-                               "backward (its saved activations are not in the layer table's memory)");
+    plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
   if (add_optimizer)
     plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kMemoryBoundFraction,
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));

@@ -26,6 +26,7 @@ struct Tensor {
   bool sharded = false;  // split over tensor-parallel ranks (heads or FFN columns)
   std::size_t made = 0;
   bool saved = false;
+  bool op_saved = false;  // the output of an op torchtitan's op-level checkpointing saves (SavedTensor)
 };
 
 class Walk {
@@ -43,7 +44,7 @@ public:
 
   int make(double elems, double dtype, bool sharded)
   {
-    tensors_.push_back({elems, dtype, sharded, layer_, false});
+    tensors_.push_back({elems, dtype, sharded, layer_, false, false});
     made_.push_back(static_cast<int>(tensors_.size()) - 1);
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -60,7 +61,7 @@ public:
     if (t.saved)
       return;  // kept already by an earlier layer: it lives until that layer's backward
     t.saved = true;
-    pass_.saved.push_back({bytes(id), t.made, layer_});
+    pass_.saved.push_back({bytes(id), t.made, layer_, t.op_saved});
   }
   /// A new tensor that backward keeps.
   int keep(double elems, double dtype, bool sharded)
@@ -165,7 +166,15 @@ private:
       }
       // Megatron's column-parallel linear shards its output, the row-parallel one that follows it
       // reads the shard and gives a whole (reduced) output (Shoeybi et al. 2019, section 3).
-      return make(n, compute_, l.kind == "linear" ? !x.sharded : false);
+      const int out = make(n, compute_, l.kind == "linear" ? !x.sharded : false);
+      // torchtitan's op-level checkpointing counts the matmuls of a transformer layer and saves the
+      // odd ones' outputs (the 1st, 3rd, ...).
+      if (l.kind == "linear") {
+        mm_in_block_ = l.block == mm_block_ ? mm_in_block_ + 1 : 1;
+        mm_block_ = l.block;
+        tensors_[static_cast<std::size_t>(out)].op_saved = mm_in_block_ % 2 == 1;
+      }
+      return out;
     }
     if (l.kind == "bn") {
       // derivatives.yaml native_batch_norm / cudnn_batch_norm: input, weight, running stats,
@@ -219,8 +228,14 @@ private:
     if (s_.selective_recompute)
       return make(n, compute_, x.sharded);
     if (s_.attention == AttentionKernel::Sdpa) {
-      keep(heads * seq, 4, true);  // logsumexp, fp32, one per query row and head
-      return keep(n, compute_, true);  // the output, which the backward kernel reads
+      // logsumexp (fp32, one per query row and head) and the output, which the backward kernel
+      // reads; both outputs of the SDPA kernel, which op-level checkpointing saves
+      const int lse = make(heads * seq, 4, true);
+      const int out = make(n, compute_, true);
+      tensors_[static_cast<std::size_t>(lse)].op_saved = tensors_[static_cast<std::size_t>(out)].op_saved = true;
+      save(lse);
+      save(out);
+      return out;
     }
     // Eager (transformers' eager_attention_forward): scores = QK^T (and + mask: not kept),
     // softmax keeps its result (derivatives.yaml _softmax: result), in fp32 under autocast (fp32
@@ -309,6 +324,8 @@ private:
   std::vector<int> made_;  // tensors made by the current layer
   std::size_t layer_ = 0;
   double casts_ = 0;
+  std::string mm_block_;    // the block of the last linear layer, and its matmuls so far (op-level checkpointing)
+  int mm_in_block_ = 0;
   bool amp_ = false, dropout_ = false;
   double compute_ = 4, stream_ = 4;
 };

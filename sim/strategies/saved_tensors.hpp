@@ -37,6 +37,9 @@ struct SavedTensor {
   double bytes = 0;
   std::size_t made = 0;        ///< layer (index into the model) whose forward makes it
   std::size_t freed = 0;       ///< layer whose backward releases it (the first one that saves it)
+  /// Made by an op that torchtitan's op-level selective checkpointing saves: a matmul (all but every
+  /// second one of a transformer layer) or the SDPA kernel. Everything else it recomputes.
+  bool op_saved = false;
 };
 
 /// One layer of the pass, per sample on one GPU.

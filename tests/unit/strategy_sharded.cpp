@@ -205,3 +205,20 @@ TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
   CHECK(error_of({{"kind", "zero"}, {"stage", 4}}, 8).find("at /strategy/stage") != std::string::npos);
   CHECK(error_of({{"kind", "dp"}, {"sharding", "full_shard"}}, 8).find("at /strategy/sharding: unknown member") != std::string::npos);
 }
+
+TEST_CASE("torchtitan's op-level selective checkpointing keeps less than Megatron's selective, more than full")
+{
+  const auto run_with = [](const char* ac) {
+    nlohmann::json doc = gpt2_scenario(fsdp(), 8);
+    doc["training"]["activation_checkpointing"] = ac;
+    const Prediction p = plan_scenario(parse_scenario(doc, "s.json"));
+    return std::make_pair(p.plan.memory.front().activations, p.plan.compute_per_iteration_s);
+  };
+  const auto none = run_with("none"), selective = run_with("selective"), op = run_with("selective_op"),
+             full = run_with("full");
+  CHECK(op.first < selective.first);
+  CHECK(op.first > full.first);
+  // recomputed: every second matmul of each layer (GPT-2: c_attn, c_proj, c_fc, c_proj -> the 2nd and 4th)
+  CHECK(op.second > none.second);
+  CHECK(op.second < full.second);
+}
