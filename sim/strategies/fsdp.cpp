@@ -58,7 +58,6 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       compute_s += p.fwd_s + p.bwd_s + p.recompute_s;
   }
   const int S = opt.sharding == Sharding::NoShard ? 1 : opt.shard_group;  // ranks a parameter is sharded over
-  const int R = D / std::max(1, opt.sharding == Sharding::NoShard ? D : S);  // replicas of the sharded state
   const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
   const bool sharded = opt.sharding != Sharding::NoShard && S > 1;
   const bool gather_backward = sharded && opt.reshard_after_forward;
@@ -99,7 +98,6 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         grp.push_back(rank(d, t));
       reduce_groups.push_back(grp);
     }
-  (void)R;
 
   const double copy_out_per_param = opt.version == 2 ? pbytes : 0.0;  // FSDP2's copy-out, bytes per gathered parameter
   std::vector<double> unit_gather_bytes(static_cast<std::size_t>(U)), unit_reduce_bytes(static_cast<std::size_t>(U));
