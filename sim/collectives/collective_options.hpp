@@ -29,6 +29,11 @@ struct CollectiveOptions {
   /// true when it was expanded anew (not a memo's copy): the replay starts simulating collectives
   /// while the plan is still being built (IsolatedRunPool, isolated_runs.hpp).
   std::function<void(const TaskGraph& graph, int collective, bool expanded)> on_collective;
+  /// The plan simulates one representative GPU of each set of identical ones (every data-parallel
+  /// replica and tensor rank of a Megatron stage, every rank of an FSDP or ZeRO run), its
+  /// communications timed on their own with the images that run beside them (folded_comms.hpp).
+  /// Builders that have no such symmetry ignore it.
+  bool fold_ranks = false;
 };
 
 CollectiveTasks add_collective(TaskGraph& graph, const Topology& topology, const CollectiveCall& call,

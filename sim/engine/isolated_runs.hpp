@@ -46,6 +46,8 @@ public:
   /// For the replay, once the plan is built: drops the early runs not started (their graph was the
   /// plan under construction), and from now on runs on every lane.
   void plan_built();
+  /// From now on runs on every lane, keeping what is queued (the plan that queued it is built).
+  void use_every_lane() { lanes_ = simulation_lanes(); }
   /// Whether `graph`'s collective `collective` was started, on the same tasks as now.
   bool has(const TaskGraph& graph, int collective) const;
   /// Queues `graph`'s collective `collective`, folded by `fold` (weight: its representatives), and

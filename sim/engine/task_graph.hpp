@@ -49,7 +49,8 @@ struct Task {
   TaskText name = empty_text();      ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
   TaskText category = empty_text();  ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
   double seconds = 0;      ///< Compute/Delay: duration when alone on the device
-  double bytes = 0;        ///< Transfer: payload
+  double bytes = 0;        ///< Transfer: payload; Delay: 0, or in a folded plan the bytes its rank sends in the
+                           ///< communication the delay stands for (sim/strategies/folded_comms.hpp)
   /// Transfer: bytes/s ceiling (0: none), through SimGrid's bandwidth factor: exact for a lone
   /// flow, but capped flows on the same link share one cap (two on one NVLink get half each), so
   /// no collective uses it (Tree LL/LL128 are paced with pace_transfers instead).
@@ -100,6 +101,13 @@ public:
   /// the first task of the earlier collective it copies (CollectiveRange::copy_of), or -1.
   void mark_collective(int first, std::vector<int> done, int copy_of = -1);
   const std::vector<CollectiveRange>& collectives() const { return collectives_; }
+  /// Forgets the collectives marked from task `first` on (their tasks stay), so that a caller may
+  /// mark them, with what lies between them, as one (communication_clock.hpp's sets).
+  void unmark_collectives_from(int first)
+  {
+    while (!collectives_.empty() && collectives_.back().first >= first)
+      collectives_.pop_back();
+  }
 
   Task& operator[](int id) { return tasks_[static_cast<std::size_t>(id)]; }
   const Task& operator[](int id) const { return tasks_[static_cast<std::size_t>(id)]; }

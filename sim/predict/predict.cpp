@@ -32,11 +32,17 @@ namespace {
 /// "replay"); "auto" replays plans of more than kReplayAboveTransfers transfers.
 enum class CollectiveMode { Auto, Full, Replay };
 
+/// Which GPUs the plan simulates (simulation.ranks): every one ("all"), or one representative of
+/// each set of GPUs that run the same schedule, their communications timed on their own
+/// (folded_comms.hpp: "representatives"); "auto" folds from kFoldFromGpus GPUs on.
+enum class RankMode { Auto, All, Representatives };
+
 struct SimulationSettings {
   int iterations = 4;
   int warmup = 1;
   bool iterations_given = false;  ///< the scenario sets simulation.iterations: all of them run
   CollectiveMode collectives = CollectiveMode::Auto;
+  RankMode ranks = RankMode::Auto;
 };
 
 // Where "auto" starts replaying: the full run's cost is about 10 us of CPU per transfer on this
@@ -51,6 +57,14 @@ constexpr int kReplayAboveTransfers = 100000;
 // and a smaller plan rarely starts one (when it does, the run is killed unused).
 constexpr int kEarlyRunAboveTasks = kReplayAboveTransfers / 10;
 
+// Where "auto" folds ranks (RankMode): from 64 GPUs, where the full run of a Megatron or FSDP plan
+// takes seconds to minutes on this project's 2-core machine (llama3-70b-h100-64gpu 7.7 s,
+// llama3-70b-hsdp-tp-h100-256gpu 87 s, a 3,072-GPU GPT 1T 675 s) and the folded one a fraction of
+// a second to 21 s. The cross-check (tests/unit/rank_folding_cross_check.cpp) and the shipped
+// scenarios give the same iteration time folded and in full (to 6 digits where no two different
+// communications share a link). Builders without the symmetry (single, dp, ddp, pipeline, zero) ignore it.
+constexpr int kFoldFromGpus = 64;
+
 // Two consecutive measured iterations this close (relative) mean the steady state has converged:
 // far below the 6 digits reports quote and the 1% the cross-check test allows. Measured spreads of
 // the 3 measured iterations (dtsim run --json, iteration_spread): 3e-16 (ResNet-50 DDP, 8 H100),
@@ -63,7 +77,11 @@ SimulationSettings parse_settings(const Scenario& s)
   const auto r = s.reader().find("simulation");
   if (!r)
     return out;
-  r->reject_unknown({"iterations", "warmup", "collectives"});
+  r->reject_unknown({"iterations", "warmup", "collectives", "ranks"});
+  if (r->has("ranks")) {
+    const std::string mode = r->at("ranks").as_choice({"auto", "all", "representatives"});
+    out.ranks = mode == "all" ? RankMode::All : mode == "representatives" ? RankMode::Representatives : RankMode::Auto;
+  }
   if (r->has("collectives")) {
     const std::string mode = r->at("collectives").as_choice({"auto", "full", "replay"});
     out.collectives = mode == "full" ? CollectiveMode::Full : mode == "replay" ? CollectiveMode::Replay : CollectiveMode::Auto;
@@ -302,6 +320,7 @@ Prediction predict_scenario(const Scenario& s)
     pool.emplace(p.topology, ReplayOptions{}.fold, sim.collectives == CollectiveMode::Replay ? 0 : kEarlyRunAboveTasks);
     collectives.on_collective = [&pool](const TaskGraph& graph, int k, bool expanded) { pool->offer(graph, k, expanded); };
   }
+  collectives.fold_ranks = sim.ranks == RankMode::Representatives || (sim.ranks == RankMode::Auto && s.gpus >= kFoldFromGpus);
   p.plan = build_plan(net.scenario, p.topology, model, sim, collectives);
   if (!net.note.empty())
     p.plan.notes.push_back(net.note);

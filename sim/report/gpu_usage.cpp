@@ -30,6 +30,9 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
         out[static_cast<std::size_t>(k)].bytes_sent += t.bytes;
       if (const int k = row(t.dst); k >= 0)
         out[static_cast<std::size_t>(k)].bytes_received += t.bytes;
+    } else if (t.kind == TaskKind::Delay && t.bytes > 0) {  // a folded plan's communication: what its rank sends
+      if (const int k = row(t.device); k >= 0)
+        out[static_cast<std::size_t>(k)].bytes_sent += t.bytes;
     } else if (t.kind == TaskKind::Compute) {
       if (const int k = row(t.device); k >= 0)
         busy[static_cast<std::size_t>(k)].push_back(spans[i]);

@@ -32,7 +32,8 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   const auto& tasks = plan.graph.tasks();
   const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    return t.kind == TaskKind::Transfer && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
+    const bool communication = t.kind == TaskKind::Transfer || (t.kind == TaskKind::Delay && t.bytes > 0);  // folded: a delay
+    return communication && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
   };
   std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale
   for (std::size_t i = 0; i < tasks.size(); ++i)
@@ -66,13 +67,16 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   }
   double slowest_total = 0;
   double mean_total = 0;
-  for (auto& per_rank : compute_of) {
+  for (std::size_t m = 0; m < compute_of.size(); ++m) {
+    auto& per_rank = compute_of[m];
     double slowest = 0;
     double sum = 0;
-    for (auto& busy_spans : per_rank) {
-      const double busy = union_length(std::move(busy_spans));
+    for (std::size_t k = 0; k < per_rank.size(); ++k) {
+      const double busy = union_length(std::move(per_rank[k]));
       slowest = std::max(slowest, busy);
-      sum += busy;
+      // Folded: the GPU ran at its slowest image's pace; the ranks it stands for average its busy time over that factor.
+      sum += plan.folded_jitter.empty() ? busy
+                                        : busy / plan.folded_jitter[k][m + static_cast<std::size_t>(plan.warmup_iterations)];
     }
     slowest_total += slowest;
     mean_total += sum / static_cast<double>(plan.ranks.size());

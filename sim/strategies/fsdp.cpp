@@ -3,6 +3,7 @@
 
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 namespace dtsim {
 
@@ -121,6 +123,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   }
 
   ShardedRun run(plan, topology, collectives);
+  // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
+  std::optional<FoldedComms> folded;
+  if (collectives.fold_ranks && n > 1) {
+    folded.emplace(topology, collectives);
+    run.fold(*folded, {0});
+  }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
@@ -135,7 +143,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const auto limit = [&](std::vector<std::vector<int>>& start) {
     if (!limited)
       return;
-    for (int r = 0; r < n; ++r) {
+    for (const int r : run.active()) {
       auto& q = frees[static_cast<std::size_t>(r)];
       if (q.size() >= kInflightAllGathers) {
         start[static_cast<std::size_t>(r)].push_back(q.front());
@@ -154,7 +162,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                           start, ShardedRun::Stream::Shard);
   };
   const auto free_after = [&](const std::vector<int>& tasks) {
-    for (int r = 0; r < n; ++r)
+    for (const int r : run.active())
       frees[static_cast<std::size_t>(r)].push_back(tasks[static_cast<std::size_t>(r)]);
   };
 
@@ -209,7 +217,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                                          "reduce-scatter " + name + " gradients", "reduce-scatter", {}, ShardedRun::Stream::Shard);
         if (!replicate_groups.empty()) {  // HSDP: the reduced shard across the replicas, on their own process group
           std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-          for (int r = 0; r < n; ++r)
+          for (const int r : run.active())
             start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
           run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[static_cast<std::size_t>(u)] / S,
                          "all-reduce " + name + " shard across replicas", "allreduce", start, ShardedRun::Stream::Replicate);
@@ -275,6 +283,19 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = mt.step() * M;
   plan.samples_per_iteration = micro * D * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  std::string jitter_note, fold_note;
+  if (folded) {
+    std::vector<int> everyone(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r)
+      everyone[static_cast<std::size_t>(r)] = r;
+    jitter_note = apply_folded_step_jitter(g, {plan.ranks[0]}, {everyone}, step_jitter(scenario, n), n, plan.folded_jitter);
+    folded->finish(g);
+    plan.ranks = {plan.ranks[0]};
+    plan.folded_from_gpus = n;
+    fold_note = folded_note(*folded, n, 1, fmt::format("all {} ranks", n));
+  } else {
+    jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
+  }
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
@@ -300,7 +321,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
-  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
+  if (!fold_note.empty())
+    plan.notes.push_back(fold_note);
+  plan.notes.push_back(jitter_note);
   return plan;
 }
 

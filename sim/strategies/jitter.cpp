@@ -70,4 +70,36 @@ std::string apply_step_jitter(TaskGraph& graph, const std::vector<int>& ranks, c
                      100 * jitter.cv(), ranks.size(), 100 * (jitter.max_factor() - 1));
 }
 
+std::string apply_folded_step_jitter(TaskGraph& graph, const std::vector<int>& devices,
+                                     const std::vector<std::vector<int>>& images, const StepJitter& jitter, int ranks,
+                                     std::vector<std::vector<double>>& factors)
+{
+  std::unordered_map<int, std::size_t> index;
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    index.emplace(devices[r], r);
+  int iterations = 0;
+  for (const Task& t : graph.tasks())
+    iterations = std::max(iterations, t.iteration + 1);
+  factors.assign(devices.size(), std::vector<double>(static_cast<std::size_t>(iterations), 1.0));
+  if (ranks > 1 && jitter.cv() > 0) {
+    for (std::size_t r = 0; r < devices.size(); ++r)
+      for (int it = 0; it < iterations; ++it) {
+        double slowest = 0;
+        for (const int image : images[r])
+          slowest = std::max(slowest, jitter.factor(image, it));
+        factors[r][static_cast<std::size_t>(it)] = slowest;
+      }
+    for (int id = 0; id < graph.size(); ++id) {
+      Task& t = graph[id];
+      const auto it = index.find(t.device);
+      if (t.kind == TaskKind::Compute && it != index.end() && t.iteration >= 0)
+        t.seconds *= factors[it->second][static_cast<std::size_t>(t.iteration)];
+    }
+  }
+  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration (expected order statistics, rotated); each "
+                     "simulated GPU runs at the slowest of the ranks it stands for, of {} ranks in all the slowest "
+                     "{:.2f}% over the mean",
+                     100 * jitter.cv(), ranks, 100 * (jitter.max_factor() - 1));
+}
+
 }  // namespace dtsim

@@ -50,4 +50,14 @@ constexpr double kDefaultJitterCv = 0.015;
 /// factor in the task's iteration. Returns a note for the report.
 std::string apply_step_jitter(TaskGraph& graph, const std::vector<int>& ranks, const StepJitter& jitter);
 
+/// The same for a folded plan (folded_comms.hpp): the representative `devices[i]` stands for the
+/// ranks `images[i]` (indices 0..ranks-1) and runs at the slowest one's factor in each iteration,
+/// as the collectives it joins wait for that one. An upper bound where images synchronise less
+/// often than every collective (data-parallel replicas of a pipeline meet once per iteration).
+/// `factors` receives, per representative and iteration, the factor it ran at (the images' mean
+/// factor is 1: the expected order statistics' mean is 0).
+std::string apply_folded_step_jitter(TaskGraph& graph, const std::vector<int>& devices,
+                                     const std::vector<std::vector<int>>& images, const StepJitter& jitter, int ranks,
+                                     std::vector<std::vector<double>>& factors);
+
 }  // namespace dtsim

@@ -3,6 +3,7 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory.hpp"
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace dtsim {
 
@@ -55,6 +57,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const auto dev = [&](int d, int s, int t) { return plan.ranks[idx(d, s, t)]; };
   for (int s = 0; s < P; ++s)
     plan.stage_devices.push_back(dev(0, s, 0));
+  // Folded (folded_comms.hpp): replica 0's tensor rank 0 of each stage stands for the stage's D x T
+  // GPUs, which run the same schedule; its communications are timed with their images.
+  const bool fold = collectives.fold_ranks && D * T > 1;
+  const int Dn = fold ? 1 : D, Tn = fold ? 1 : T;  // replicas and tensor ranks simulated
+  std::optional<FoldedComms> folded;
+  if (fold)
+    folded.emplace(topology, collectives);
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const double micro = batch / M;
   const MemoryRules mem = memory_rules(scenario);
@@ -162,7 +171,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
-  for (int d = 0; d < D; ++d) {
+  for (int d = 0; d < Dn; ++d) {
     const int cpu = host_cpu_of(topology, dev(d, 0, 0));
     lanes.emplace_back(loader, cpu >= 0 ? cpu : dev(d, 0, 0), fmt::format("replica {}'s DataLoader", d));
   }
@@ -180,12 +189,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
 
   for (int it = 0; it < iterations; ++it) {
     g.set_iteration(it);
-    for (int d = 0; d < D; ++d) {
+    for (int d = 0; d < Dn; ++d) {
       // arrived[s][i][t]: the transfer that brought micro-batch i's input (forward) / gradient (backward).
       std::vector<std::vector<std::vector<int>>> fwd_in(V, std::vector<std::vector<int>>(M, std::vector<int>(T, -1)));
       auto bwd_in = fwd_in;
       const int loaded = lanes[static_cast<std::size_t>(d)].load(g, batch, {last[idx(d, 0, 0)]});
-      for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < Tn; ++t) {
         std::vector<int> after{last[idx(d, 0, t)]};
         if (loaded >= 0)
           after.push_back(loaded);
@@ -217,8 +226,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             const std::string at_stage = stage_name(vs);
             // Each tensor rank's chain: the stage's pieces in order (backward: reversed, each after
             // its recomputation), each piece's collectives among the stage's tensor ranks after it.
-            std::vector<std::vector<int>> at(static_cast<std::size_t>(T));  // per rank: what its next task waits on
-            for (int t = 0; t < T; ++t) {
+            std::vector<std::vector<int>> at(static_cast<std::size_t>(Tn));  // per rank: what its next task waits on
+            for (int t = 0; t < Tn; ++t) {
               auto& deps = at[static_cast<std::size_t>(t)];
               deps = {last[idx(d, s, t)]};
               const int data = backward ? bwd_in[si][ii][static_cast<std::size_t>(t)] : fwd_in[si][ii][static_cast<std::size_t>(t)];
@@ -227,7 +236,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             }
             g.set_group(i);
             const auto compute = [&](double seconds, const char* what, const std::string& piece) {
-              for (int t = 0; t < T; ++t) {
+              for (int t = 0; t < Tn; ++t) {
                 auto& deps = at[static_cast<std::size_t>(t)];
                 deps = {g.add_compute(dev(d, s, t), seconds,
                                       fmt::format("{} micro-batch {} {}{}{}", what, i, at_stage,
@@ -237,12 +246,21 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
             };
             const auto tp_collectives = [&](const std::vector<TpCollective>& list, const char* what) {
               for (const auto& tc : list) {
-                std::vector<int> group;
-                for (int t = 0; t < T; ++t)
-                  group.push_back(dev(d, s, t));
-                CollectiveCall call{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} {}", what, i, at_stage),
-                                    "tensor-parallel"};
-                const auto done = add_collective(g, topology, call, at, collectives).done;
+                const auto call_of = [&](int replica) {
+                  std::vector<int> group;
+                  for (int t = 0; t < T; ++t)
+                    group.push_back(dev(replica, s, t));
+                  return CollectiveCall{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} {}", what, i, at_stage),
+                                        "tensor-parallel"};
+                };
+                if (fold) {  // every replica's group of this stage at once
+                  std::vector<ClockedComm> set;
+                  for (int r = 0; r < D; ++r)
+                    set.push_back({call_of(r)});
+                  at[0] = {folded->add(g, set, {{0, 0, dev(0, s, 0), at[0]}}, set.front().call.label, "tensor-parallel")[0]};
+                  continue;
+                }
+                const auto done = add_collective(g, topology, call_of(d), at, collectives).done;
                 for (int t = 0; t < T; ++t)
                   at[static_cast<std::size_t>(t)] = {done[static_cast<std::size_t>(t)]};
               }
@@ -259,10 +277,29 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               compute(backward ? piece.bwd_s : piece.fwd_s, backward ? "backward" : "forward", where);
               tp_collectives(backward ? piece.after_bwd : piece.after_fwd, backward ? "bwd" : "fwd");
             }
-            std::vector<int> end(static_cast<std::size_t>(T));
-            for (int t = 0; t < T; ++t)
+            std::vector<int> end(static_cast<std::size_t>(Tn));
+            for (int t = 0; t < Tn; ++t)
               end[static_cast<std::size_t>(t)] = at[static_cast<std::size_t>(t)].front();
-            for (int t = 0; t < T; ++t) {
+            // A boundary send of every replica's tensor ranks at once, timed with them (folded).
+            const auto folded_send = [&](int to_vs, double bytes, const std::string& name, const char* category) {
+              std::vector<ClockedComm> set;
+              for (int r = 0; r < D; ++r)
+                for (int t = 0; t < T; ++t)
+                  set.push_back({CollectiveCall{CollectiveOp::SendRecv, {dev(r, s, t), dev(r, stage_of(to_vs), t)}, bytes, 0,
+                                                name, category},
+                                 true});
+              return folded->add(g, set, {{0, 0, dev(0, s, 0), {end[0]}}}, name, category)[0];
+            };
+            if (fold) {
+              last[idx(0, s, 0)] = end[0];
+              if (!backward && vs + 1 < V)
+                fwd_in[si + 1][ii][0] = folded_send(vs + 1, c.send_bytes / T,
+                                                    fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1), "activation");
+              if (backward && vs > 0)
+                bwd_in[si - 1][ii][0] = folded_send(vs - 1, sc[si - 1].send_bytes / T,
+                                                    fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1), "activation-grad");
+            }
+            for (int t = 0; t < Tn && !fold; ++t) {
               const auto ti = static_cast<std::size_t>(t);
               last[idx(d, s, t)] = end[ti];
               if (!backward && vs + 1 < V)
@@ -291,40 +328,67 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                                       std::vector<std::vector<int>>(static_cast<std::size_t>(T)));
     const double cap = cfg.bucket_cap_mb * kMiB;
     const auto buckets_of = [&](double bytes) { return std::max(1, static_cast<int>(std::ceil(bytes / cap))); };
-    for (int s = 0; s < P; ++s) {
-      for (int t = 0; t < T; ++t) {
+    // One collective of (stage s, tensor rank t)'s replicas, each replica d < Dn after start[d]; folded,
+    // every tensor rank's group of the stage at once.
+    const auto dp_collective = [&](CollectiveOp op, int s, int t, double bytes, const std::string& name, const char* category,
+                                   std::vector<std::vector<int>>& start) {
+      const auto group_of = [&](int tensor_rank) {
         std::vector<int> group;
+        for (int d = 0; d < D; ++d)
+          group.push_back(dev(d, s, tensor_rank));
+        return group;
+      };
+      if (fold) {
+        std::vector<ClockedComm> set;
+        for (int r = 0; r < T; ++r)
+          set.push_back({CollectiveCall{op, group_of(r), bytes, 0, name, category}});
+        start[0] = {folded->add(g, set, {{0, 0, dev(0, s, 0), start[0]}}, name, category)[0]};
+        return;
+      }
+      const auto done = add_collective(g, topology, CollectiveCall{op, group_of(t), bytes, 0, name, category}, start, collectives).done;
+      for (int d = 0; d < D; ++d)
+        start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
+    };
+    for (int s = 0; s < P; ++s) {
+      for (int t = 0; t < Tn; ++t) {
         std::vector<std::vector<int>> start;
-        for (int d = 0; d < D; ++d) {
-          group.push_back(dev(d, s, t));
+        for (int d = 0; d < Dn; ++d)
           start.push_back({last[idx(d, s, t)]});
-        }
         if (D > 1) {
           const double bytes = stage_params[static_cast<std::size_t>(s)] / T * grad_elem;
           const int buckets = buckets_of(bytes);
-          for (int b = 0; b < buckets; ++b) {
-            CollectiveCall call{cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, group,
-                                std::min(cap, bytes - cap * b), 0,
-                                fmt::format("stage {} tp {} gradient bucket {}", s, t, b), "allreduce"};
-            const auto done = add_collective(g, topology, call, start, collectives).done;
-            for (int d = 0; d < D; ++d)
-              start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
-          }
+          for (int b = 0; b < buckets; ++b)
+            dp_collective(cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, s, t,
+                          std::min(cap, bytes - cap * b), fmt::format("stage {} tp {} gradient bucket {}", s, t, b), "allreduce",
+                          start);
         }
         synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)] = {};
-        for (int d = 0; d < D; ++d)
+        for (int d = 0; d < Dn; ++d)
           synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)].push_back(
               start[static_cast<std::size_t>(d)].front());
       }
     }
     if (embedding_sync)
-      for (int d = 0; d < D; ++d)
-        for (int t = 0; t < T; ++t) {
+      for (int d = 0; d < Dn; ++d)
+        for (int t = 0; t < Tn; ++t) {
           auto& first = synced.front()[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
           auto& lastst = synced.back()[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
-          CollectiveCall call{CollectiveOp::AllReduce, {dev(d, 0, t), dev(d, P - 1, t)}, embedding_params / T * grad_elem,
-                              0, fmt::format("embedding gradients replica {} tp {}", d, t), "embedding-grad"};
-          const auto done = add_collective(g, topology, call, {{first}, {lastst}}, collectives).done;
+          const auto call_of = [&](int r, int tr) {
+            return CollectiveCall{CollectiveOp::AllReduce, {dev(r, 0, tr), dev(r, P - 1, tr)}, embedding_params / T * grad_elem,
+                                  0, fmt::format("embedding gradients replica {} tp {}", r, tr), "embedding-grad"};
+          };
+          if (fold) {  // both ends are simulated: they join, every replica's and tensor rank's pair at once
+            std::vector<ClockedComm> set;
+            for (int r = 0; r < D; ++r)
+              for (int tr = 0; tr < T; ++tr)
+                set.push_back({call_of(r, tr)});
+            const auto done = folded->add(g, set, {{0, 0, dev(0, 0, 0), {first}}, {0, 1, dev(0, P - 1, 0), {lastst}}},
+                                          set.front().call.label, "embedding-grad");
+            first = done[0];
+            lastst = done[1];
+            continue;
+          }
+          const auto done = add_collective(g, topology, call_of(d, t), {{first}, {lastst}}, collectives).done;
           first = done[0];
           lastst = done[1];
         }
@@ -332,11 +396,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     for (int s = 0; s < P; ++s) {
       const double shard = stage_params[static_cast<std::size_t>(s)] / T / (cfg.distributed_optimizer ? D : 1);
       const double step_s = add_optimizer ? optimizer_seconds(shard, mem, half_weights, topology.gpu) : 0.0;
-      for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < Tn; ++t) {
         std::vector<std::vector<int>> start;
-        std::vector<int> group;
-        for (int d = 0; d < D; ++d) {
-          group.push_back(dev(d, s, t));
+        for (int d = 0; d < Dn; ++d) {
           const int after = synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
           const auto name = fmt::format("optimizer step (stage {})", s);
           start.push_back({step_s > 0 ? g.add_compute(dev(d, s, t), step_s, name, "optimizer", {after})
@@ -345,15 +407,11 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         if (D > 1 && cfg.distributed_optimizer) {
           const double bytes = stage_params[static_cast<std::size_t>(s)] / T * param_elem;
           const int buckets = buckets_of(bytes);
-          for (int b = 0; b < buckets; ++b) {
-            CollectiveCall call{CollectiveOp::AllGather, group, std::min(cap, bytes - cap * b), 0,
-                                fmt::format("stage {} tp {} parameter bucket {}", s, t, b), "allgather"};
-            const auto done = add_collective(g, topology, call, start, collectives).done;
-            for (int d = 0; d < D; ++d)
-              start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
-          }
+          for (int b = 0; b < buckets; ++b)
+            dp_collective(CollectiveOp::AllGather, s, t, std::min(cap, bytes - cap * b),
+                          fmt::format("stage {} tp {} parameter bucket {}", s, t, b), "allgather", start);
         }
-        for (int d = 0; d < D; ++d) {
+        for (int d = 0; d < Dn; ++d) {
           last[idx(d, s, t)] = start[static_cast<std::size_t>(d)].front();
           all.push_back(last[idx(d, s, t)]);
         }
@@ -412,9 +470,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     gpu_memory(model, mctx, requests[busiest], &plan.memory_curve);
     plan.memory_curve_device = dev(0, static_cast<int>(busiest), 0);
   }
-  for (int d = 0; d < D; ++d)
+  for (int d = 0; d < Dn; ++d)
     for (int s = 0; s < P; ++s)
-      for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < Tn; ++t) {
         GpuMemory m = stage_memory[static_cast<std::size_t>(s)];
         m.device = dev(d, s, t);
         plan.memory.push_back(std::move(m));
@@ -463,7 +521,23 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (add_optimizer)
     plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kMemoryBoundFraction,
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
-  plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
+  if (!fold) {
+    plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
+    return plan;
+  }
+  // Folded: the stages' representatives are the plan's GPUs, each at its D x T images' slowest pace.
+  std::vector<std::vector<int>> images(static_cast<std::size_t>(P));
+  for (int s = 0; s < P; ++s)
+    for (int d = 0; d < D; ++d)
+      for (int t = 0; t < T; ++t)
+        images[static_cast<std::size_t>(s)].push_back(static_cast<int>(idx(d, s, t)));
+  const int all_gpus = static_cast<int>(plan.ranks.size());
+  plan.notes.push_back(apply_folded_step_jitter(plan.graph, plan.stage_devices, images, step_jitter(scenario, all_gpus), all_gpus,
+                                                plan.folded_jitter));
+  folded->finish(plan.graph);
+  plan.ranks = plan.stage_devices;
+  plan.folded_from_gpus = all_gpus;
+  plan.notes.push_back(folded_note(*folded, all_gpus, P, fmt::format("each stage's {} data-parallel x {} tensor-parallel GPUs", D, T)));
   return plan;
 }
 

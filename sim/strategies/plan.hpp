@@ -71,6 +71,13 @@ struct Plan {
   std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)
   int microbatches = 1;
   int virtual_stages = 1;               ///< model chunks per GPU (> 1: interleaved 1F1B)
+  /// > 0: a folded plan (folded_comms.hpp): `ranks` are representatives of this many GPUs, each
+  /// standing for the ranks that run the same schedule; per-GPU figures are theirs.
+  int folded_from_gpus = 0;
+  /// Folded: per GPU of `ranks` and iteration, the step-time jitter factor its compute ran at (that
+  /// of the slowest rank it stands for; their mean is 1), so that the report can tell the
+  /// stragglers' wait from communication.
+  std::vector<std::vector<double>> folded_jitter;
 };
 
 }  // namespace dtsim

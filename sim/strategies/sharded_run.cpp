@@ -5,12 +5,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dtsim {
 
 ShardedRun::ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives)
     : plan_(plan), topology_(topology), options_(collectives)
 {
   const auto n = plan.ranks.size();
+  for (std::size_t r = 0; r < n; ++r)
+    active_.push_back(static_cast<int>(r));
   compute_.assign(n, -1);
   compute_waits_.assign(n, {});
   for (int s = 0; s < 2; ++s) {
@@ -19,19 +23,45 @@ ShardedRun::ShardedRun(Plan& plan, const Topology& topology, const CollectiveOpt
   }
 }
 
+void ShardedRun::fold(FoldedComms& comms, std::vector<int> active)
+{
+  folded_ = &comms;
+  active_ = std::move(active);
+}
+
+std::vector<FoldedComms::Member> ShardedRun::members(const std::vector<std::vector<int>>& groups,
+                                                     const std::vector<std::vector<int>>& after) const
+{
+  std::vector<FoldedComms::Member> out;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    for (std::size_t p = 0; p < groups[gi].size(); ++p) {
+      const int r = groups[gi][p];
+      if (std::find(active_.begin(), active_.end(), r) != active_.end())
+        out.push_back({static_cast<int>(gi), static_cast<int>(p), plan_.ranks[static_cast<std::size_t>(r)],
+                       after[static_cast<std::size_t>(r)]});
+    }
+  return out;
+}
+
 void ShardedRun::start_all(int task)
 {
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
-    compute_[r] = task;
-    stream_[0][r] = stream_[1][r] = task;
+  for (const int r : active_) {
+    compute_[static_cast<std::size_t>(r)] = task;
+    stream_[0][static_cast<std::size_t>(r)] = stream_[1][static_cast<std::size_t>(r)] = task;
   }
 }
 
 void ShardedRun::add_loaders(const LoaderSpec& loader, const std::vector<std::vector<int>>& ranks_per_loader)
 {
   loader_ = &loader;
-  lane_ranks_ = ranks_per_loader;
-  for (const auto& ranks : ranks_per_loader) {
+  for (const auto& all : ranks_per_loader) {
+    std::vector<int> ranks;
+    for (const int r : all)
+      if (std::find(active_.begin(), active_.end(), r) != active_.end())
+        ranks.push_back(r);
+    if (ranks.empty())
+      continue;
+    lane_ranks_.push_back(ranks);
     const int dev = plan_.ranks[static_cast<std::size_t>(ranks.front())];
     const int cpu = host_cpu_of(topology_, dev);
     lanes_.emplace_back(loader, cpu >= 0 ? cpu : dev, fmt::format("rank {}'s DataLoader", ranks.front()));
@@ -62,8 +92,9 @@ std::vector<int> ShardedRun::compute_last(int r) const
 
 std::vector<int> ShardedRun::compute_last_all()
 {
-  std::vector<int> out(compute_.size());
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
+  std::vector<int> out(compute_.size(), -1);
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
     if (!compute_waits_[r].empty()) {
       compute_[r] = plan_.graph.add_delay(plan_.ranks[r], 0.0, "wait", "marker", compute_last(static_cast<int>(r)));
       compute_waits_[r].clear();
@@ -75,14 +106,17 @@ std::vector<int> ShardedRun::compute_last_all()
 
 void ShardedRun::wait_for(const std::vector<int>& per_rank)
 {
-  for (std::size_t r = 0; r < compute_.size() && r < per_rank.size(); ++r)
-    if (per_rank[r] >= 0)
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    if (r < per_rank.size() && per_rank[r] >= 0)
       compute_waits_[r].push_back(per_rank[r]);
+  }
 }
 
 void ShardedRun::compute_all(double seconds, const std::string& name, const std::string& category)
 {
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
     compute_[r] = plan_.graph.add_compute(plan_.ranks[r], seconds, fmt::format("{} (rank {})", name, r), category,
                                           compute_last(static_cast<int>(r)));
     compute_waits_[r].clear();
@@ -95,8 +129,25 @@ void ShardedRun::pieces(const std::vector<StagePiece>& list, bool backward, cons
   const auto tp = [&](const std::vector<TpCollective>& collectives, const char* what) {
     for (const auto& c : collectives) {
       std::vector<std::vector<int>> start(compute_.size());
-      for (std::size_t r = 0; r < compute_.size(); ++r)
-        start[r] = compute_last(static_cast<int>(r));
+      for (const int r : active_)
+        start[static_cast<std::size_t>(r)] = compute_last(r);
+      if (folded_) {
+        std::vector<ClockedComm> set;
+        for (const auto& group : tp_groups) {
+          CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), "tensor-parallel"};
+          for (int r : group)
+            call.ranks.push_back(plan_.ranks[static_cast<std::size_t>(r)]);
+          set.push_back({call});
+        }
+        const auto who = members(tp_groups, start);
+        const auto done = folded_->add(plan_.graph, set, who, set.front().call.label, "tensor-parallel");
+        for (std::size_t k = 0; k < who.size(); ++k) {
+          const auto r = static_cast<std::size_t>(tp_groups[static_cast<std::size_t>(who[k].item)][static_cast<std::size_t>(who[k].position)]);
+          compute_[r] = done[k];
+          compute_waits_[r].clear();
+        }
+        continue;
+      }
       for (const auto& group : tp_groups) {
         CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), "tensor-parallel"};
         std::vector<std::vector<int>> after;
@@ -130,8 +181,9 @@ void ShardedRun::pieces(const std::vector<StagePiece>& list, bool backward, cons
 void ShardedRun::stream_waits_for_compute(Stream stream)
 {
   const auto s = static_cast<int>(stream);
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
-    const auto c = compute_last(static_cast<int>(r));
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    const auto c = compute_last(a);
     stream_waits_[s][r].insert(stream_waits_[s][r].end(), c.begin(), c.end());
   }
 }
@@ -143,6 +195,30 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
   const auto s = static_cast<int>(stream);
   start.resize(compute_.size());
   std::vector<int> done(compute_.size(), -1);
+  if (folded_) {
+    std::vector<ClockedComm> set;
+    for (const auto& group : groups) {
+      CollectiveCall call{op, {}, bytes, 0, label, category};
+      for (int r : group)
+        call.ranks.push_back(plan_.ranks[static_cast<std::size_t>(r)]);
+      set.push_back({call});
+    }
+    for (const int a : active_) {
+      const auto ri = static_cast<std::size_t>(a);
+      start[ri].insert(start[ri].end(), stream_waits_[s][ri].begin(), stream_waits_[s][ri].end());
+      start[ri].push_back(stream_[s][ri]);
+    }
+    const auto who = members(groups, start);
+    if (who.empty())
+      return done;
+    const auto tasks = folded_->add(plan_.graph, set, who, label, category);
+    for (std::size_t k = 0; k < who.size(); ++k) {
+      const auto ri = static_cast<std::size_t>(groups[static_cast<std::size_t>(who[k].item)][static_cast<std::size_t>(who[k].position)]);
+      done[ri] = stream_[s][ri] = tasks[k];
+      stream_waits_[s][ri].clear();
+    }
+    return done;
+  }
   for (const auto& group : groups) {
     CollectiveCall call{op, {}, bytes, 0, label, category};
     std::vector<std::vector<int>> after;
@@ -167,8 +243,9 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
 void ShardedRun::optimizer_step(double seconds)
 {
   TaskGraph& g = plan_.graph;
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
-    std::vector<int> after = compute_last(static_cast<int>(r));
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    std::vector<int> after = compute_last(a);
     after.push_back(stream_[0][r]);
     after.push_back(stream_[1][r]);
     const std::string name = fmt::format("optimizer step (rank {})", r);
@@ -184,8 +261,9 @@ void ShardedRun::optimizer_step(double seconds)
 void ShardedRun::end_iteration(int iteration)
 {
   std::vector<int> all;
-  for (std::size_t r = 0; r < compute_.size(); ++r) {
-    std::vector<int> after = compute_last(static_cast<int>(r));
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    std::vector<int> after = compute_last(a);
     after.push_back(stream_[0][r]);
     after.push_back(stream_[1][r]);
     all.insert(all.end(), after.begin(), after.end());

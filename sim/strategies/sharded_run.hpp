@@ -6,6 +6,7 @@
 #pragma once
 
 #include "sim/collectives/collective_options.hpp"
+#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/plan.hpp"
@@ -23,6 +24,12 @@ public:
 
   /// Ranks are indices into plan.ranks.
   ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives);
+
+  /// Folds the run (folded_comms.hpp): only the ranks `active` get tasks, every collective is a
+  /// delay per active rank, timed with all the groups it runs on. Before anything is added.
+  void fold(FoldedComms& comms, std::vector<int> active);
+  /// The ranks that get tasks: every rank, or the active ones of a folded run.
+  const std::vector<int>& active() const { return active_; }
 
   /// Every stream of every rank starts after `task`.
   void start_all(int task);
@@ -66,6 +73,11 @@ private:
   const Topology& topology_;
   const CollectiveOptions& options_;
   const LoaderSpec* loader_ = nullptr;
+  FoldedComms* folded_ = nullptr;
+  std::vector<int> active_;
+  /// Folded: per rank, its (group, position) in `groups` for each active rank that is in one.
+  std::vector<FoldedComms::Member> members(const std::vector<std::vector<int>>& groups,
+                                           const std::vector<std::vector<int>>& after) const;
   std::vector<LoaderLane> lanes_;
   std::vector<std::vector<int>> lane_ranks_;
   std::vector<int> compute_;

@@ -4,6 +4,7 @@
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
+#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace dtsim {
 
@@ -96,6 +98,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const bool distributed = n > 1;
 
   ShardedRun run(plan, topology, collectives);
+  // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
+  std::optional<FoldedComms> folded;
+  if (collectives.fold_ranks && n > 1) {
+    folded.emplace(topology, collectives);
+    run.fold(*folded, {0});
+  }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
   run.add_loaders(loader, [n] {
     std::vector<std::vector<int>> one_each(static_cast<std::size_t>(n));
@@ -250,6 +258,19 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = mt.step() * M;
   plan.samples_per_iteration = micro * n * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  std::string jitter_note, fold_note;
+  if (folded) {
+    std::vector<int> everyone(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r)
+      everyone[static_cast<std::size_t>(r)] = r;
+    jitter_note = apply_folded_step_jitter(g, {plan.ranks[0]}, {everyone}, step_jitter(scenario, n), n, plan.folded_jitter);
+    folded->finish(g);
+    plan.ranks = {plan.ranks[0]};
+    plan.folded_from_gpus = n;
+    fold_note = folded_note(*folded, n, 1, fmt::format("all {} ranks", n));
+  } else {
+    jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
+  }
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
@@ -269,7 +290,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         fwd_order.size(), opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems,
         opt.overlap_comm ? " (overlap_comm)" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", n)));
-  plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
+  if (!fold_note.empty())
+    plan.notes.push_back(fold_note);
+  plan.notes.push_back(jitter_note);
   return plan;
 }
 

@@ -40,6 +40,7 @@ sets = [
     (DDP, "simulation.iterations", ["1000", "1", "4294967296"]),
     (DDP, "simulation.extra", ["1"]),
     (DDP, "simulation.collectives", ["fast", "1"]),
+    (DDP, "simulation.ranks", ["some", "1", "true"]),
     (DDP, "gpus", ["0", "5", "4294967296", "-1", "four", "2.5"]),
     (DDP, "cluster.nodes", ["0", "100000", "-1", "1.5"]),
     (DDP, "cluster.gpus_per_node", ["0", "1000"]),

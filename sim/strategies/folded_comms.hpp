@@ -1,0 +1,53 @@
+// The communications of a folded plan: one that simulates one representative GPU of each set of
+// identical ones (communication_clock.hpp). Each communication becomes, per representative taking
+// part, a delay of that rank's time in an isolated flow-level run of the communication and the
+// images of it that run beside it; representatives of one communication first wait for each other
+// (a gate: the collective starts when its last rank has joined). The delays carry the bytes their
+// rank sends, so that reports count them as communication.
+#pragma once
+
+#include "sim/collectives/communication_clock.hpp"
+#include "sim/engine/task_graph.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dtsim {
+
+class FoldedComms {
+public:
+  FoldedComms(const Topology& topology, const CollectiveOptions& options);
+
+  /// A representative taking part in item `item` of a set, as rank `position` of it, on `device`,
+  /// once the tasks `after` are done.
+  struct Member {
+    int item = 0;
+    int position = 0;
+    int device = -1;
+    std::vector<int> after;
+  };
+  /// Adds `set` (its communications start together) for `members`; returns, per member in order,
+  /// the task after which it has its result. Durations are set by finish().
+  std::vector<int> add(TaskGraph& graph, const std::vector<ClockedComm>& set, const std::vector<Member>& members,
+                       const std::string& name, const std::string& category);
+  /// Sets every delay added so far to its time (waits for the isolated runs).
+  void finish(TaskGraph& graph);
+
+  int sets() const { return clock_.sets(); }
+  long long delays() const { return static_cast<long long>(pending_.size()); }
+  long long set_tasks() const { return clock_.tasks(); }
+  long long simulated_tasks() const { return clock_.simulated(); }
+
+private:
+  struct Pending {
+    int task, set, item, position;
+  };
+  CommunicationClock clock_;
+  std::vector<Pending> pending_;
+};
+
+/// The report's note on a folded plan: `simulated` GPUs stood for `gpus`, `who` ("each stage's 6 x 8
+/// GPUs"); how many distinct communication sets were simulated on their own, and what is left out.
+std::string folded_note(const FoldedComms& comms, int gpus, int simulated, const std::string& who);
+
+}  // namespace dtsim
