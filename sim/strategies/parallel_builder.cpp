@@ -58,8 +58,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const double micro = batch / M;
   const MemoryRules mem = memory_rules(scenario);
-  const LayerTimes full = layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples);
-  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, cfg.half_efficiency_samples);
+  const TensorSplit split{T, cfg.sequence_parallel && T > 1};
+  const LayerTimes full = layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples, split);
+  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, cfg.half_efficiency_samples, split);
   std::vector<StageRange> ranges = cfg.ranges;
   if (ranges.empty()) {
     std::vector<double> cost(model.layers.size());
@@ -102,7 +103,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   for (const double c : stage_compute)
     busiest = std::max(busiest, c * M);
   plan.compute_per_iteration_s = busiest;
-  plan.single_gpu_iteration_s = full.step();
+  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
+  plan.single_gpu_iteration_s = T > 1 ? layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples).step()
+                                      : full.step();
   plan.samples_per_iteration = batch * D;
   // Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
   // the boundary once per micro-batch each way; each replica's tensor group AllReduces once per
@@ -428,8 +431,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                           model.layers[r.first].name, model.layers[r.last - 1].name,
                           (sc[static_cast<std::size_t>(s)].fwd + sc[static_cast<std::size_t>(s)].bwd) * M * 1e3);
   }
-  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share{}",
-                                   describe_compute_source(scenario),
+  plan.notes.push_back(fmt::format("compute: {}; {}{}", describe_compute_source(scenario), compute_spread_note(scenario),
                                    cfg.half_efficiency_samples > 0
                                        ? fmt::format("; a GPU runs b samples at b/(b+{}) of its large-batch rate",
                                                      cfg.half_efficiency_samples)
