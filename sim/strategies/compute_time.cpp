@@ -68,7 +68,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
           where.fail(fmt::format("GPU {} has no memory bandwidth for the roofline model", gpu.name));
         RooflineSettings rs;
         rs.rates = {peak * spec.efficiency,
-                    gpu.memory_bandwidth * (spec.memory_efficiency > 0 ? spec.memory_efficiency : kDefaultMemoryEfficiency)};
+                    gpu.memory_bandwidth * roofline_memory_efficiency(spec)};
         const Precision p = scenario.training.precision;
         rs.element_bytes = p == Precision::Fp32 || p == Precision::Tf32 ? 4 : 2;
         rs.attention = attention_kernel(scenario);
@@ -113,7 +113,7 @@ std::string describe_compute_source(const Scenario& scenario)
       if (spec.model == ComputeSpec::Model::Roofline)
         return fmt::format("roofline per kernel: FLOPs at {:.0f}% of the {} peak, bytes at {:.1f}% of its HBM bandwidth",
                            spec.efficiency * 100, spec.gpu.empty() ? "cluster GPU's" : spec.gpu,
-                           100 * (spec.memory_efficiency > 0 ? spec.memory_efficiency : kDefaultMemoryEfficiency));
+                           100 * roofline_memory_efficiency(spec));
       return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
                          spec.gpu.empty() ? "cluster GPU's" : spec.gpu);
     case ComputeSpec::Source::Profile:

@@ -9,6 +9,7 @@
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/pipeline.hpp"
+#include "sim/strategies/roofline.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
 
@@ -96,6 +97,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops &&
                              scenario.strategy_spec.kind == StrategyKind::Hybrid;
+  // The roofline model times every memory-bound pass of Megatron's optimizer (optimizer_step.hpp).
+  const bool roofline = scenario.training.compute.model == ComputeSpec::Model::Roofline;
   const double param_elem = half_weights ? 2.0 : 4.0;  // the model's weights, as the distributed optimizer gathers them
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
 
@@ -334,7 +337,11 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     std::vector<int> all;
     for (int s = 0; s < P; ++s) {
       const double shard = stage_params[static_cast<std::size_t>(s)] / T / (cfg.distributed_optimizer ? D : 1);
-      const double step_s = add_optimizer ? optimizer_seconds(shard, mem, half_weights, topology.gpu) : 0.0;
+      const double step_s =
+          !add_optimizer ? 0.0
+          : roofline     ? optimizer_seconds(shard, mem, half_weights, topology.gpu, half_weights ? kMegatronStepPassBytes : 0,
+                                             roofline_memory_efficiency(scenario.training.compute))
+                         : optimizer_seconds(shard, mem, half_weights, topology.gpu);
       for (int t = 0; t < T; ++t) {
         std::vector<std::vector<int>> start;
         std::vector<int> group;
@@ -463,7 +470,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
     plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
   if (add_optimizer)
-    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kMemoryBoundFraction,
+    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}{}",
+                                     100 * (roofline ? roofline_memory_efficiency(scenario.training.compute) : kMemoryBoundFraction),
+                                     roofline && half_weights ? " with Megatron's unscale, norm, copy and zeroing passes" : "",
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
   plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
   return plan;

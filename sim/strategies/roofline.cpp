@@ -61,6 +61,11 @@ double arch_or(const Model& model, const char* key, double fallback)
 
 }  // namespace
 
+double roofline_memory_efficiency(const ComputeSpec& spec)
+{
+  return spec.memory_efficiency > 0 ? spec.memory_efficiency : kDefaultMemoryEfficiency;
+}
+
 double kernel_seconds(const KernelWork& k, const RooflineRates& rates)
 {
   return std::max(k.flops / rates.flops_per_s, k.bytes / rates.bytes_per_s);

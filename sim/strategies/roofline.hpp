@@ -53,14 +53,18 @@
 namespace dtsim {
 
 /// Fraction of the datasheet HBM bandwidth a memory-bound kernel reaches when the scenario does not
-/// say (training.compute.memory_efficiency): dtsim's one figure for memory-bound kernels, the
-/// optimizer step's kMemoryBoundFraction (0.85, optimizer_step.hpp: a STREAM-like copy reaches
-/// 80-90%; calculon-ai/calculon systems/a100_80g.json assumes 0.90 for transfers of 100 MB and
-/// more). Measured here only on an H200, and lower: a 64 MiB device-to-device cudaMemcpyAsync moved
-/// 3,529 GB/s of HBM traffic of 4,800 (0.735; calibration/measured/h200-1gpu-2026-11-26/link.txt,
-/// d2d; bench_link.cu counts read + write), a copy too small and too simple to saturate HBM3e; the
-/// README gives the Megatron table at that figure too.
-constexpr double kDefaultMemoryEfficiency = kMemoryBoundFraction;
+/// say (training.compute.memory_efficiency), measured: a 64 MiB device-to-device cudaMemcpyAsync
+/// moves 3,529 GB/s of HBM traffic (read + write; bench_link.cu counts 2 x the bytes copied) on an
+/// H200 of 4,800 GB/s: 0.735 (calibration/measured/h200-1gpu-2026-11-26/link.txt, d2d column).
+/// Taken as the same fraction of the datasheet on other HBM GPUs (A100's HBM2e was not measured
+/// here). The kernels it times (LayerNorm, softmax, dropout with its random numbers) do more per
+/// byte than a copy. dtsim's older figure for memory-bound kernels, kMemoryBoundFraction 0.85
+/// (optimizer_step.hpp, "a STREAM-like copy reaches 80-90%", unmeasured), stays with the "flops"
+/// model; the README gives the Megatron table at both.
+constexpr double kDefaultMemoryEfficiency = 3529.12 / 4800.0;
+
+/// training.compute.memory_efficiency, or kDefaultMemoryEfficiency when not given.
+double roofline_memory_efficiency(const ComputeSpec& spec);
 
 /// One kernel's work.
 struct KernelWork {

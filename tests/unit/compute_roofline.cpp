@@ -4,6 +4,8 @@
 #include "sim/model/transformer_family.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/memory.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/roofline.hpp"
 #include "sim/topology/gpu_spec.hpp"
 #include "sim/util/input_error.hpp"
@@ -167,10 +169,10 @@ TEST_CASE("roofline: chosen in training.compute; the FLOP source's times unchang
   for (std::size_t i = 0; i < a.fwd.size(); ++i)
     CHECK(c.fwd[i] >= a.fwd[i] * (1 - 1e-12));  // never faster than its FLOPs at the same efficiency
   CHECK(sum(c.fwd) > sum(a.fwd));
-  CHECK(describe_compute_source(roof).find("85.0% of its HBM bandwidth") != std::string::npos);
+  CHECK(describe_compute_source(roof).find("73.5% of its HBM bandwidth") != std::string::npos);
 
   const Scenario half = parse_scenario(
-      scenario_doc({{"gpu", "A100-SXM4-80GB"}, {"efficiency", 0.5}, {"model", "roofline"}, {"memory_efficiency", 0.425}}),
+      scenario_doc({{"gpu", "A100-SXM4-80GB"}, {"efficiency", 0.5}, {"model", "roofline"}, {"memory_efficiency", 0.3675}}),
       "s.json");
   const LayerTimes d = layer_times(model, half, gpu, 8);
   CHECK(sum(d.fwd) > sum(c.fwd));
@@ -180,4 +182,16 @@ TEST_CASE("roofline: chosen in training.compute; the FLOP source's times unchang
   CHECK_THROWS_AS(parse_scenario(scenario_doc({{"gpu", "A100"}, {"efficiency", 0.5}, {"memory_efficiency", 0.8}}), "s.json"),
                   InputError);
   CHECK_THROWS_AS(parse_scenario(scenario_doc({{"step_time_s", 1.0}, {"model", "roofline"}}), "s.json"), InputError);
+}
+
+TEST_CASE("roofline: Megatron's optimizer passes over each parameter, timed by their bytes")
+{
+  const GpuSpec gpu = gpu_spec("A100-SXM4-80GB");
+  const MemoryRules mem = memory_rules(Precision::Fp16, "adam");
+  const double params = 1e9;
+  const double adam = optimizer_seconds(params, mem, true, gpu, 0, kDefaultMemoryEfficiency);
+  CHECK(optimizer_seconds(params, mem, true, gpu) == doctest::Approx(adam * kDefaultMemoryEfficiency / 0.85));
+  // unscale (read + write 4 B), norm (read 4 B), master read for the half copy (4 B), zeroing (4 B)
+  const double all = optimizer_seconds(params, mem, true, gpu, kMegatronStepPassBytes, kDefaultMemoryEfficiency);
+  CHECK(all - adam == doctest::Approx(params * 20 / (gpu.memory_bandwidth * 0.73523)));
 }
