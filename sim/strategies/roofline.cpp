@@ -93,7 +93,8 @@ LayerTimes roofline_layer_times(const Model& model, const RooflineSettings& s, d
   double previous = model.input_elems;
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
-    const double in = l.input.empty() ? previous : out_elems[l.input];
+    const auto named = l.input.empty() ? out_elems.end() : out_elems.find(l.input);
+    const double in = named == out_elems.end() ? previous : named->second;
     const double out = l.activation_elems;
     double fwd = 0, bwd = 0;          // one rank, seconds
     double out_share = 1 / T;         // of the output one rank holds (for the then chain)
