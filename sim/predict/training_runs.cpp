@@ -32,7 +32,10 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "activation_checkpointing", "sequence_parallel", "distributed_optimizer",
                                            "virtual_stages",
                                            // any strategy's further options as a JSON object (fsdp, zero: their sharding)
-                                           "strategy_options", "optimizer"};
+                                           "strategy_options", "optimizer",
+                                           // compute=efficiency's time model (training.compute.model) and the
+                                           // attention kernel it times (training.attention)
+                                           "compute_model", "attention"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -174,6 +177,13 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
       row.fail("gpu", "compute=efficiency needs the GPU kind in the gpu column");
     compute = {{"gpu", row.get("gpu")}, {"efficiency", row.number_in("compute", value, 1e-3, 1)}};
   }
+  if (!row.get("compute_model").empty()) {
+    if (kind != "efficiency")
+      row.fail("compute_model", fmt::format("expected an empty cell beside compute={} (the compute model times FLOPs: "
+                                            "compute=efficiency=F), got '{}'",
+                                            kind, row.get("compute_model")));
+    compute["model"] = row.get("compute_model");
+  }
 
   nlohmann::json loader = nlohmann::json::object();
   if (!row.get("loader_workers").empty())
@@ -204,6 +214,8 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
     training["activation_checkpointing"] = row.get("activation_checkpointing");
   if (!row.get("optimizer").empty())
     training["optimizer"] = row.get("optimizer");
+  if (!row.get("attention").empty())
+    training["attention"] = row.get("attention");
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).
@@ -396,6 +408,7 @@ namespace {
       {"/strategy/tensor_parallel", "tensor_parallel"}, {"/strategy/pipeline_stages", "pipeline_stages"},
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
       {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
+      {"/training/compute/model", "compute_model"}, {"/training/attention", "attention"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};

@@ -31,6 +31,8 @@
 //                      tensor_parallel and sequence_parallel.
 //   strategy_options   further options of the strategy as a JSON object (RFC 4180 quoting: "{""stage"": 3}"),
 //                      e.g. fsdp's sharding and mixed_precision, zero's stage; not kind nor a column's own.
+//   compute_model      training.compute.model beside compute=efficiency=F: flops | roofline
+//   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
 #pragma once
 
 #include "sim/scenario/scenario.hpp"

@@ -29,7 +29,7 @@ namespace {
 
 // Ways of giving the compute times: setting a key of one group removes the keys of the others.
 const std::array<std::vector<std::string>, 4> kComputeGroups = {{
-    {"step_time_s"}, {"single_gpu_throughput"}, {"gpu", "efficiency"}, {"profile"}}};
+    {"step_time_s"}, {"single_gpu_throughput"}, {"gpu", "efficiency", "model", "memory_efficiency"}, {"profile"}}};
 
 // Ways of giving the batch: the older batch_per_gpu, or Megatron's micro_batch (+ global_batch).
 const std::array<std::vector<std::string>, 2> kBatchGroups = {{{"batch_per_gpu"}, {"micro_batch", "global_batch"}}};

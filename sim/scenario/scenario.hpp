@@ -46,7 +46,16 @@ struct ComputeSpec {
   /// input copy that dtsim simulates on its own (the measurement included it).
   double compute_share_of_step = 1.0;
   std::string gpu;                   ///< Flops: GPU kind whose peak is used ("" = the cluster's)
-  double efficiency = 0;             ///< Flops: fraction of peak reached
+  double efficiency = 0;             ///< Flops: fraction of peak reached (Roofline: by compute-bound kernels)
+  /// Flops: how a layer's time follows from its work (training.compute.model):
+  ///   Flops     "flops": its FLOPs / (peak x efficiency), backward 2 x forward (the default);
+  ///   Roofline  "roofline": each of its kernels takes the longer of FLOPs / (peak x efficiency) and
+  ///             bytes moved / (HBM bandwidth x memory_efficiency) (sim/strategies/roofline.hpp).
+  enum class Model { Flops, Roofline };
+  Model model = Model::Flops;
+  /// Roofline: fraction of the GPU's datasheet HBM bandwidth a memory-bound kernel reaches
+  /// (training.compute.memory_efficiency; 0 = roofline.hpp's measured default).
+  double memory_efficiency = 0;
   ComputeProfileSource profile;      ///< Profile: measured per-layer times
 };
 

@@ -65,12 +65,16 @@ namespace {
 
 ComputeSpec parse_compute(const JsonReader& r)
 {
-  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "profile", "jitter_cv"});
+  r.reject_unknown({"step_time_s", "single_gpu_throughput", "gpu", "efficiency", "model", "memory_efficiency", "profile",
+                    "jitter_cv"});
   const int given = static_cast<int>(r.has("step_time_s")) + static_cast<int>(r.has("single_gpu_throughput")) +
                     static_cast<int>(r.has("gpu") || r.has("efficiency")) + static_cast<int>(r.has("profile"));
   if (given != 1)
     r.fail("expected exactly one of {\"step_time_s\": s}, {\"single_gpu_throughput\": samples/s}, "
            "{\"gpu\": name, \"efficiency\": fraction} or {\"profile\": calibration or profile .json}");
+  if (!r.has("gpu") && !r.has("efficiency") && (r.has("model") || r.has("memory_efficiency")))
+    r.at(r.has("model") ? "model" : "memory_efficiency")
+        .fail("expected {\"gpu\", \"efficiency\"} beside it (the compute model times FLOP-based compute only)");
   ComputeSpec c;
   if (r.has("profile")) {
     c.source = ComputeSpec::Source::Profile;
@@ -90,6 +94,18 @@ ComputeSpec parse_compute(const JsonReader& r)
       eff.fail(fmt::format("expected a fraction of the GPU's peak from 0.001 to 1, got {:g}", c.efficiency));
     if (c.efficiency > 1)
       eff.fail(fmt::format("expected a fraction of peak in (0, 1], got {}", c.efficiency));
+    if (const auto model = r.find("model"))
+      c.model = model->as_choice({"flops", "roofline"}) == "roofline" ? ComputeSpec::Model::Roofline
+                                                                       : ComputeSpec::Model::Flops;
+    if (const auto mem = r.find("memory_efficiency")) {
+      if (c.model != ComputeSpec::Model::Roofline)
+        mem->fail("expected training.compute.model \"roofline\" beside memory_efficiency (only the roofline model "
+                  "times memory-bound kernels)");
+      c.memory_efficiency = mem->as_positive();
+      if (c.memory_efficiency < 1e-3 || c.memory_efficiency > 1)
+        mem->fail(fmt::format("expected a fraction of the GPU's HBM bandwidth from 0.001 to 1, got {:g}",
+                              c.memory_efficiency));
+    }
   }
   return c;
 }

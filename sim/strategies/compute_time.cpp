@@ -1,5 +1,8 @@
 #include "sim/strategies/compute_time.hpp"
 
+#include "sim/strategies/roofline.hpp"
+#include "sim/strategies/saved_tensors.hpp"
+
 #include <fmt/format.h>
 
 #include <numeric>
@@ -32,7 +35,7 @@ double half_efficiency_samples_of(const JsonReader& strategy)
 }
 
 LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
-                       double half_efficiency_samples)
+                       double half_efficiency_samples, const TensorSplit& split)
 {
   const auto& spec = scenario.training.compute;
   if (spec.source == ComputeSpec::Source::Profile)
@@ -60,6 +63,26 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
       if (!(peak > 0))
         where.fail(fmt::format("GPU {} has no peak FLOP/s for precision {}", gpu.name,
                                to_string(scenario.training.precision)));
+      if (spec.model == ComputeSpec::Model::Roofline) {
+        if (!(gpu.memory_bandwidth > 0))
+          where.fail(fmt::format("GPU {} has no memory bandwidth for the roofline model", gpu.name));
+        RooflineSettings rs;
+        rs.rates = {peak * spec.efficiency,
+                    gpu.memory_bandwidth * roofline_memory_efficiency(spec)};
+        const Precision p = scenario.training.precision;
+        rs.element_bytes = p == Precision::Fp32 || p == Precision::Tf32 ? 4 : 2;
+        rs.attention = attention_kernel(scenario);
+        // Megatron-LM (hybrid) fuses its elementwise kernels, as memory_timeline's `megatron`
+        rs.fused_elementwise = scenario.strategy_spec.kind == StrategyKind::Hybrid;
+        rs.split = split;
+        LayerTimes r = roofline_layer_times(model, rs, samples);
+        if (half_efficiency_samples > 0)
+          for (std::size_t i = 0; i < r.fwd.size(); ++i) {
+            r.fwd[i] *= (samples + half_efficiency_samples) / samples;
+            r.bwd[i] *= (samples + half_efficiency_samples) / samples;
+          }
+        return r;
+      }
       fwd_seconds = total_flops * samples / (peak * spec.efficiency);
       break;
     }
@@ -87,6 +110,10 @@ std::string describe_compute_source(const Scenario& scenario)
       return fmt::format("measured single-GPU throughput {} samples/s at batch {}", spec.single_gpu_throughput,
                          scenario.training.batch.measured_at);
     case ComputeSpec::Source::Flops:
+      if (spec.model == ComputeSpec::Model::Roofline)
+        return fmt::format("roofline per kernel: FLOPs at {:.0f}% of the {} peak, bytes at {:.1f}% of its HBM bandwidth",
+                           spec.efficiency * 100, spec.gpu.empty() ? "cluster GPU's" : spec.gpu,
+                           100 * roofline_memory_efficiency(spec));
       return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
                          spec.gpu.empty() ? "cluster GPU's" : spec.gpu);
     case ComputeSpec::Source::Profile:
@@ -95,6 +122,15 @@ std::string describe_compute_source(const Scenario& scenario)
                                                       : std::string());
   }
   return "";
+}
+
+std::string compute_spread_note(const Scenario& scenario)
+{
+  const auto& spec = scenario.training.compute;
+  if (spec.source == ComputeSpec::Source::Flops && spec.model == ComputeSpec::Model::Roofline)
+    return "each kernel the longer of its FLOPs and its HBM bytes (GEMMs, attention, LayerNorm, elementwise ops; "
+           "sim/strategies/roofline.hpp)";
+  return "backward = 2 x forward, spread over layers by FLOP share";
 }
 
 }  // namespace dtsim

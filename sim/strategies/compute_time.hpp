@@ -32,11 +32,25 @@ struct LayerTimes {
 /// (far above any batch; a negative one made compute times negative). Errors name its pointer.
 double half_efficiency_samples_of(const JsonReader& strategy);
 
+/// How Megatron-LM's tensor parallelism splits a layer's work (read by the roofline model only: the
+/// other sources scale FLOPs, which every split divides by the degree alike).
+struct TensorSplit {
+  int tensor = 1;                  ///< ranks of a tensor-parallel group
+  bool sequence_parallel = false;  ///< LayerNorms and dropouts split too (Korthikanti et al. 2022)
+};
+
+/// With training.compute.model "roofline" (roofline.hpp) each layer's times are its kernels' on one
+/// of `split.tensor` ranks, times the tensor degree (stage_pieces divides by it): what no rank
+/// splits (LayerNorm without sequence parallelism) counts whole on each rank.
 LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
-                       double half_efficiency_samples = 0);
+                       double half_efficiency_samples = 0, const TensorSplit& split = {});
 
 /// Describes the compute source in one line for reports ("measured step 7.2 s at batch 128").
 std::string describe_compute_source(const Scenario& scenario);
+
+/// How the compute times are spread over the layers, for the report's "compute:" note
+/// ("backward = 2 x forward, spread over layers by FLOP share", or the roofline's).
+std::string compute_spread_note(const Scenario& scenario);
 
 /// The Profile source: measured per-layer times scaled from the profile's batch to `samples`
 /// (anchored at that batch when half_efficiency_samples > 0); layers the profile lacks get the

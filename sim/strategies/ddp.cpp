@@ -267,8 +267,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.compute_per_iteration_s += plan.nccl_slowdown_per_iteration_s;
 
   plan.notes.push_back(!times.note.empty() ? times.note
-                                           : fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
-                                                         describe_compute_source(scenario)));
+                                           : fmt::format("compute: {}; {}", describe_compute_source(scenario),
+                                                         compute_spread_note(scenario)));
   if (n > 1)
     plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                      buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));

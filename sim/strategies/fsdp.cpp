@@ -49,7 +49,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const int M = scenario.training.batch.accumulation;
   const double micro = static_cast<double>(scenario.training.batch_per_gpu);
   const MemoryRules mem = memory_rules(scenario);
-  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
+  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples,
+                                    TensorSplit{T, opt.sequence_parallel && T > 1});
   const ShardUnits su = shard_units(model);
   const TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
   std::vector<std::vector<StagePiece>> pieces;
@@ -280,7 +281,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   }
   const double copy_out_s = sharded ? copy_seconds(all_params / T * copy_out_per_param, topology.gpu) : 0.0;
   plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
-  plan.single_gpu_iteration_s = mt.step() * M;
+  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
+  plan.single_gpu_iteration_s =
+      (T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step()) * M;
   plan.samples_per_iteration = micro * D * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
   std::string jitter_note, fold_note;
@@ -299,8 +302,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
-  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
-                                   describe_compute_source(scenario)));
+  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
   plan.notes.push_back(fmt::format(
       "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}; parameters gathered in {}, gradients reduced in {}; {}",
       opt.version, to_string(opt.sharding), U, U - 1, S,

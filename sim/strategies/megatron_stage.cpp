@@ -58,6 +58,30 @@ void check_heads_divide(const Model& model, int tensor, const JsonReader& where)
   }
 }
 
+std::vector<bool> row_parallel_linears(const Model& model)
+{
+  std::vector<bool> row_parallel(model.layers.size(), false);
+  for (const auto& b : transformer_layers(model)) {
+    bool after_core = false, first_after_core = true;
+    std::size_t last_linear = b.last;
+    for (std::size_t i = b.first; i < b.last; ++i) {
+      const auto& kind = model.layers[i].kind;
+      if (kind == "attention")
+        after_core = true;
+      if (kind == "linear") {
+        last_linear = i;
+        if (after_core && first_after_core) {
+          row_parallel[i] = true;
+          first_after_core = false;
+        }
+      }
+    }
+    if (last_linear < b.last)
+      row_parallel[last_linear] = true;
+  }
+  return row_parallel;
+}
+
 int output_layer(const Model& model)
 {
   const auto blocks = transformer_layers(model);
@@ -88,32 +112,19 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
 {
   const double T = tp.tensor;
   const auto blocks = transformer_layers(model);
-  // Per layer: in a transformer layer? ends a row-parallel linear (the first linear after the core
-  // attention, and the block's last linear)?
-  std::vector<bool> in_block(model.layers.size(), false), row_parallel(model.layers.size(), false);
+  // Per layer: in a transformer layer? ends a row-parallel linear?
+  std::vector<bool> in_block(model.layers.size(), false);
+  const std::vector<bool> row_parallel = row_parallel_linears(model);
   // torchtitan's op-level checkpointing recomputes every second matmul of a transformer layer (the
   // elementwise ops it also recomputes cost no FLOPs here): saved_tensors.cpp's op_saved.
   std::vector<bool> even_matmul(model.layers.size(), false);
   for (const auto& b : blocks) {
-    bool after_core = false, first_after_core = true;
-    std::size_t last_linear = b.last;
     int matmuls = 0;
     for (std::size_t i = b.first; i < b.last; ++i) {
       in_block[i] = true;
-      const auto& kind = model.layers[i].kind;
-      if (kind == "attention")
-        after_core = true;
-      if (kind == "linear") {
+      if (model.layers[i].kind == "linear")
         even_matmul[i] = ++matmuls % 2 == 0;
-        last_linear = i;
-        if (after_core && first_after_core) {
-          row_parallel[i] = true;
-          first_after_core = false;
-        }
-      }
     }
-    if (last_linear < b.last)
-      row_parallel[last_linear] = true;
   }
   const std::size_t first_block = blocks.empty() ? model.layers.size() : blocks.front().first;
   bool embedding = false;  // the model starts with (word) embeddings, Megatron's vocabulary-parallel ones

@@ -65,6 +65,11 @@ std::string checkpointing_note(ActivationCheckpointing recompute);
 /// divide the model's heads or kv_heads (arch).
 void check_heads_divide(const Model& model, int tensor, const JsonReader& where);
 
+/// Per layer: true for a row-parallel linear of a transformer layer (the first linear after the
+/// core attention, and the layer's last linear: attention output and MLP down), whose output
+/// Megatron reduces across the tensor ranks (`g`); every other linear is column-parallel.
+std::vector<bool> row_parallel_linears(const Model& model);
+
 /// The layer of the vocabulary projection after the last transformer layer (Megatron's output
 /// layer), or -1: the linear whose output per sample is vocab x seq_len (arch), else the one with
 /// the most forward FLOPs there.

@@ -5,13 +5,14 @@
 
 namespace dtsim {
 
-double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu)
+double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu,
+                         double extra_bytes, double memory_fraction)
 {
   if (!(gpu.memory_bandwidth > 0))
     return 0;
   const double master = 4;  // fp32 weights the optimizer updates
   const double bytes = 2 * (master + mem.optimizer_bytes) + 4 /* fp32 gradient read */ + (half_weights ? 2 : 0);
-  return params * bytes / (gpu.memory_bandwidth * kMemoryBoundFraction);
+  return params * (bytes + extra_bytes) / (gpu.memory_bandwidth * memory_fraction);
 }
 
 std::string optimizer_note(bool added, const std::string& what)

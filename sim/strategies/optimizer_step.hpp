@@ -16,8 +16,20 @@ namespace dtsim {
 /// a STREAM-like copy reaches 80-90%).
 constexpr double kMemoryBoundFraction = 0.85;
 
-/// Seconds of the optimizer step over `params` parameters.
-double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu);
+/// The passes of Megatron-LM's half-precision optimizer over each parameter besides the Adam kernel
+/// and the half-weight write (megatron/optimizer/optimizer.py, MixedPrecisionOptimizer.step, and
+/// DistributedDataParallel.zero_grad_buffer): the in-place unscale and inf/nan check of the fp32
+/// gradient (torch._amp_foreach_non_finite_check_and_unscale_: read + write, 8 B), the gradient norm
+/// for clipping (clip_grad_norm_fp32: read, 4 B; its scaling pass runs only when the norm exceeds
+/// the clip, not counted), the read of the fp32 master weight by _copy_main_params_to_model_params
+/// (4 B) and the zeroing of the fp32 gradient buffer before the next iteration (4 B). Counted with
+/// training.compute.model "roofline", which times memory-bound kernels by their bytes.
+constexpr double kMegatronStepPassBytes = 8 + 4 + 4 + 4;
+
+/// Seconds of the optimizer step over `params` parameters; `extra_bytes` per parameter beside the
+/// Adam kernel's, at `memory_fraction` of the HBM bandwidth.
+double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu,
+                         double extra_bytes = 0, double memory_fraction = kMemoryBoundFraction);
 
 /// The report's note on the optimizer step: added (memory-bound, on each rank's `what`, e.g.
 /// "1/8 shard") or folded into a measured step.

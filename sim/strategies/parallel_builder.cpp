@@ -10,6 +10,7 @@
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/pipeline.hpp"
+#include "sim/strategies/roofline.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
 
@@ -67,8 +68,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const double micro = batch / M;
   const MemoryRules mem = memory_rules(scenario);
-  const LayerTimes full = layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples);
-  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, cfg.half_efficiency_samples);
+  const TensorSplit split{T, cfg.sequence_parallel && T > 1};
+  const LayerTimes full = layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples, split);
+  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, cfg.half_efficiency_samples, split);
   std::vector<StageRange> ranges = cfg.ranges;
   if (ranges.empty()) {
     std::vector<double> cost(model.layers.size());
@@ -104,6 +106,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops &&
                              scenario.strategy_spec.kind == StrategyKind::Hybrid;
+  // The roofline model times every memory-bound pass of Megatron's optimizer (optimizer_step.hpp).
+  const bool roofline = scenario.training.compute.model == ComputeSpec::Model::Roofline;
   const double param_elem = half_weights ? 2.0 : 4.0;  // the model's weights, as the distributed optimizer gathers them
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
 
@@ -111,7 +115,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   for (const double c : stage_compute)
     busiest = std::max(busiest, c * M);
   plan.compute_per_iteration_s = busiest;
-  plan.single_gpu_iteration_s = full.step();
+  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
+  plan.single_gpu_iteration_s = T > 1 ? layer_times(model, scenario, topology.gpu, batch, cfg.half_efficiency_samples).step()
+                                      : full.step();
   plan.samples_per_iteration = batch * D;
   // Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
   // the boundary once per micro-batch each way; each replica's tensor group AllReduces once per
@@ -395,7 +401,11 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     std::vector<int> all;
     for (int s = 0; s < P; ++s) {
       const double shard = stage_params[static_cast<std::size_t>(s)] / T / (cfg.distributed_optimizer ? D : 1);
-      const double step_s = add_optimizer ? optimizer_seconds(shard, mem, half_weights, topology.gpu) : 0.0;
+      const double step_s =
+          !add_optimizer ? 0.0
+          : roofline     ? optimizer_seconds(shard, mem, half_weights, topology.gpu, half_weights ? kMegatronStepPassBytes : 0,
+                                             roofline_memory_efficiency(scenario.training.compute))
+                         : optimizer_seconds(shard, mem, half_weights, topology.gpu);
       for (int t = 0; t < Tn; ++t) {
         std::vector<std::vector<int>> start;
         for (int d = 0; d < Dn; ++d) {
@@ -486,8 +496,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                           model.layers[r.first].name, model.layers[r.last - 1].name,
                           (sc[static_cast<std::size_t>(s)].fwd + sc[static_cast<std::size_t>(s)].bwd) * M * 1e3);
   }
-  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share{}",
-                                   describe_compute_source(scenario),
+  plan.notes.push_back(fmt::format("compute: {}; {}{}", describe_compute_source(scenario), compute_spread_note(scenario),
                                    cfg.half_efficiency_samples > 0
                                        ? fmt::format("; a GPU runs b samples at b/(b+{}) of its large-batch rate",
                                                      cfg.half_efficiency_samples)
@@ -519,7 +528,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
     plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
   if (add_optimizer)
-    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}", 100 * kMemoryBoundFraction,
+    plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}{}",
+                                     100 * (roofline ? roofline_memory_efficiency(scenario.training.compute) : kMemoryBoundFraction),
+                                     roofline && half_weights ? " with Megatron's unscale, norm, copy and zeroing passes" : "",
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
   if (!fold) {
     plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));

@@ -274,8 +274,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-  plan.notes.push_back(fmt::format("compute: {}; backward = 2 x forward, spread over layers by FLOP share",
-                                   describe_compute_source(scenario)));
+  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
   if (opt.stage < 3)
     plan.notes.push_back(fmt::format(
         "ZeRO-{}: {} gradient buckets of {:.3g} elements AllReduced {}{}; optimizer on 1/{} of the parameters, then "

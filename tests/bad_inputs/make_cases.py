@@ -461,6 +461,18 @@ for i, v in enumerate(["0.0001", "1e-300"]):
          f"run {HYB} --set strategy.bucket_cap_mb={v}")
 case("set_compute_efficiency_tiny", "seed-4gpu-ddp.json", "/training/compute/efficiency",
      f"run {DDP} --set training.compute.efficiency=1e-300")
+# The roofline compute model: training.compute.model and memory_efficiency (with FLOP-based compute).
+EFF = "--set training.compute.efficiency=0.5"  # setting it removes single_gpu_throughput (overrides.cpp)
+for i, v in enumerate(["rooftop", "1", "\"Roofline\""]):
+    case(f"set_compute_model_bad_{i}", "seed-4gpu-ddp.json", "/training/compute/model",
+         f"run {DDP} {EFF} --set training.compute.model={v}")
+for i, v in enumerate(["0", "2", "-0.5", "1e-300", "fast"]):
+    case(f"set_compute_memory_efficiency_bad_{i}", "seed-4gpu-ddp.json", "/training/compute/memory_efficiency",
+         f"run {DDP} {EFF} --set training.compute.model=roofline --set training.compute.memory_efficiency={v}")
+case("set_compute_memory_efficiency_without_roofline", "seed-4gpu-ddp.json", "/training/compute/memory_efficiency",
+     f"run {DDP} {EFF} --set training.compute.memory_efficiency=0.8")
+case("set_compute_memory_efficiency_flops_model", "seed-4gpu-ddp.json", "/training/compute/memory_efficiency",
+     f"run {DDP} {EFF} --set training.compute.model=flops --set training.compute.memory_efficiency=0.8")
 # Megatron's batch (issue 29): training.micro_batch and global_batch, for every strategy.
 MICRO = "--set training.micro_batch"  # setting it removes batch_per_gpu (overrides.cpp)
 case("batch_micro_and_per_gpu", "scenario_micro_and_per_gpu.json", "/training/micro_batch",

@@ -358,6 +358,14 @@ write("runs_megatron_virtual_stages_for_ddp.csv",
 # A time with a global batch (samples/s) against a time without (the same work as its baseline's).
 write("runs_megatron_baseline_without_global_batch.csv",
       runs_csv([dict(MEG_BASE, global_batch="", micro_batch="2"), MEG_8], MEG_HEADER))
+# The roofline compute model (training.compute.model) and the attention kernel it times, as columns.
+MEG_R_HEADER = MEG_HEADER + ["compute_model", "attention"]
+for name, kw in {
+    "runs_megatron_compute_model_unknown": dict(compute_model="rooftop"),
+    "runs_megatron_compute_model_beside_throughput": dict(compute="throughput=100", compute_model="roofline"),
+    "runs_megatron_attention_unknown": dict(compute_model="roofline", attention="flash9"),
+}.items():
+    write(name + ".csv", runs_csv([dict(MEG_BASE, **kw), MEG_8], MEG_R_HEADER))
 # Without micro_batch, batch_per_gpu stays required.
 write("runs_megatron_no_batch.csv", megatron_with(micro_batch="", global_batch=""))
 write("runs_megatron_no_batch_column.csv",
