@@ -1,6 +1,7 @@
 // See sharded_memory.hpp.
 #include "sim/strategies/sharded_memory.hpp"
 
+#include "sim/strategies/fsdp_stream_pools.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 
 #include <algorithm>
@@ -71,7 +72,17 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
                                      ? (root + others) * pbytes
                                      : largest * std::max(pbytes, rbytes);
   req.extra_bytes = gathered * pbytes + unsharded_grads;
-  return on_each(gpu_memory(model, ctx, req), ranks);
+  GpuMemory m = gpu_memory(model, ctx, req);
+  if (opt.version == 2) {
+    // FSDP2's side streams keep their own blocks (fsdp_stream_pools.hpp): the sharded gradients
+    // live in the reduce-scatter stream's pool (not the compute stream's, where the walk counted
+    // those alive at the peak), the AllGather outputs in the copy-in stream's.
+    const Fsdp2StreamPools pools = fsdp2_stream_pools(units, T, S, pbytes, rbytes, ctx.rules.grad_bytes);
+    const double moved = pools.total() - m.grads;
+    m.peak_reserved += moved;
+    m.device_used += moved;
+  }
+  return on_each(m, ranks);
 }
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
