@@ -1,6 +1,9 @@
 // FSDP2 beside its own streams: the caching allocator's pools of the all-gather copy-in and
-// reduce-scatter streams (fsdp_stream_pools.hpp) in closed form, and as an FSDP2 plan shows them.
+// reduce-scatter streams (fsdp_stream_pools.hpp) in closed form, and the compute slowed by the
+// shard group's collectives (fsdp_interference.hpp) on a hand-made timeline; both as an FSDP2 plan
+// shows them.
 #include "sim/predict/predict.hpp"
+#include "sim/strategies/fsdp_interference.hpp"
 #include "sim/strategies/fsdp_stream_pools.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 
@@ -67,12 +70,37 @@ TEST_CASE("FSDP2's side-stream pools: root + one unit of AllGather output, every
   }
 }
 
-TEST_CASE("an FSDP2 plan: reserved holds the side-stream pools")
+TEST_CASE("FSDP interference: a collective queued after a segment slows the next by its time x the SM share")
+{
+  GpuSpec g;
+  g.sms = 100;
+  g.memory_bandwidth = 1e12;
+  FsdpComputeSegments seg;
+  seg.forward_s = {1, 1, 1, 1};
+  seg.backward_s = {2, 2, 2, 2};
+  const InflightCollective none{0, 0, 1};
+  seg.gather = {none, none, {0.5, 0, 50}, none};  // the AllGather for segment 2: 50 of 100 SMs, no HBM
+  seg.gather_backward = {none, none, none, none};
+  seg.reduce = {none, {0.4, 0, 25}, none, none};  // segment 1's ReduceScatter, after its backward
+  const FsdpSlowdown s = fsdp_compute_slowdown(seg, g, 0.0, 1.0);
+  // queued at the end of segment 0, it runs through 0.5 s of segment 1 at half speed
+  CHECK(s.forward[1] == doctest::Approx(0.25));
+  CHECK(s.forward[0] == 0);
+  // backward runs 3, 2, 1, 0: queued at the end of segment 1's, it overlaps segment 0's at 3/4 speed
+  CHECK(s.backward[0] == doctest::Approx(0.4 * 0.25));
+  CHECK(s.total() == doctest::Approx(0.25 + 0.1));
+  // no_sync over 4 micro-steps reduces in one: a quarter of the ReduceScatter's effect
+  CHECK(fsdp_compute_slowdown(seg, g, 0.0, 0.25).backward[0] == doctest::Approx(0.1 * 0.25));
+}
+
+TEST_CASE("an FSDP2 plan: reserved holds the side-stream pools, compute is slower beside the collectives")
 {
   const Prediction two = plan_scenario(parse_scenario(llama_fsdp(16, 2, 2), "s.json"));
   const GpuMemory& m = two.plan.memory.front();
   // at least the root's AllGather output (embedding and output layer in bf16) beyond the allocated peak
   CHECK(m.peak_reserved - m.total() > 2 * 32000.0 * 2048 * 2 - kMiB);
+  CHECK(two.plan.nccl_slowdown_per_iteration_s > 0);
+  CHECK(two.plan.nccl_slowdown_per_iteration_s < 0.1 * two.plan.compute_per_iteration_s);
   // FSDP1 keeps its own accounting
   const Prediction v1 = plan_scenario(parse_scenario(llama_fsdp(16, 2, 1), "s.json"));
   const GpuMemory& m1 = v1.plan.memory.front();
