@@ -106,6 +106,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     unit_gather_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * pbytes;
     unit_reduce_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * rbytes;
   }
+  // A replicated token embedding (FsdpOptions::replicate_embedding) is whole in each tensor rank's root.
+  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
+  unit_gather_bytes[0] += embedding_whole * pbytes;
+  unit_reduce_bytes[0] += embedding_whole * rbytes;
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -177,7 +181,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
-  const double shard_params = static_cast<double>(model.params()) / T / S;
+  const double shard_params = (static_cast<double>(model.params()) / T + embedding_whole) / S;
   const double optimizer_s = add_optimizer ? optimizer_seconds(shard_params, mem, half_weights, topology.gpu) : 0.0;
 
   TaskGraph& g = plan.graph;
@@ -307,6 +311,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     if (u != 0)
       unit_params += su.units[static_cast<std::size_t>(u)].params;
   }
+  all_params += embedding_whole * T;  // per tensor rank: all_params / T
   const int syncs = opt.no_sync ? 1 : M;
   if (sharded) {
     const int groups = static_cast<int>(shard_groups.size());
