@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <tuple>
 
 namespace dtsim {
 
@@ -136,12 +138,16 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         d.push_back(plan.ranks[static_cast<std::size_t>(r)]);
       return d;
     };
+    std::map<std::tuple<int, const std::vector<int>*, double>, InflightCollective> known;  // units of one size ask once
     const auto inflight = [&](CollectiveOp op, const std::vector<int>& group, double bytes) {
+      const auto key = std::make_tuple(static_cast<int>(op), &group, bytes);
+      if (const auto it = known.find(key); it != known.end())
+        return it->second;
       const CollectiveCall call{op, devices(group), bytes, 0, "", ""};
       const NcclCost c = choose_collective_algorithm(topology, call, collectives.filter);
       nccl_channels = std::max(nccl_channels, c.channels);
       const double k = static_cast<double>(group.size());
-      return InflightCollective{c.time_us * 1e-6, (k - 1) / k * bytes, c.channels};
+      return known[key] = InflightCollective{c.time_us * 1e-6, (k - 1) / k * bytes, c.channels};
     };
     FsdpComputeSegments seg;
     for (std::size_t s = 0; s < su.segments.size(); ++s) {
