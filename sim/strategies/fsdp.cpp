@@ -3,7 +3,8 @@
 
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
-#include "sim/strategies/fsdp_interference.hpp"
+#include "sim/strategies/fsdp_pieces_slowdown.hpp"
+#include "sim/strategies/interference.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
@@ -18,8 +19,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <map>
-#include <tuple>
 
 namespace dtsim {
 
@@ -127,59 +126,19 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       backward_order.push_back(u);
   }
 
-  // Compute beside the shard group's NCCL kernels runs slower (fsdp_interference.hpp): each piece's
-  // times grow by its segment's share, before the graph is built.
+  // Compute beside the shard group's NCCL kernels runs slower (fsdp_pieces_slowdown.hpp).
   const double memory_bound = memory_bound_share(model, topology.gpu, scenario.training.precision, micro);
-  int nccl_channels = 0;
+  FsdpPiecesSlowdown slowdown;
   if (sharded) {
-    const auto devices = [&](const std::vector<int>& group) {
-      std::vector<int> d;
-      for (int r : group)
-        d.push_back(plan.ranks[static_cast<std::size_t>(r)]);
-      return d;
-    };
-    std::map<std::tuple<int, const std::vector<int>*, double>, InflightCollective> known;  // units of one size ask once
-    const auto inflight = [&](CollectiveOp op, const std::vector<int>& group, double bytes) {
-      const auto key = std::make_tuple(static_cast<int>(op), &group, bytes);
-      if (const auto it = known.find(key); it != known.end())
-        return it->second;
-      const CollectiveCall call{op, devices(group), bytes, 0, "", ""};
-      const NcclCost c = choose_collective_algorithm(topology, call, collectives.filter);
-      nccl_channels = std::max(nccl_channels, c.channels);
-      const double k = static_cast<double>(group.size());
-      return known[key] = InflightCollective{c.time_us * 1e-6, (k - 1) / k * bytes, c.channels};
-    };
-    FsdpComputeSegments seg;
-    for (std::size_t s = 0; s < su.segments.size(); ++s) {
-      const auto u = static_cast<std::size_t>(su.segments[s].unit);
-      double f = 0, b = 0;
-      for (const auto& p : pieces[s]) {
-        f += p.fwd_s;
-        b += p.bwd_s + p.recompute_s;
-      }
-      seg.forward_s.push_back(f);
-      seg.backward_s.push_back(b);
-      const bool first = first_segment[u] == static_cast<int>(s), last = last_segment[u] == static_cast<int>(s);
-      seg.gather.push_back(first ? inflight(CollectiveOp::AllGather, shard_groups[0], unit_gather_bytes[u])
-                                 : InflightCollective{0, 0, 1});
-      seg.gather_backward.push_back(gather_backward && u != 0 && last
-                                        ? inflight(CollectiveOp::AllGather, K < S ? back_groups[0] : shard_groups[0],
-                                                   unit_gather_bytes[u])
-                                        : InflightCollective{0, 0, 1});
-      seg.reduce.push_back(u != 0 && first ? inflight(CollectiveOp::ReduceScatter, shard_groups[0], unit_reduce_bytes[u])
-                                           : InflightCollective{0, 0, 1});
-    }
-    const FsdpSlowdown slow = fsdp_compute_slowdown(seg, topology.gpu, memory_bound, opt.no_sync ? 1.0 / M : 1.0);
-    for (std::size_t s = 0; s < pieces.size(); ++s)
-      for (auto& p : pieces[s]) {
-        const double f = seg.forward_s[s] > 0 ? 1 + slow.forward[s] / seg.forward_s[s] : 1;
-        const double b = seg.backward_s[s] > 0 ? 1 + slow.backward[s] / seg.backward_s[s] : 1;
-        p.fwd_s *= f;
-        p.bwd_s *= b;
-        p.recompute_s *= b;
-      }
-    plan.nccl_slowdown_per_iteration_s = slow.total() * M;
-    compute_s += slow.total();
+    FsdpUnitCollectives uc{{}, {}, unit_gather_bytes, unit_reduce_bytes, first_segment, last_segment, gather_backward,
+                           opt.no_sync ? 1.0 / M : 1.0};
+    for (int r : shard_groups[0])
+      uc.shard_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
+    for (int r : K < S ? back_groups[0] : shard_groups[0])
+      uc.backward_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
+    slowdown = slow_pieces_beside_collectives(pieces, su, uc, topology, collectives.filter, memory_bound);
+    plan.nccl_slowdown_per_iteration_s = slowdown.seconds_per_micro_step * M;
+    compute_s += slowdown.seconds_per_micro_step;
   }
 
   ShardedRun run(plan, topology, collectives);
@@ -364,11 +323,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
   if (sharded)
-    plan.notes.push_back(fmt::format(
-        "compute beside the shard group's AllGathers and ReduceScatters: {:.3f} ms longer per iteration (up to {} CTA(s), "
-        "one per channel, of {} SMs; {:.0f} HBM bytes per bus byte; {:.0f}% of the work memory-bound by roofline)",
-        plan.nccl_slowdown_per_iteration_s * 1e3, nccl_channels, topology.gpu.sms, kHbmBytesPerBusByte,
-        100 * memory_bound));
+    plan.notes.push_back(
+        fsdp_slowdown_note(topology.gpu, slowdown.channels, memory_bound, plan.nccl_slowdown_per_iteration_s));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, n)));
   return plan;
 }
