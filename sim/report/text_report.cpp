@@ -78,7 +78,7 @@ std::string text_report(const RunResult& r)
   line(fmt::format("  iteration time           {:>12.6f} s", r.iteration_time_s));
   line(fmt::format("  compute                  {:>12.6f} s", r.compute_time_s));
   if (r.nccl_slowdown_s > 0)
-    line(fmt::format("    slowed beside NCCL     {:>12.6f} s   (part of compute: kernels sharing SMs and HBM with the buckets' AllReduce)",
+    line(fmt::format("    slowed beside NCCL     {:>12.6f} s   (part of compute: kernels sharing SMs and HBM with NCCL's collectives)",
                      r.nccl_slowdown_s));
   line(fmt::format("  communication            {:>12.6f} s   (time with a transfer in flight)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));

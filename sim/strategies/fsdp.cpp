@@ -4,6 +4,8 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/folded_comms.hpp"
+#include "sim/strategies/fsdp_pieces_slowdown.hpp"
+#include "sim/strategies/interference.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
@@ -108,6 +110,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     unit_gather_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * pbytes;
     unit_reduce_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * rbytes;
   }
+  // A replicated token embedding (FsdpOptions::replicate_embedding) is whole in each tensor rank's root.
+  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
+  unit_gather_bytes[0] += embedding_whole * pbytes;
+  unit_reduce_bytes[0] += embedding_whole * rbytes;
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -123,6 +129,21 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       backward_order.push_back(u);
   }
 
+  // Compute beside the shard group's NCCL kernels runs slower (fsdp_pieces_slowdown.hpp).
+  const double memory_bound = memory_bound_share(model, topology.gpu, scenario.training.precision, micro);
+  FsdpPiecesSlowdown slowdown;
+  if (sharded) {
+    FsdpUnitCollectives uc{{}, {}, unit_gather_bytes, unit_reduce_bytes, first_segment, last_segment, gather_backward,
+                           opt.no_sync ? 1.0 / M : 1.0};
+    for (int r : shard_groups[0])
+      uc.shard_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
+    for (int r : K < S ? back_groups[0] : shard_groups[0])
+      uc.backward_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
+    slowdown = slow_pieces_beside_collectives(pieces, su, uc, topology, collectives.filter, memory_bound);
+    plan.nccl_slowdown_per_iteration_s = slowdown.seconds_per_micro_step * M;
+    compute_s += slowdown.seconds_per_micro_step;
+  }
+
   ShardedRun run(plan, topology, collectives);
   // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
   std::optional<FoldedComms> folded;
@@ -134,7 +155,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
-  const double shard_params = static_cast<double>(model.params()) / T / S;
+  const double shard_params = (static_cast<double>(model.params()) / T + embedding_whole) / S;
   const double optimizer_s = add_optimizer ? optimizer_seconds(shard_params, mem, half_weights, topology.gpu) : 0.0;
 
   TaskGraph& g = plan.graph;
@@ -264,6 +285,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     if (u != 0)
       unit_params += su.units[static_cast<std::size_t>(u)].params;
   }
+  all_params += embedding_whole * T;  // per tensor rank: all_params / T
   const int syncs = opt.no_sync ? 1 : M;
   if (sharded) {
     const int groups = static_cast<int>(shard_groups.size());
@@ -323,6 +345,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
+  if (sharded)
+    plan.notes.push_back(
+        fsdp_slowdown_note(topology.gpu, slowdown.channels, memory_bound, plan.nccl_slowdown_per_iteration_s));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);
   plan.notes.push_back(jitter_note);

@@ -55,4 +55,13 @@ ShardUnits shard_units(const Model& model)
   return out;
 }
 
+double embedding_params(const Model& model)
+{
+  double p = 0;
+  for (const Layer& l : model.layers)
+    if (l.kind == "embedding")
+      p += static_cast<double>(l.params());
+  return p;
+}
+
 }  // namespace dtsim

@@ -37,4 +37,7 @@ struct ShardUnits {
 /// The units of `model` as the auto-wrap policy makes them (see above).
 ShardUnits shard_units(const Model& model);
 
+/// Parameters of the model's token embeddings (layers of kind "embedding"): part of the root unit.
+double embedding_params(const Model& model);
+
 }  // namespace dtsim

@@ -1,6 +1,7 @@
 // See sharded_memory.hpp.
 #include "sim/strategies/sharded_memory.hpp"
 
+#include "sim/strategies/fsdp_stream_pools.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 
 #include <algorithm>
@@ -56,6 +57,10 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
       others += p;
     }
   }
+  // A replicated token embedding (FsdpOptions::replicate_embedding): the (1 - 1/T) of it that the
+  // tensor split would have left to the other tensor ranks, in this rank's root too.
+  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1 / T) : 0.0;
+  root += embedding_whole;
   // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
   // FSDP2's two AllGather outputs; forward_prefetch adds FSDP1's second buffer), or every unit when
   // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
@@ -71,7 +76,29 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
                                      ? (root + others) * pbytes
                                      : largest * std::max(pbytes, rbytes);
   req.extra_bytes = gathered * pbytes + unsharded_grads;
-  return on_each(gpu_memory(model, ctx, req), ranks);
+  GpuMemory m = gpu_memory(model, ctx, req);
+  {  // the replicated embedding's shard: weights, optimizer state, and gradients where they persist
+    const double e = embedding_whole / S;
+    const double added = e * (ctx.rules.stored_weight_bytes + ctx.rules.optimizer_bytes +
+                              (req.grads_persist ? ctx.rules.grad_bytes : 0.0));
+    m.params += e * ctx.rules.stored_weight_bytes;
+    m.optimizer += e * ctx.rules.optimizer_bytes;
+    m.grads += req.grads_persist ? e * ctx.rules.grad_bytes : 0.0;
+    m.peak_reserved += added;
+    m.device_used += added;
+  }
+  if (opt.version == 2) {
+    // FSDP2's side streams keep their own blocks (fsdp_stream_pools.hpp): the sharded gradients
+    // live in the reduce-scatter stream's pool (not the compute stream's, where the walk counted
+    // those alive at the peak), the AllGather outputs in the copy-in stream's.
+    ShardUnits whole = units;
+    whole.units.front().params += embedding_whole * T;  // per tensor rank: params / T
+    const Fsdp2StreamPools pools = fsdp2_stream_pools(whole, T, S, pbytes, rbytes, ctx.rules.grad_bytes);
+    const double moved = pools.total() - m.grads;
+    m.peak_reserved += moved;
+    m.device_used += moved;
+  }
+  return on_each(m, ranks);
 }
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,

@@ -58,7 +58,7 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
                     "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
-                    "sequence_parallel", "gradient_accumulation", "half_efficiency_samples"});
+                    "sequence_parallel", "replicate_embedding", "gradient_accumulation", "half_efficiency_samples"});
   FsdpOptions f;
   if (const auto s = o.find("sharding")) {
     const std::string v = s->as_choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
@@ -128,6 +128,9 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   f.sequence_parallel = o.bool_or("sequence_parallel", false);
   if (f.sequence_parallel && tensor == 1)
     o.at("sequence_parallel").fail("expected sequence_parallel only with tensor_parallel > 1");
+  f.replicate_embedding = o.bool_or("replicate_embedding", false);
+  if (f.replicate_embedding && tensor == 1)
+    o.at("replicate_embedding").fail("expected replicate_embedding only with tensor_parallel > 1");
   f.half_efficiency_samples = half_efficiency_samples_of(o);
   return f;
 }

@@ -18,6 +18,8 @@
 //                        true: only the last (FSDP1 no_sync(), FSDP2 set_requires_gradient_sync(False))
 //   shard_group_size     hybrid_shard: GPUs per shard group (default: one node's data-parallel ranks)
 //   tensor_parallel, sequence_parallel   2-D FSDP x TP (torchtitan: TP innermost, inside a node)
+//   replicate_embedding  false (default): the token embedding split by vocabulary over the tensor ranks
+//                        (torchtitan); true: whole on each (KempnerForge), sharded over the data ranks only
 //
 // strategy.kind "zero" (DeepSpeed, deepspeed/runtime/zero/config.py):
 //   stage                      1 | 2 | 3 (required)
@@ -55,6 +57,10 @@ struct FsdpOptions {
   bool no_sync = false;
   int shard_group = 0;                  ///< GPUs (data ranks) per shard group
   bool sequence_parallel = false;
+  /// The token embedding whole on every tensor rank (KempnerForge's TP plan leaves it out of
+  /// parallelize_module), not split by vocabulary (torchtitan's RowwiseParallel): FSDP shards it
+  /// over the data ranks only, so the root unit's gathers, reductions and states hold all of it.
+  bool replicate_embedding = false;
   double half_efficiency_samples = 0;
 };
 

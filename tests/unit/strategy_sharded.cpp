@@ -127,6 +127,20 @@ TEST_CASE("FSDP x TP: the shard group spans the data ranks of one tensor rank, w
   for (const auto& t : p.plan.graph.tasks())
     tp += t.category.get() == "tensor-parallel" ? 1 : 0;
   CHECK(tp > 0);
+
+  SUBCASE("replicate_embedding: the token embedding whole in each tensor rank's root (KempnerForge's TP plan)")
+  {
+    const Model gpt2 = load_model("gpt2");
+    const double E = embedding_params(gpt2);
+    CHECK(E > 0);
+    const Prediction r = plan_scenario(parse_scenario(
+        gpt2_scenario(fsdp({{"tensor_parallel", 4}, {"replicate_embedding", true}}), 16, 2), "s.json"));
+    auto cr = comm_of(r.plan);
+    CHECK(cr["parameters (forward) all_gather"].bytes == doctest::Approx((P / 4 + E * 3 / 4) * 2));
+    CHECK(cr["gradients reduce_scatter"].bytes == doctest::Approx((P / 4 + E * 3 / 4) * 4));
+    // its shard's fp32 weights and Adam states on each GPU (4 data ranks per shard group)
+    CHECK(r.plan.memory.front().optimizer - p.plan.memory.front().optimizer == doctest::Approx(E * 3 / 4 / 4 * 8));
+  }
 }
 
 TEST_CASE("FSDP's prefetch: none exposes every AllGather behind the ReduceScatter, backward_pre hides most")
