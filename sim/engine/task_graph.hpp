@@ -65,6 +65,13 @@ struct Task {
 };
 static_assert(sizeof(Task) == 80, "Task: 80 bytes, no padding");
 
+/// Whether a task is communication: a transfer, or a folded plan's delay standing for one (its
+/// bytes are what its rank sends; sim/strategies/folded_comms.hpp).
+inline bool is_communication(const Task& t)
+{
+  return t.kind == TaskKind::Transfer || (t.kind == TaskKind::Delay && t.bytes > 0);
+}
+
 /// The tasks one collective expanded into: ids [first, end), added one after the other, so that it
 /// can be recognised, simulated once on its own and replayed (collective_replay.hpp). done[i] is the
 /// task after which its rank i has the result; no task outside the range waits on another of it.

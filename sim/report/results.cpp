@@ -32,8 +32,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   const auto& tasks = plan.graph.tasks();
   const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    const bool communication = t.kind == TaskKind::Transfer || (t.kind == TaskKind::Delay && t.bytes > 0);  // folded: a delay
-    return communication && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
+    return is_communication(t) && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
   };
   std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale
   for (std::size_t i = 0; i < tasks.size(); ++i)

@@ -58,9 +58,9 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
     const Task& t = tasks[i];
     if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
       continue;
-    const bool transfer = t.kind == TaskKind::Transfer;
-    const int device = transfer ? t.src : t.device;
-    if (device < 0 || (transfer && t.src == t.dst))
+    const bool transfer = is_communication(t);  // a transfer, or a folded plan's delay standing for one
+    const int device = t.kind == TaskKind::Transfer ? t.src : t.device;
+    if (device < 0 || (t.kind == TaskKind::Transfer && t.src == t.dst))
       continue;
     const int s = stage_of[static_cast<std::size_t>(device)];
     const Part p = part_of(t.category.get(), transfer);
