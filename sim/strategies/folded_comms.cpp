@@ -48,6 +48,19 @@ void FoldedComms::finish(TaskGraph& graph)
   }
 }
 
+std::pair<std::string, std::string> finish_one_representative(Plan& plan, FoldedComms& comms, const StepJitter& jitter)
+{
+  const int n = static_cast<int>(plan.ranks.size());
+  std::vector<int> everyone(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    everyone[static_cast<std::size_t>(r)] = r;
+  std::string jitter_note = apply_folded_step_jitter(plan.graph, {plan.ranks[0]}, {everyone}, jitter, n, plan.folded_jitter);
+  comms.finish(plan.graph);
+  plan.ranks = {plan.ranks[0]};
+  plan.folded_from_gpus = n;
+  return {std::move(jitter_note), folded_note(comms, n, 1, fmt::format("all {} ranks", n))};
+}
+
 std::string folded_note(const FoldedComms& comms, int gpus, int simulated, const std::string& who)
 {
   return fmt::format("ranks folded: {} of the {} GPUs simulated, one for {}, which run the same schedule "

@@ -8,8 +8,11 @@
 
 #include "sim/collectives/communication_clock.hpp"
 #include "sim/engine/task_graph.hpp"
+#include "sim/strategies/jitter.hpp"
+#include "sim/strategies/plan.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -49,5 +52,10 @@ private:
 /// The report's note on a folded plan: `simulated` GPUs stood for `gpus`, `who` ("each stage's 6 x 8
 /// GPUs"); how many distinct communication sets were simulated on their own, and what is left out.
 std::string folded_note(const FoldedComms& comms, int gpus, int simulated, const std::string& who);
+
+/// Closes a folded plan whose one representative, plan.ranks[0], stands for all its ranks (FSDP,
+/// ZeRO): its compute at the slowest rank's jitter, the delays' durations set, plan.ranks narrowed
+/// to it. Returns the jitter note and the fold note.
+std::pair<std::string, std::string> finish_one_representative(Plan& plan, FoldedComms& comms, const StepJitter& jitter);
 
 }  // namespace dtsim

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace dtsim {
 
@@ -259,18 +260,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.samples_per_iteration = micro * n * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
   std::string jitter_note, fold_note;
-  if (folded) {
-    std::vector<int> everyone(static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r)
-      everyone[static_cast<std::size_t>(r)] = r;
-    jitter_note = apply_folded_step_jitter(g, {plan.ranks[0]}, {everyone}, step_jitter(scenario, n), n, plan.folded_jitter);
-    folded->finish(g);
-    plan.ranks = {plan.ranks[0]};
-    plan.folded_from_gpus = n;
-    fold_note = folded_note(*folded, n, 1, fmt::format("all {} ranks", n));
-  } else {
+  if (folded)
+    std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
+  else
     jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
-  }
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
