@@ -14,7 +14,7 @@ namespace dtsim {
 
 struct TimelineBlock {
   double start = 0, end = 0;  ///< seconds from the start of the drawn iteration
-  std::string category;       ///< colour ("forward", "allreduce", ...)
+  TaskCategory category = TaskCategory::None;  ///< colour (forward, allreduce, ...)
   std::string label;          ///< tooltip: task name(s)
 };
 
