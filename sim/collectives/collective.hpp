@@ -2,7 +2,7 @@
 // over the real links of the platform and contend with everything else in flight.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <string>

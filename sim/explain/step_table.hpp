@@ -4,7 +4,7 @@
 // one-off set-up steps and per-GPU totals. Built from a Plan and its simulated spans.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"

@@ -6,7 +6,7 @@
 // runs the same schedule).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 

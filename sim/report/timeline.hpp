@@ -3,7 +3,7 @@
 // link: the transfers crossing it) and the utilisation of every link over the measured iterations.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 

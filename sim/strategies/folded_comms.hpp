@@ -7,7 +7,7 @@
 #pragma once
 
 #include "sim/collectives/communication_clock.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 #include <string>
 #include <vector>

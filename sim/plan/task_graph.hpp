@@ -4,8 +4,8 @@
 // Knows nothing of SimGrid.
 #pragma once
 
-#include "sim/engine/task_category.hpp"
-#include "sim/engine/task_deps.hpp"
+#include "sim/plan/task_category.hpp"
+#include "sim/plan/task_deps.hpp"
 
 #include <boost/flyweight.hpp>
 #include <boost/flyweight/no_tracking.hpp>

@@ -1,4 +1,4 @@
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 #include <algorithm>
 #include <stdexcept>

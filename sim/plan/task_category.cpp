@@ -1,4 +1,4 @@
-#include "sim/engine/task_category.hpp"
+#include "sim/plan/task_category.hpp"
 
 namespace dtsim {
 
