@@ -26,6 +26,22 @@ const char* to_string(CollectiveOp op)
   return "?";
 }
 
+TaskCategory category_of(CollectiveOp op)
+{
+  switch (op) {
+    case CollectiveOp::AllReduce: return TaskCategory::AllReduce;
+    case CollectiveOp::AllGather: return TaskCategory::AllGather;
+    case CollectiveOp::ReduceScatter: return TaskCategory::ReduceScatter;
+    case CollectiveOp::Broadcast: return TaskCategory::Broadcast;
+    case CollectiveOp::Reduce: return TaskCategory::Reduce;
+    case CollectiveOp::Gather: return TaskCategory::Gather;
+    case CollectiveOp::Scatter: return TaskCategory::Scatter;
+    case CollectiveOp::AllToAll: return TaskCategory::AllToAll;
+    case CollectiveOp::SendRecv: return TaskCategory::SendRecv;
+  }
+  return TaskCategory::None;
+}
+
 namespace {
 
 bool is_direct(CollectiveOp op)

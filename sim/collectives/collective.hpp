@@ -2,7 +2,7 @@
 // over the real links of the platform and contend with everything else in flight.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <string>
@@ -14,6 +14,9 @@ enum class CollectiveOp { AllReduce, AllGather, ReduceScatter, Broadcast, Reduce
 
 const char* to_string(CollectiveOp op);
 
+/// The category of a collective's tasks where nothing names a purpose for it (the nccl-tests sweep).
+TaskCategory category_of(CollectiveOp op);
+
 struct CollectiveCall {
   CollectiveOp op = CollectiveOp::AllReduce;
   std::vector<int> ranks;   ///< devices taking part (GPU device indices), in communicator rank order
@@ -22,7 +25,7 @@ struct CollectiveCall {
                             ///< each rank's send buffer (n pieces of bytes/n) for AllToAll
   int root = 0;             ///< index into `ranks` for rooted collectives
   std::string label;        ///< e.g. "bucket 2"; prefixes task names
-  std::string category = "allreduce";
+  TaskCategory category = TaskCategory::AllReduce;
 };
 
 /// Where a collective sits in the graph: rank i's part may start once start_after[i] tasks are

@@ -46,7 +46,7 @@ int CommunicationClock::add(const std::vector<ClockedComm>& set)
   if (const auto it = by_key_.find(key); it != by_key_.end())
     return it->second;
   Set s;
-  const int start = graph_.add_delay(set.front().call.ranks.front(), 0.0, "set start", "marker");
+  const int start = graph_.add_delay(set.front().call.ranks.front(), 0.0, "set start", TaskCategory::Marker);
   const int first = graph_.size();
   std::vector<int> done_all;
   for (const ClockedComm& c : set) {

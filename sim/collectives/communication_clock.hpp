@@ -18,7 +18,7 @@
 
 #include "sim/collectives/collective_options.hpp"
 #include "sim/engine/isolated_runs.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <memory>

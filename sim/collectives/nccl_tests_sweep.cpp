@@ -62,14 +62,14 @@ std::vector<NcclTestsPoint> simulate_nccl_tests_sweep(const Topology& topology, 
     call.bytes = static_cast<double>(p.size.bytes);
     call.root = root;
     call.label = fmt::format("{}B", p.size.bytes);
-    call.category = to_string(op);
+    call.category = category_of(op);
     graph.set_group(static_cast<int>(i));
-    const int before = graph.add_delay(ranks[0], 0.0, fmt::format("size {} begins", p.size.bytes), "marker", barrier);
+    const int before = graph.add_delay(ranks[0], 0.0, fmt::format("size {} begins", p.size.bytes), TaskCategory::Marker, barrier);
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n), std::vector<int>{before});
     const auto tasks = add_collective(graph, topology, call, start, options);
     p.algorithm = tasks.algorithm;
     p.model_us = tasks.predicted_us;
-    barrier = {graph.add_delay(ranks[0], 0.0, fmt::format("size {} ends", p.size.bytes), "marker", tasks.done)};
+    barrier = {graph.add_delay(ranks[0], 0.0, fmt::format("size {} ends", p.size.bytes), TaskCategory::Marker, tasks.done)};
     ends.emplace_back(before, barrier[0]);
     points.push_back(p);
     if (graph.size() >= kBatchTasks)

@@ -3,7 +3,7 @@
 // before that rank joined the collective (Task::sender_joined). Knows nothing of SimGrid.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 #include <algorithm>
 #include <string>

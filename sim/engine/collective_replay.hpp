@@ -15,7 +15,7 @@
 #pragma once
 
 #include "sim/engine/isolated_runs.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <string>

@@ -23,7 +23,7 @@
 // (a route crossing O twice, different w on one orbit), fold_collective says why and nothing folds.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <map>

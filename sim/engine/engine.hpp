@@ -3,7 +3,7 @@
 // topology computed, contending with the others by max-min sharing (CM02, no TCP effects).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <functional>

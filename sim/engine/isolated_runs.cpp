@@ -21,7 +21,7 @@ std::vector<Span> simulate_one(const Topology& machine, const TaskGraph& g, cons
                                const std::vector<int>& rep)
 {
   TaskGraph iso;
-  const int gate = iso.add_delay(g[r.done[0]].device, 0.0, "replay gate", "marker");
+  const int gate = iso.add_delay(g[r.done[0]].device, 0.0, "replay gate", TaskCategory::Marker);
   std::vector<int> ids(static_cast<std::size_t>(r.end - r.first), -1);
   auto remap = [&](int id) {
     return id >= r.first ? ids[static_cast<std::size_t>(rep[static_cast<std::size_t>(id - r.first)])] : gate;

@@ -8,7 +8,7 @@
 
 #include "sim/engine/collective_symmetry.hpp"
 #include "sim/engine/engine.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <cstddef>

@@ -31,7 +31,7 @@
 #pragma once
 
 #include "sim/engine/engine.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u/Comm.hpp>

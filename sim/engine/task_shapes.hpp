@@ -3,7 +3,7 @@
 // of one shape. The fold (collective_symmetry.cpp) looks a task's image up among them.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 // GCC 12 warns (-Wstringop-overread) on small_vector's move of its inline elements once inlined into
 // a caller: a false positive of its object-size analysis (clang 14 does not warn, ASan finds nothing).

@@ -11,41 +11,41 @@ namespace dtsim {
 
 std::string step_label(const StepRow& row, bool once)
 {
-  if (once && row.category == "broadcast")
+  if (once && row.category == TaskCategory::Broadcast)
     return "broadcast parameters+buffers (once)";
-  if (row.category == "broadcast")
+  if (row.category == TaskCategory::Broadcast)
     return "broadcast BatchNorm buffers";
-  static const std::map<std::string, std::string> words = {
-      {"load", "load batch on the host (DataLoader)"},
-      {"h2d", "copy input batch host -> GPU"},
-      {"scatter", "scatter input batch chunks"},
-      {"replicate", "replicate parameters+buffers"},
-      {"launch", "launch forward kernels (Python, GIL)"},
-      {"forward", "forward"},
-      {"gather", "gather outputs for the loss"},
-      {"loss", "loss"},
-      {"grad-scatter", "scatter loss gradient"},
-      {"backward", "backward"},
-      {"reduce", "reduce_add gradients"},
-      {"optimizer", "optimizer step"},
-      {"broadcast", "broadcast"},
-      {"allreduce", "AllReduce gradients"},
-      {"activation", "send activations"},
-      {"activation-grad", "send activation gradients"},
-      {"tensor-parallel", "tensor-parallel AllReduce"},
-      {"recompute", "recompute forward"},
-      {"allgather", "AllGather parameters"},
-      {"allgather-backward", "AllGather parameters again (backward)"},
-      {"reduce-scatter", "ReduceScatter gradients"},
-      {"fsdp-copy", "copy gathered parameters out (FSDP2)"},
-      {"embedding-grad", "AllReduce tied embedding gradients"},
+  static const std::map<TaskCategory, std::string> words = {
+      {TaskCategory::Load, "load batch on the host (DataLoader)"},
+      {TaskCategory::HostToDevice, "copy input batch host -> GPU"},
+      {TaskCategory::Scatter, "scatter input batch chunks"},
+      {TaskCategory::Replicate, "replicate parameters+buffers"},
+      {TaskCategory::Launch, "launch forward kernels (Python, GIL)"},
+      {TaskCategory::Forward, "forward"},
+      {TaskCategory::Gather, "gather outputs for the loss"},
+      {TaskCategory::Loss, "loss"},
+      {TaskCategory::GradScatter, "scatter loss gradient"},
+      {TaskCategory::Backward, "backward"},
+      {TaskCategory::Reduce, "reduce_add gradients"},
+      {TaskCategory::Optimizer, "optimizer step"},
+      {TaskCategory::Broadcast, "broadcast"},
+      {TaskCategory::AllReduce, "AllReduce gradients"},
+      {TaskCategory::Activation, "send activations"},
+      {TaskCategory::ActivationGrad, "send activation gradients"},
+      {TaskCategory::TensorParallel, "tensor-parallel AllReduce"},
+      {TaskCategory::Recompute, "recompute forward"},
+      {TaskCategory::AllGather, "AllGather parameters"},
+      {TaskCategory::AllGatherBackward, "AllGather parameters again (backward)"},
+      {TaskCategory::ReduceScatter, "ReduceScatter gradients"},
+      {TaskCategory::FsdpCopy, "copy gathered parameters out (FSDP2)"},
+      {TaskCategory::EmbeddingGrad, "AllReduce tied embedding gradients"},
   };
   const auto it = words.find(row.category);
-  std::string label = it != words.end() ? it->second : row.category;
+  std::string label = it != words.end() ? it->second : to_string(row.category);
   if (row.group >= 0) {
-    const bool micro = row.category == "forward" || row.category == "backward" || row.category == "activation" ||
-                       row.category == "activation-grad" || row.category == "tensor-parallel" ||
-                       row.category == "recompute";
+    const bool micro = row.category == TaskCategory::Forward || row.category == TaskCategory::Backward ||
+                       row.category == TaskCategory::Activation || row.category == TaskCategory::ActivationGrad ||
+                       row.category == TaskCategory::TensorParallel || row.category == TaskCategory::Recompute;
     label += fmt::format(fmt::runtime(micro ? " mb {}" : " bucket {}"), row.group);
   }
   return label;

@@ -61,17 +61,17 @@ std::set<int> minus(const std::set<int>& a, const std::set<int>& b)
 // "GPU0 -> GPU1,GPU2,GPU3": a rooted collective reads as its root and the others, although a ring
 // or tree forwards through every GPU (broadcast, scatter: the one sender that receives nothing;
 // reduce, gather: the one receiver that sends nothing).
-std::string who_of_transfers(const Topology& topology, const Plan& plan, const std::string& category,
+std::string who_of_transfers(const Topology& topology, const Plan& plan, TaskCategory category,
                              const std::set<int>& src_ends, const std::set<int>& dst_ends)
 {
   const std::set<int> src = gpus_of(topology, src_ends), dst = gpus_of(topology, dst_ends);
   std::set<int> all = src;
   all.insert(dst.begin(), dst.end());
-  if (category == "broadcast" || category == "replicate" || category == "scatter") {
+  if (category == TaskCategory::Broadcast || category == TaskCategory::Replicate || category == TaskCategory::Scatter) {
     if (const auto root = minus(src, dst); root.size() == 1)
       return device_set(topology, plan, root) + " -> " + device_set(topology, plan, minus(all, root));
   }
-  if (category == "reduce" || category == "gather") {
+  if (category == TaskCategory::Reduce || category == TaskCategory::Gather) {
     if (const auto sink = minus(dst, src); sink.size() == 1)
       return device_set(topology, plan, minus(all, sink)) + " -> " + device_set(topology, plan, sink);
   }
@@ -108,11 +108,11 @@ struct Acc {
 std::vector<StepRow> rows_of(const Topology& topology, const Plan& plan, const std::vector<Span>& spans,
                              const std::vector<int>& tasks, double origin)
 {
-  std::map<std::tuple<std::string, int, int>, Acc> acc;
+  std::map<std::tuple<TaskCategory, int, int>, Acc> acc;
   const auto gpu = [&](int d) { return topology.device(d).kind == DeviceKind::Gpu; };
   for (int id : tasks) {
     const Task& t = plan.graph[id];
-    if (t.category == "marker")
+    if (t.category == TaskCategory::Marker)
       continue;
     const int device_key = plan.pipeline_stages > 1 && t.kind != TaskKind::Transfer ? t.device : -1;
     auto [it, fresh] = acc.try_emplace({t.category, t.group, device_key});

@@ -4,7 +4,7 @@
 // one-off set-up steps and per-GPU totals. Built from a Plan and its simulated spans.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
@@ -15,7 +15,7 @@
 namespace dtsim {
 
 struct StepRow {
-  std::string category;   ///< the tasks' category ("scatter", "allreduce", ...)
+  TaskCategory category = TaskCategory::None;  ///< the tasks' category (scatter, allreduce, ...)
   int group = -1;         ///< bucket / micro-batch, -1 when none
   std::string who;        ///< "GPU0 -> GPU1-3", "GPU0-3" (compute), "host -> GPU0"
   double bytes = 0;       ///< bytes put on the links (payload plus protocol overhead)

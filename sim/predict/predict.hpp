@@ -2,7 +2,7 @@
 // -> task graph of a few iterations, engine -> spans, analysis -> figures.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/results.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/plan.hpp"

@@ -117,7 +117,7 @@ private:
     for (int id = 0; id < graph_.size(); ++id) {
       const Task& t = graph_[id];
       const Span& s = spans_[static_cast<std::size_t>(id)];
-      if (s.end <= s.start || t.category == "marker" || !selected(id))
+      if (s.end <= s.start || t.category == TaskCategory::Marker || !selected(id))
         continue;
       shown_[static_cast<std::size_t>(id)] = 1;
       if (t.kind != TaskKind::Transfer) {
@@ -195,7 +195,7 @@ private:
       const Task& t = graph_[s.task];
       if (key.stream == Stream::Compute || key.stream == Stream::Sends)
         placed_[s.task] = {key.pid, lane_tid[lane]};
-      emit({{"ph", "X"}, {"pid", key.pid}, {"tid", lane_tid[lane]}, {"name", t.name}, {"cat", t.category},
+      emit({{"ph", "X"}, {"pid", key.pid}, {"tid", lane_tid[lane]}, {"name", t.name}, {"cat", to_string(t.category)},
             {"ts", micros(s.start)}, {"dur", micros(s.end - s.start)}, {"args", slice_args(t, key.stream)}});
     }
   }
@@ -219,7 +219,7 @@ private:
           best = id;
         continue;
       }
-      if (spans_[static_cast<std::size_t>(id)].end > spans_[static_cast<std::size_t>(id)].start && t.category != "marker")
+      if (spans_[static_cast<std::size_t>(id)].end > spans_[static_cast<std::size_t>(id)].start && t.category != TaskCategory::Marker)
         continue;  // a task of another iteration: not followed
       for (int next : successors[static_cast<std::size_t>(id)])
         if (seen.insert(next).second)

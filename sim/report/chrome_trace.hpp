@@ -15,7 +15,7 @@
 //  - Only the chosen iterations (TraceOptions), so that a trace of many GPUs stays small.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 

@@ -31,7 +31,7 @@ std::vector<CommOverlap> comm_overlap_on(const Plan& plan, const std::vector<Spa
 {
   const auto& tasks = plan.graph.tasks();
   const int iterations = static_cast<int>(plan.iteration_end.size());
-  std::map<std::string, std::vector<Span>> comm;
+  std::map<TaskCategory, std::vector<Span>, BySpelling> comm;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     if (t.iteration < plan.warmup_iterations || t.iteration >= iterations || static_cast<int>(i) <= plan.setup_end)
@@ -39,8 +39,9 @@ std::vector<CommOverlap> comm_overlap_on(const Plan& plan, const std::vector<Spa
     if (t.kind == TaskKind::Compute)
       continue;
     const bool touches = t.kind == TaskKind::Transfer ? (t.src == device || t.dst == device) : t.device == device;
-    const std::string& category = t.category.get();
-    if (touches && category != "marker" && category != "optimizer" && !category.empty())
+    const TaskCategory category = t.category;
+    if (touches && category != TaskCategory::Marker && category != TaskCategory::Optimizer &&
+        category != TaskCategory::None)
       comm[category].push_back(spans[i]);
   }
   const double measured = std::max(1, iterations - plan.warmup_iterations);

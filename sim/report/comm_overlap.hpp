@@ -6,7 +6,7 @@
 // runs the same schedule).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/critical_path.hpp"
 #include "sim/strategies/plan.hpp"
 
@@ -16,7 +16,7 @@
 namespace dtsim {
 
 struct CommOverlap {
-  std::string category;
+  TaskCategory category = TaskCategory::None;
   double in_flight_s = 0;  ///< per iteration: time with one of its tasks in flight on the GPU
   double exposed_s = 0;    ///< per iteration: its time on the critical path
 };

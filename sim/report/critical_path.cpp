@@ -9,7 +9,7 @@ namespace dtsim {
 std::vector<CriticalPart> critical_path_by_category(const Plan& plan, const std::vector<Span>& spans)
 {
   const auto iterations = static_cast<int>(plan.iteration_end.size());
-  std::map<std::string, double> total;
+  std::map<TaskCategory, double, BySpelling> total;
   int measured = 0;
   for (int it = std::max(1, plan.warmup_iterations); it < iterations; ++it, ++measured) {
     const double origin = spans[static_cast<std::size_t>(plan.iteration_end[static_cast<std::size_t>(it - 1)])].end;

@@ -12,7 +12,7 @@
 namespace dtsim {
 
 struct CriticalPart {
-  std::string category;  ///< "forward", "backward", "allreduce", "load", ...
+  TaskCategory category = TaskCategory::None;  ///< forward, backward, allreduce, load, ...
   double seconds = 0;    ///< mean per measured iteration
 };
 

@@ -2,7 +2,7 @@
 // and idle time, and its memory; these show DataParallel's hub (GPU0) and a pipeline's bubble.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 

@@ -144,7 +144,7 @@ std::string timeline_section(const Timeline& tl)
   std::set<std::string> categories;
   for (const auto& row : tl.rows)
     for (const auto& b : row.blocks)
-      categories.insert(b.category);
+      categories.insert(to_string(b.category));
   const double legend_h = 22;
   const double height = top + row_h * static_cast<double>(tl.rows.size()) + 30 + legend_h;
   const double width = label_w + plot_w + 20;
@@ -175,7 +175,7 @@ std::string timeline_section(const Timeline& tl)
     out += svg::text(label_w - 6, y + row_h - 4, row.label, "text-anchor=\"end\"");
     for (const auto& b : row.blocks)
       out += svg::rect(label_w + b.start * scale, y + 1, std::max((b.end - b.start) * scale, 0.6), row_h - 2,
-                       svg::colour_of(b.category), b.category + ": " + b.label);
+                       svg::colour_of(to_string(b.category)), to_string(b.category) + std::string(": ") + b.label);
   }
   double lx = label_w;
   const double ly = bottom + 16;

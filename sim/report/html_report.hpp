@@ -4,7 +4,7 @@
 // compared strategies and the training-time arithmetic.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/results.hpp"
 #include "sim/report/timeline.hpp"
 #include "sim/strategies/plan.hpp"

@@ -33,10 +33,10 @@ nlohmann::json json_report(const RunResult& r)
     comm.push_back({{"label", c.label}, {"op", c.op}, {"bytes", c.bytes}, {"calls", c.calls}, {"groups", c.groups}});
   nlohmann::json critical = nlohmann::json::array();
   for (const auto& p : r.critical_path)
-    critical.push_back({{"category", p.category}, {"seconds", p.seconds}});
+    critical.push_back({{"category", to_string(p.category)}, {"seconds", p.seconds}});
   nlohmann::json overlap = nlohmann::json::array();
   for (const auto& c : r.comm_overlap)
-    overlap.push_back({{"category", c.category}, {"in_flight_s", c.in_flight_s}, {"exposed_s", c.exposed_s}});
+    overlap.push_back({{"category", to_string(c.category)}, {"in_flight_s", c.in_flight_s}, {"exposed_s", c.exposed_s}});
   nlohmann::json out = {
       {"scenario", r.scenario},
       {"strategy", r.strategy},

@@ -3,7 +3,7 @@
 // (single-GPU total, ideal linear total).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/report/gpu_usage.hpp"
 #include "sim/report/stage_usage.hpp"
 #include "sim/report/comm_overlap.hpp"

@@ -11,23 +11,24 @@ namespace {
 enum Part { Forward, Backward, Recompute, Optimizer, TensorParallel, Pipeline, DataParallel, Parts };
 
 /// The part a task of `category` counts towards; Parts for none (markers, loader, input copies).
-Part part_of(const std::string& category, bool transfer)
+Part part_of(TaskCategory category, bool transfer)
 {
   if (!transfer) {
-    if (category == "forward")
+    if (category == TaskCategory::Forward)
       return Forward;
-    if (category == "backward")
+    if (category == TaskCategory::Backward)
       return Backward;
-    if (category == "recompute")
+    if (category == TaskCategory::Recompute)
       return Recompute;
-    if (category == "optimizer")
+    if (category == TaskCategory::Optimizer)
       return Optimizer;
   }
-  if (category == "tensor-parallel")
+  if (category == TaskCategory::TensorParallel)
     return TensorParallel;
-  if (category == "activation" || category == "activation-grad")
+  if (category == TaskCategory::Activation || category == TaskCategory::ActivationGrad)
     return Pipeline;
-  if (category == "allreduce" || category == "allgather" || category == "embedding-grad")
+  if (category == TaskCategory::AllReduce || category == TaskCategory::AllGather ||
+      category == TaskCategory::EmbeddingGrad)
     return DataParallel;
   return Parts;
 }
@@ -63,7 +64,7 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
     if (device < 0 || (t.kind == TaskKind::Transfer && t.src == t.dst))
       continue;
     const int s = stage_of[static_cast<std::size_t>(device)];
-    const Part p = part_of(t.category.get(), transfer);
+    const Part p = part_of(t.category, transfer);
     if (s >= 0 && p != Parts && (transfer || t.kind == TaskKind::Compute))
       parts[static_cast<std::size_t>(s)][p].push_back(spans[i]);
   }

@@ -4,7 +4,7 @@
 // the first GPU of each stage (Plan::stage_devices; every GPU of a stage runs the same schedule).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 

@@ -92,7 +92,7 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     const Span& s = spans[i];
-    if (s.end <= s.start || s.end <= tl.start_s || s.start >= t1 || t.category == "marker" || t.kind == TaskKind::Delay)
+    if (s.end <= s.start || s.end <= tl.start_s || s.start >= t1 || t.category == TaskCategory::Marker || t.kind == TaskKind::Delay)
       continue;
     TimelineBlock b{std::max(s.start, tl.start_s) - tl.start_s, std::min(s.end, t1) - tl.start_s, t.category, t.name};
     if (t.kind == TaskKind::Compute) {

@@ -3,7 +3,7 @@
 // link: the transfers crossing it) and the utilisation of every link over the measured iterations.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 
@@ -14,7 +14,7 @@ namespace dtsim {
 
 struct TimelineBlock {
   double start = 0, end = 0;  ///< seconds from the start of the drawn iteration
-  std::string category;       ///< colour ("forward", "allreduce", ...)
+  TaskCategory category = TaskCategory::None;  ///< colour (forward, allreduce, ...)
   std::string label;          ///< tooltip: task name(s)
 };
 

@@ -89,7 +89,7 @@ Backward add_backward(TaskGraph& g, int device, const LayerTimes& times, const s
     const double seconds = layer >= next_layer ? 0.0
                                                : std::accumulate(times.bwd.begin() + static_cast<long>(layer),
                                                                  times.bwd.begin() + static_cast<long>(next_layer), 0.0);
-    last = g.add_compute(device, seconds + extra_s, fmt::format("backward {} (rank {})", what, rank), "backward", {last});
+    last = g.add_compute(device, seconds + extra_s, fmt::format("backward {} (rank {})", what, rank), TaskCategory::Backward, {last});
     next_layer = std::min(layer, next_layer);
   };
   for (std::size_t k = 0; k < buckets.size(); ++k) {
@@ -179,12 +179,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   std::vector<std::vector<int>> ready(n);  // per rank: what the next step waits for
   if (n > 1) {
     CollectiveCall params{CollectiveOp::Broadcast, plan.ranks,
-                          static_cast<double>(model.params()) * 4.0 + buffer_bytes, 0, "parameters", "broadcast"};
+                          static_cast<double>(model.params()) * 4.0 + buffer_bytes, 0, "parameters", TaskCategory::Broadcast};
     const auto bc = add_collective(g, topology, params, ready, collectives);
     for (std::size_t r = 0; r < n; ++r)
       ready[r] = {bc.done[r]};
   }
-  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", [&] {
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, [&] {
     std::vector<int> all;
     for (const auto& r : ready)
       all.insert(all.end(), r.begin(), r.end());
@@ -201,7 +201,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
     for (int micro = 0; micro < opt.gradient_accumulation; ++micro) {
       const bool sync = micro + 1 == opt.gradient_accumulation && n > 1;
       if (sync_buffers && micro == 0) {
-        CollectiveCall call{CollectiveOp::Broadcast, plan.ranks, buffer_bytes, 0, "buffers", "broadcast"};
+        CollectiveCall call{CollectiveOp::Broadcast, plan.ranks, buffer_bytes, 0, "buffers", TaskCategory::Broadcast};
         const auto bc = add_collective(g, topology, call, ready, collectives);
         for (std::size_t r = 0; r < n; ++r)
           ready[r] = {bc.done[r]};
@@ -218,7 +218,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
       }
       std::vector<Backward> bwd(n);
       for (std::size_t r = 0; r < n; ++r) {
-        const int fwd = g.add_compute(plan.ranks[r], times.fwd_total(), fmt::format("forward (rank {})", r), "forward",
+        const int fwd = g.add_compute(plan.ranks[r], times.fwd_total(), fmt::format("forward (rank {})", r), TaskCategory::Forward,
                                       ready[r]);
         bwd[r] = add_backward(g, plan.ranks[r], times, sync ? buckets : std::vector<Bucket>{}, copies.in_s, fwd,
                               static_cast<int>(r));
@@ -237,7 +237,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
             start[r].push_back(previous[r]);
         }
         CollectiveCall call{CollectiveOp::AllReduce, plan.ranks, buckets[k].bytes, 0, fmt::format("bucket {}", k),
-                            "allreduce"};
+                            TaskCategory::AllReduce};
         const CollectiveTasks ar = add_collective(g, topology, call, start, collectives);
         previous = ar.done;
         nccl_channels = std::max(nccl_channels, ar.channels);
@@ -250,18 +250,18 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
         ready[r] = {bwd[r].end, previous[r]};
         if (copies.out_s > 0)
           ready[r] = {g.add_compute(plan.ranks[r], copies.out_s, fmt::format("copy buckets -> gradients (rank {})", r),
-                                    "ddp-copy", ready[r])};
+                                    TaskCategory::DdpCopy, ready[r])};
       }
     }
     std::vector<int> all;
     for (std::size_t r = 0; r < n; ++r) {
       const std::string name = fmt::format("optimizer step (rank {})", r);
-      const int opt_step = times.optimizer_s > 0 ? g.add_compute(plan.ranks[r], times.optimizer_s, name, "optimizer", ready[r])
-                                                 : g.add_delay(plan.ranks[r], 0.0, name, "optimizer", ready[r]);
+      const int opt_step = times.optimizer_s > 0 ? g.add_compute(plan.ranks[r], times.optimizer_s, name, TaskCategory::Optimizer, ready[r])
+                                                 : g.add_delay(plan.ranks[r], 0.0, name, TaskCategory::Optimizer, ready[r]);
       ready[r] = {opt_step};
       all.push_back(opt_step);
     }
-    plan.iteration_end.push_back(g.add_delay(plan.ranks[0], 0.0, fmt::format("iteration {} done", it), "marker", all));
+    plan.iteration_end.push_back(g.add_delay(plan.ranks[0], 0.0, fmt::format("iteration {} done", it), TaskCategory::Marker, all));
   }
   g.set_iteration(0);
   plan.compute_per_iteration_s += plan.nccl_slowdown_per_iteration_s;

@@ -45,7 +45,7 @@ namespace {
 // into chunks of at most `chunk` bytes, one NCCL call per chunk, in order on every GPU's stream.
 std::vector<int> add_coalesced(TaskGraph& g, const Topology& topology, CollectiveOp op, const std::vector<int>& ranks,
                                double bytes, double chunk, std::vector<std::vector<int>> start, const std::string& label,
-                               const std::string& category, const CollectiveOptions& collectives)
+                               TaskCategory category, const CollectiveOptions& collectives)
 {
   const int chunks = std::max(1, static_cast<int>(std::ceil(bytes / chunk)));
   std::vector<int> done;
@@ -59,7 +59,7 @@ std::vector<int> add_coalesced(TaskGraph& g, const Topology& topology, Collectiv
   return done;
 }
 
-int join(TaskGraph& g, int device, std::vector<int> after, const std::string& name, const std::string& category)
+int join(TaskGraph& g, int device, std::vector<int> after, const std::string& name, TaskCategory category)
 {
   return g.add_delay(device, 0.0, name, category, std::move(after));
 }
@@ -125,7 +125,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   TaskGraph& g = plan.graph;
   const int cpu = host_cpu_of(topology, gpu0);
   LoaderLane lane(loader, cpu >= 0 ? cpu : gpu0, "one DataLoader");
-  plan.setup_end = join(g, gpu0, {}, "set-up done", "marker");
+  plan.setup_end = join(g, gpu0, {}, "set-up done", TaskCategory::Marker);
   std::vector<int> prev_end(n, plan.setup_end);  // per GPU: its last task of the previous iteration
   int prev_opt = plan.setup_end;
   for (int it = 0; it < iterations; ++it) {
@@ -136,19 +136,19 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       after_prev.push_back(loaded);
     const int copy = add_input_copy(g, topology, loader, gpu0, batch * static_cast<double>(n), deps(after_prev),
                                     "input batch host -> GPU0");
-    const int input_on_gpu0 = copy >= 0 ? copy : join(g, gpu0, deps(after_prev), "input batch on GPU0", "marker");
+    const int input_on_gpu0 = copy >= 0 ? copy : join(g, gpu0, deps(after_prev), "input batch on GPU0", TaskCategory::Marker);
 
     std::vector<int> input(n, input_on_gpu0);
     for (std::size_t r = 1; r < n; ++r)
       input[r] = g.add_transfer(gpu0, plan.ranks[r], in_bytes, fmt::format("scatter input chunk GPU0 -> rank {}", r),
-                                "scatter", deps({input_on_gpu0, prev_end[r]}));
+                                TaskCategory::Scatter, deps({input_on_gpu0, prev_end[r]}));
     std::vector<int> replica_ready(n, prev_opt);
     if (n > 1) {
       std::vector<std::vector<int>> start(n);
       for (std::size_t r = 0; r < n; ++r)
         start[r] = deps({prev_opt, prev_end[r]});
       replica_ready = add_coalesced(g, topology, CollectiveOp::Broadcast, plan.ranks, param_bytes, chunk, start,
-                                    "replicate", "replicate", collectives);
+                                    "replicate", TaskCategory::Replicate, collectives);
     }
     // The Python lane (GIL): replicate() copies every module for every replica, GPU0's own included
     // (replicate(module, device_ids) makes len(device_ids) copies), then the forward launches of
@@ -156,20 +156,20 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
     int python = -1;
     if (n > 1 && replicate_s > 0)
       python = g.add_delay(gpu0, replicate_s * static_cast<double>(n),
-                           fmt::format("replicate modules for {} replicas (Python, GIL)", n), "launch",
+                           fmt::format("replicate modules for {} replicas (Python, GIL)", n), TaskCategory::Launch,
                            deps(replica_ready));
     // parallel_apply starts once replicate() has returned: no replica's forward runs before then.
     const int replicated = python;
     std::vector<int> fwd_end(n);
     for (std::size_t r = 0; r < n; ++r) {
       const int dev = plan.ranks[r];
-      const int fwd = g.add_compute(dev, times.fwd_total(), fmt::format("forward (replica {})", r), "forward",
+      const int fwd = g.add_compute(dev, times.fwd_total(), fmt::format("forward (replica {})", r), TaskCategory::Forward,
                                     deps({replica_ready[r], input[r], replicated}));
       if (n > 1 && launch_s > 0) {
         std::vector<int> after{replica_ready[r], python};
-        python = g.add_delay(dev, launch_s, fmt::format("launch forward of replica {} (Python thread, GIL)", r), "launch",
+        python = g.add_delay(dev, launch_s, fmt::format("launch forward of replica {} (Python thread, GIL)", r), TaskCategory::Launch,
                              deps(std::move(after)));
-        fwd_end[r] = join(g, dev, {fwd, python}, fmt::format("forward done (replica {})", r), "marker");
+        fwd_end[r] = join(g, dev, {fwd, python}, fmt::format("forward done (replica {})", r), TaskCategory::Marker);
       } else {
         fwd_end[r] = fwd;
       }
@@ -177,32 +177,32 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
     std::vector<int> loss_deps{fwd_end[0]};
     for (std::size_t r = 1; r < n; ++r)
       loss_deps.push_back(g.add_transfer(plan.ranks[r], gpu0, out_bytes, fmt::format("gather output rank {} -> GPU0", r),
-                                         "gather", {fwd_end[r]}));
-    const int loss = join(g, gpu0, deps(loss_deps), "loss on GPU0", "loss");
+                                         TaskCategory::Gather, {fwd_end[r]}));
+    const int loss = join(g, gpu0, deps(loss_deps), "loss on GPU0", TaskCategory::Loss);
     std::vector<int> bwd(n);
     for (std::size_t r = 0; r < n; ++r) {
       const int grad_in = r == 0 ? loss
                                  : g.add_transfer(gpu0, plan.ranks[r], out_bytes,
-                                                  fmt::format("scatter loss gradient GPU0 -> rank {}", r), "grad-scatter",
+                                                  fmt::format("scatter loss gradient GPU0 -> rank {}", r), TaskCategory::GradScatter,
                                                   {loss});
-      bwd[r] = g.add_compute(plan.ranks[r], times.bwd_total(), fmt::format("backward (replica {})", r), "backward",
+      bwd[r] = g.add_compute(plan.ranks[r], times.bwd_total(), fmt::format("backward (replica {})", r), TaskCategory::Backward,
                              {grad_in});
     }
     std::vector<int> reduced = bwd;
     if (n > 1) {
       std::vector<std::vector<int>> start(n, deps(bwd));  // Broadcast's backward runs once every replica is done
       reduced = add_coalesced(g, topology, CollectiveOp::Reduce, plan.ranks, grad_bytes, chunk, start,
-                              "reduce_add gradients", "reduce", collectives);
+                              "reduce_add gradients", TaskCategory::Reduce, collectives);
     }
     prev_opt = times.optimizer_s > 0
-                   ? g.add_compute(gpu0, times.optimizer_s, "optimizer step (GPU0 only)", "optimizer", {reduced[0]})
-                   : g.add_delay(gpu0, 0.0, "optimizer step (GPU0 only)", "optimizer", {reduced[0]});
+                   ? g.add_compute(gpu0, times.optimizer_s, "optimizer step (GPU0 only)", TaskCategory::Optimizer, {reduced[0]})
+                   : g.add_delay(gpu0, 0.0, "optimizer step (GPU0 only)", TaskCategory::Optimizer, {reduced[0]});
     std::vector<int> all{prev_opt};
     for (std::size_t r = 0; r < n; ++r) {
       prev_end[r] = reduced[r];
       all.push_back(reduced[r]);
     }
-    plan.iteration_end.push_back(join(g, gpu0, deps(all), fmt::format("iteration {} done", it), "marker"));
+    plan.iteration_end.push_back(join(g, gpu0, deps(all), fmt::format("iteration {} done", it), TaskCategory::Marker));
   }
   g.set_iteration(0);
 

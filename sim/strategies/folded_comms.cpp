@@ -12,7 +12,7 @@ namespace dtsim {
 FoldedComms::FoldedComms(const Topology& topology, const CollectiveOptions& options) : clock_(topology, options) {}
 
 std::vector<int> FoldedComms::add(TaskGraph& graph, const std::vector<ClockedComm>& set, const std::vector<Member>& members,
-                                  const std::string& name, const std::string& category)
+                                  const std::string& name, TaskCategory category)
 {
   const int id = clock_.add(set);
   std::map<int, std::vector<int>> joined;  // per item with several members: what its gate waits on

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "sim/collectives/communication_clock.hpp"
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/plan.hpp"
 
@@ -32,7 +32,7 @@ public:
   /// Adds `set` (its communications start together) for `members`; returns, per member in order,
   /// the task after which it has its result. Durations are set by finish().
   std::vector<int> add(TaskGraph& graph, const std::vector<ClockedComm>& set, const std::vector<Member>& members,
-                       const std::string& name, const std::string& category);
+                       const std::string& name, TaskCategory category);
   /// Sets every delay added so far to its time (waits for the isolated runs).
   void finish(TaskGraph& graph);
 

@@ -160,7 +160,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const double optimizer_s = add_optimizer ? optimizer_seconds(shard_params, mem, half_weights, topology.gpu) : 0.0;
 
   TaskGraph& g = plan.graph;
-  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   run.start_all(plan.setup_end);
   std::vector<std::deque<int>> frees(static_cast<std::size_t>(n));  // per rank: the limiter's free events (tasks)
   const auto limit = [&](std::vector<std::vector<int>>& start) {
@@ -181,7 +181,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     const auto& groups = backward && K < S ? back_groups : shard_groups;
     return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
                           fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
-                          backward ? "allgather-backward" : "allgather",
+                          backward ? TaskCategory::AllGatherBackward : TaskCategory::AllGather,
                           start, ShardedRun::Stream::Shard);
   };
   const auto free_after = [&](const std::vector<int>& tasks) {
@@ -209,7 +209,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           run.wait_for(gathered[static_cast<std::size_t>(u)]);
           if (copy_out_per_param > 0)
             run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
-                            "copy-out " + name, "fsdp-copy");
+                            "copy-out " + name, TaskCategory::FsdpCopy);
         }
         run.pieces(pieces[s], false, tp_groups, name);
         if (sharded && u != 0 && opt.reshard_after_forward && last_segment[static_cast<std::size_t>(u)] == static_cast<int>(s))
@@ -233,17 +233,17 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (!sharded) {
           if (!reduce_groups.empty())
             run.collective(CollectiveOp::AllReduce, reduce_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
-                           "all-reduce " + name + " gradients", "allreduce", {}, ShardedRun::Stream::Shard);
+                           "all-reduce " + name + " gradients", TaskCategory::AllReduce, {}, ShardedRun::Stream::Shard);
           return;
         }
         const auto done = run.collective(CollectiveOp::ReduceScatter, shard_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
-                                         "reduce-scatter " + name + " gradients", "reduce-scatter", {}, ShardedRun::Stream::Shard);
+                                         "reduce-scatter " + name + " gradients", TaskCategory::ReduceScatter, {}, ShardedRun::Stream::Shard);
         if (!replicate_groups.empty()) {  // HSDP: the reduced shard across the replicas, on their own process group
           std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
           for (const int r : run.active())
             start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
           run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[static_cast<std::size_t>(u)] / S,
-                         "all-reduce " + name + " shard across replicas", "allreduce", start, ShardedRun::Stream::Replicate);
+                         "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
         }
       };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins

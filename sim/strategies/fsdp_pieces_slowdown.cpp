@@ -23,7 +23,7 @@ FsdpPiecesSlowdown slow_pieces_beside_collectives(std::vector<std::vector<StageP
     if (const auto it = known.find(key); it != known.end())
       return it->second;
     const std::vector<int>& devices = backward ? c.backward_devices : c.shard_devices;
-    const CollectiveCall call{op, devices, bytes, 0, "", ""};
+    const CollectiveCall call{op, devices, bytes, 0, "", TaskCategory::None};
     const NcclCost cost = choose_collective_algorithm(topology, call, filter);
     out.channels = std::max(out.channels, cost.channels);
     const double k = static_cast<double>(devices.size());

@@ -18,7 +18,7 @@
 // issue; it is the one parameter of this model and is the same for every GPU and precision.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/scenario/scenario.hpp"
 
 #include <vector>

@@ -257,7 +257,7 @@ int LoaderLane::load(TaskGraph& graph, double samples, const std::vector<int>& m
   last_ = graph.add_delay(device_, spec_.batch_seconds(samples),
                           fmt::format("load {:.0f} samples ({}, {})", samples,
                                       spec_.workers == 0 ? "main process" : fmt::format("{} workers", spec_.workers), who_),
-                          "load", std::move(after));
+                          TaskCategory::Load, std::move(after));
   return last_;
 }
 
@@ -269,7 +269,7 @@ int add_input_copy(TaskGraph& graph, const Topology& topology, const LoaderSpec&
   const int cpu = host_cpu_of(topology, gpu);
   if (cpu < 0)
     return -1;
-  return graph.add_transfer(cpu, gpu, samples * spec.input_bytes_per_sample, name, "h2d", std::move(after));
+  return graph.add_transfer(cpu, gpu, samples * spec.input_bytes_per_sample, name, TaskCategory::HostToDevice, std::move(after));
 }
 
 }  // namespace dtsim

@@ -15,8 +15,8 @@
 // siblings or a queue share them.
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
 #include "sim/model/model.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/host_model.hpp"
 #include "sim/topology/topology.hpp"

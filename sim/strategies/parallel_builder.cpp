@@ -181,7 +181,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     const int cpu = host_cpu_of(topology, dev(d, 0, 0));
     lanes.emplace_back(loader, cpu >= 0 ? cpu : dev(d, 0, 0), fmt::format("replica {}'s DataLoader", d));
   }
-  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   std::vector<int> last(plan.ranks.size(), plan.setup_end);  // per GPU rank index: its last task
   std::vector<std::vector<ChunkOp>> order(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
@@ -241,7 +241,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                 deps.push_back(data);
             }
             g.set_group(i);
-            const auto compute = [&](double seconds, const char* what, const std::string& piece) {
+            const auto compute = [&](double seconds, TaskCategory what, const std::string& piece) {
               for (int t = 0; t < Tn; ++t) {
                 auto& deps = at[static_cast<std::size_t>(t)];
                 deps = {g.add_compute(dev(d, s, t), seconds,
@@ -257,13 +257,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                   for (int t = 0; t < T; ++t)
                     group.push_back(dev(replica, s, t));
                   return CollectiveCall{tc.op, group, tc.bytes, 0, fmt::format("tp {} mb {} {}", what, i, at_stage),
-                                        "tensor-parallel"};
+                                        TaskCategory::TensorParallel};
                 };
                 if (fold) {  // every replica's group of this stage at once
                   std::vector<ClockedComm> set;
                   for (int r = 0; r < D; ++r)
                     set.push_back({call_of(r)});
-                  at[0] = {folded->add(g, set, {{0, 0, dev(0, s, 0), at[0]}}, set.front().call.label, "tensor-parallel")[0]};
+                  at[0] = {folded->add(g, set, {{0, 0, dev(0, s, 0), at[0]}}, set.front().call.label, TaskCategory::TensorParallel)[0]};
                   continue;
                 }
                 const auto done = add_collective(g, topology, call_of(d), at, collectives).done;
@@ -276,18 +276,18 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               const StagePiece& piece = c.pieces[backward ? n - 1 - k : k];
               const std::string where = piece.name.empty() ? "" : " " + piece.name;
               if (backward && piece.recompute_s > 0) {
-                compute(piece.recompute_s, "recompute", where);
+                compute(piece.recompute_s, TaskCategory::Recompute, where);
                 if (piece.recompute_collectives)
                   tp_collectives(piece.after_fwd, "recompute");
               }
-              compute(backward ? piece.bwd_s : piece.fwd_s, backward ? "backward" : "forward", where);
+              compute(backward ? piece.bwd_s : piece.fwd_s, backward ? TaskCategory::Backward : TaskCategory::Forward, where);
               tp_collectives(backward ? piece.after_bwd : piece.after_fwd, backward ? "bwd" : "fwd");
             }
             std::vector<int> end(static_cast<std::size_t>(Tn));
             for (int t = 0; t < Tn; ++t)
               end[static_cast<std::size_t>(t)] = at[static_cast<std::size_t>(t)].front();
             // A boundary send of every replica's tensor ranks at once, timed with them (folded).
-            const auto folded_send = [&](int to_vs, double bytes, const std::string& name, const char* category) {
+            const auto folded_send = [&](int to_vs, double bytes, const std::string& name, TaskCategory category) {
               std::vector<ClockedComm> set;
               for (int r = 0; r < D; ++r)
                 for (int t = 0; t < T; ++t)
@@ -300,10 +300,10 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               last[idx(0, s, 0)] = end[0];
               if (!backward && vs + 1 < V)
                 fwd_in[si + 1][ii][0] = folded_send(vs + 1, c.send_bytes / T,
-                                                    fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1), "activation");
+                                                    fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1), TaskCategory::Activation);
               if (backward && vs > 0)
                 bwd_in[si - 1][ii][0] = folded_send(vs - 1, sc[si - 1].send_bytes / T,
-                                                    fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1), "activation-grad");
+                                                    fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1), TaskCategory::ActivationGrad);
             }
             for (int t = 0; t < Tn && !fold; ++t) {
               const auto ti = static_cast<std::size_t>(t);
@@ -311,11 +311,11 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               if (!backward && vs + 1 < V)
                 fwd_in[si + 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, stage_of(vs + 1), t), c.send_bytes / T,
                                                         fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1),
-                                                        "activation", {end[ti]});
+                                                        TaskCategory::Activation, {end[ti]});
               if (backward && vs > 0)
                 bwd_in[si - 1][ii][ti] = g.add_transfer(dev(d, s, t), dev(d, stage_of(vs - 1), t), sc[si - 1].send_bytes / T,
                                                         fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1),
-                                                        "activation-grad", {end[ti]});
+                                                        TaskCategory::ActivationGrad, {end[ti]});
             }
             g.set_group(-1);
             if (!backward)
@@ -336,7 +336,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     const auto buckets_of = [&](double bytes) { return std::max(1, static_cast<int>(std::ceil(bytes / cap))); };
     // One collective of (stage s, tensor rank t)'s replicas, each replica d < Dn after start[d]; folded,
     // every tensor rank's group of the stage at once.
-    const auto dp_collective = [&](CollectiveOp op, int s, int t, double bytes, const std::string& name, const char* category,
+    const auto dp_collective = [&](CollectiveOp op, int s, int t, double bytes, const std::string& name, TaskCategory category,
                                    std::vector<std::vector<int>>& start) {
       const auto group_of = [&](int tensor_rank) {
         std::vector<int> group;
@@ -365,7 +365,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           const int buckets = buckets_of(bytes);
           for (int b = 0; b < buckets; ++b)
             dp_collective(cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, s, t,
-                          std::min(cap, bytes - cap * b), fmt::format("stage {} tp {} gradient bucket {}", s, t, b), "allreduce",
+                          std::min(cap, bytes - cap * b), fmt::format("stage {} tp {} gradient bucket {}", s, t, b), TaskCategory::AllReduce,
                           start);
         }
         synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)] = {};
@@ -381,7 +381,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
           auto& lastst = synced.back()[static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
           const auto call_of = [&](int r, int tr) {
             return CollectiveCall{CollectiveOp::AllReduce, {dev(r, 0, tr), dev(r, P - 1, tr)}, embedding_params / T * grad_elem,
-                                  0, fmt::format("embedding gradients replica {} tp {}", r, tr), "embedding-grad"};
+                                  0, fmt::format("embedding gradients replica {} tp {}", r, tr), TaskCategory::EmbeddingGrad};
           };
           if (fold) {  // both ends are simulated: they join, every replica's and tensor rank's pair at once
             std::vector<ClockedComm> set;
@@ -389,7 +389,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
               for (int tr = 0; tr < T; ++tr)
                 set.push_back({call_of(r, tr)});
             const auto done = folded->add(g, set, {{0, 0, dev(0, 0, 0), {first}}, {0, 1, dev(0, P - 1, 0), {lastst}}},
-                                          set.front().call.label, "embedding-grad");
+                                          set.front().call.label, TaskCategory::EmbeddingGrad);
             first = done[0];
             lastst = done[1];
             continue;
@@ -411,15 +411,15 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         for (int d = 0; d < Dn; ++d) {
           const int after = synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)][static_cast<std::size_t>(d)];
           const auto name = fmt::format("optimizer step (stage {})", s);
-          start.push_back({step_s > 0 ? g.add_compute(dev(d, s, t), step_s, name, "optimizer", {after})
-                                      : g.add_delay(dev(d, s, t), 0.0, name, "optimizer", {after})});
+          start.push_back({step_s > 0 ? g.add_compute(dev(d, s, t), step_s, name, TaskCategory::Optimizer, {after})
+                                      : g.add_delay(dev(d, s, t), 0.0, name, TaskCategory::Optimizer, {after})});
         }
         if (D > 1 && cfg.distributed_optimizer) {
           const double bytes = stage_params[static_cast<std::size_t>(s)] / T * param_elem;
           const int buckets = buckets_of(bytes);
           for (int b = 0; b < buckets; ++b)
             dp_collective(CollectiveOp::AllGather, s, t, std::min(cap, bytes - cap * b),
-                          fmt::format("stage {} tp {} parameter bucket {}", s, t, b), "allgather", start);
+                          fmt::format("stage {} tp {} parameter bucket {}", s, t, b), TaskCategory::AllGather, start);
         }
         for (int d = 0; d < Dn; ++d) {
           last[idx(d, s, t)] = start[static_cast<std::size_t>(d)].front();
@@ -427,7 +427,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
         }
       }
     }
-    plan.iteration_end.push_back(g.add_delay(plan.ranks[0], 0.0, fmt::format("iteration {} done", it), "marker", dtsim::deps(all)));
+    plan.iteration_end.push_back(g.add_delay(plan.ranks[0], 0.0, fmt::format("iteration {} done", it), TaskCategory::Marker, dtsim::deps(all)));
   }
   g.set_iteration(0);
 

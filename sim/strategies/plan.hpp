@@ -3,7 +3,7 @@
 // per-GPU memory).
 #pragma once
 
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 #include "sim/strategies/host_model.hpp"
 
 #include <cstdint>

@@ -96,7 +96,7 @@ std::vector<int> ShardedRun::compute_last_all()
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
     if (!compute_waits_[r].empty()) {
-      compute_[r] = plan_.graph.add_delay(plan_.ranks[r], 0.0, "wait", "marker", compute_last(static_cast<int>(r)));
+      compute_[r] = plan_.graph.add_delay(plan_.ranks[r], 0.0, "wait", TaskCategory::Marker, compute_last(static_cast<int>(r)));
       compute_waits_[r].clear();
     }
     out[r] = compute_[r];
@@ -113,7 +113,7 @@ void ShardedRun::wait_for(const std::vector<int>& per_rank)
   }
 }
 
-void ShardedRun::compute_all(double seconds, const std::string& name, const std::string& category)
+void ShardedRun::compute_all(double seconds, const std::string& name, TaskCategory category)
 {
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
@@ -134,13 +134,13 @@ void ShardedRun::pieces(const std::vector<StagePiece>& list, bool backward, cons
       if (folded_) {
         std::vector<ClockedComm> set;
         for (const auto& group : tp_groups) {
-          CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), "tensor-parallel"};
+          CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), TaskCategory::TensorParallel};
           for (int r : group)
             call.ranks.push_back(plan_.ranks[static_cast<std::size_t>(r)]);
           set.push_back({call});
         }
         const auto who = members(tp_groups, start);
-        const auto done = folded_->add(plan_.graph, set, who, set.front().call.label, "tensor-parallel");
+        const auto done = folded_->add(plan_.graph, set, who, set.front().call.label, TaskCategory::TensorParallel);
         for (std::size_t k = 0; k < who.size(); ++k) {
           const auto r = static_cast<std::size_t>(tp_groups[static_cast<std::size_t>(who[k].item)][static_cast<std::size_t>(who[k].position)]);
           compute_[r] = done[k];
@@ -149,7 +149,7 @@ void ShardedRun::pieces(const std::vector<StagePiece>& list, bool backward, cons
         continue;
       }
       for (const auto& group : tp_groups) {
-        CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), "tensor-parallel"};
+        CollectiveCall call{c.op, {}, c.bytes, 0, fmt::format("tp {} {}", what, where), TaskCategory::TensorParallel};
         std::vector<std::vector<int>> after;
         for (int r : group) {
           call.ranks.push_back(plan_.ranks[static_cast<std::size_t>(r)]);
@@ -169,11 +169,11 @@ void ShardedRun::pieces(const std::vector<StagePiece>& list, bool backward, cons
     const StagePiece& piece = list[backward ? n - 1 - k : k];
     const std::string at = piece.name.empty() ? where : piece.name;
     if (backward && piece.recompute_s > 0) {
-      compute_all(piece.recompute_s, "recompute " + at, "recompute");
+      compute_all(piece.recompute_s, "recompute " + at, TaskCategory::Recompute);
       if (piece.recompute_collectives)
         tp(piece.after_fwd, "recompute");
     }
-    compute_all(backward ? piece.bwd_s : piece.fwd_s, (backward ? "backward " : "forward ") + at, backward ? "backward" : "forward");
+    compute_all(backward ? piece.bwd_s : piece.fwd_s, (backward ? "backward " : "forward ") + at, backward ? TaskCategory::Backward : TaskCategory::Forward);
     tp(backward ? piece.after_bwd : piece.after_fwd, backward ? "bwd" : "fwd");
   }
 }
@@ -189,7 +189,7 @@ void ShardedRun::stream_waits_for_compute(Stream stream)
 }
 
 std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
-                                        const std::string& label, const std::string& category,
+                                        const std::string& label, TaskCategory category,
                                         std::vector<std::vector<int>> start, Stream stream)
 {
   const auto s = static_cast<int>(stream);
@@ -249,8 +249,8 @@ void ShardedRun::optimizer_step(double seconds)
     after.push_back(stream_[0][r]);
     after.push_back(stream_[1][r]);
     const std::string name = fmt::format("optimizer step (rank {})", r);
-    const int step = seconds > 0 ? g.add_compute(plan_.ranks[r], seconds, name, "optimizer", deps(after))
-                                 : g.add_delay(plan_.ranks[r], 0.0, name, "optimizer", deps(after));
+    const int step = seconds > 0 ? g.add_compute(plan_.ranks[r], seconds, name, TaskCategory::Optimizer, deps(after))
+                                 : g.add_delay(plan_.ranks[r], 0.0, name, TaskCategory::Optimizer, deps(after));
     compute_[r] = stream_[0][r] = stream_[1][r] = step;
     compute_waits_[r].clear();
     stream_waits_[0][r].clear();
@@ -269,7 +269,7 @@ void ShardedRun::end_iteration(int iteration)
     all.insert(all.end(), after.begin(), after.end());
   }
   plan_.iteration_end.push_back(
-      plan_.graph.add_delay(plan_.ranks[0], 0.0, fmt::format("iteration {} done", iteration), "marker", deps(all)));
+      plan_.graph.add_delay(plan_.ranks[0], 0.0, fmt::format("iteration {} done", iteration), TaskCategory::Marker, deps(all)));
 }
 
 }  // namespace dtsim

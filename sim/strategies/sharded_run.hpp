@@ -48,7 +48,7 @@ public:
   /// The next compute task of rank r also waits for per_rank[r] (-1: nothing).
   void wait_for(const std::vector<int>& per_rank);
   /// A compute task of `seconds` on every rank.
-  void compute_all(double seconds, const std::string& name, const std::string& category);
+  void compute_all(double seconds, const std::string& name, TaskCategory category);
   /// A unit's pieces forward or backward (recomputation first) on every rank, each piece's
   /// tensor-parallel collectives on `tp_groups` after it, on the critical path.
   void pieces(const std::vector<StagePiece>& list, bool backward, const std::vector<std::vector<int>>& tp_groups,
@@ -60,7 +60,7 @@ public:
   /// each rank also after start[r] (may be empty). Returns per rank the task after which it has
   /// its result (-1 for ranks in no group).
   std::vector<int> collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
-                              const std::string& label, const std::string& category, std::vector<std::vector<int>> start,
+                              const std::string& label, TaskCategory category, std::vector<std::vector<int>> start,
                               Stream stream);
   /// The optimizer step of `seconds` on every rank after its compute and both streams (every
   /// gradient reduced); the streams' next collectives wait for it.

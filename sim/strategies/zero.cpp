@@ -119,7 +119,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> tally;
   int iteration = 0;
   const auto collective = [&](CollectiveOp op, double bytes, const std::string& label, const std::string& what,
-                              const std::string& category, std::vector<std::vector<int>> start) {
+                              TaskCategory category, std::vector<std::vector<int>> start) {
     if (iteration == 0) {
       auto& t = tally[{what, to_string(op)}];
       t.first += bytes;
@@ -168,14 +168,14 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       run.stream_waits_for_compute(ShardedRun::Stream::Shard);
       pass.done[pass.next] = collective(CollectiveOp::AllGather, elements[layer] * model_bytes,
                                         fmt::format("fetch {} ({})", model.layers[layer].name, when), "parameters",
-                                        std::string(when) == "backward" ? "allgather-backward" : "allgather", {});
+                                        std::string(when) == "backward" ? TaskCategory::AllGatherBackward : TaskCategory::AllGather, {});
       ++pass.next;
     }
     run.wait_for(pass.done[pos]);
   };
 
   TaskGraph& g = plan.graph;
-  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", "marker", {});
+  plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   run.start_all(plan.setup_end);
   const int setup_tasks = g.size();
   for (int it = 0; it < iterations; ++it) {
@@ -191,7 +191,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         for (std::size_t i = 0; i < L; ++i) {
           if (pos < fwd_order.size() && fwd_order[pos] == i)
             fetch(f, pos++, "forward");
-          run.compute_all(fwd[i], "forward " + model.layers[i].name, "forward");
+          run.compute_all(fwd[i], "forward " + model.layers[i].name, TaskCategory::Forward);
         }
         Pass b{bwd_order, bwd_issue, 0, std::vector<std::vector<int>>(bwd_order.size())};
         pos = 0;
@@ -199,12 +199,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         for (std::size_t k = L; k-- > 0;) {
           if (pos < bwd_order.size() && bwd_order[pos] == k)
             fetch(b, pos++, "backward");
-          run.compute_all(bwd[k], "backward " + model.layers[k].name, bwd[k] > 0 ? "backward" : "backward");
+          run.compute_all(bwd[k], "backward " + model.layers[k].name, TaskCategory::Backward);
           pending += elements[k];
           if (pending >= opt.reduce_bucket_elems || (k == 0 && pending > 0)) {
             run.stream_waits_for_compute(ShardedRun::Stream::Shard);
             collective(CollectiveOp::ReduceScatter, pending * grad_elem, fmt::format("reduce-scatter gradients at {}", model.layers[k].name),
-                       "gradients", "reduce-scatter", {});
+                       "gradients", TaskCategory::ReduceScatter, {});
             pending = 0;
           }
         }
@@ -213,7 +213,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       double f = 0;
       for (double x : fwd)
         f += x;
-      run.compute_all(f, "forward", "forward");
+      run.compute_all(f, "forward", TaskCategory::Forward);
       const bool reduce_now = distributed && (hooks ? true : m + 1 == M);
       // Backward, cut where buckets fill (with the hooks); each bucket's AllReduce after it.
       std::size_t next_layer = L;
@@ -221,7 +221,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         double s = 0;
         for (std::size_t i = layer; i < next_layer; ++i)
           s += bwd[i];
-        run.compute_all(s, "backward " + what, "backward");
+        run.compute_all(s, "backward " + what, TaskCategory::Backward);
         next_layer = std::min(next_layer, layer);
       };
       std::vector<std::vector<int>> reduced;
@@ -231,7 +231,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         if (!reduce_now || !hooks)
           continue;
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        reduced.push_back(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", "allreduce", {}));
+        reduced.push_back(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {}));
         if (!opt.overlap_comm)
           run.wait_for(reduced.back());  // on the compute stream: backward waits for it
       }
@@ -239,7 +239,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       if (reduce_now && !hooks)
         for (std::size_t k = 0; k < buckets.size(); ++k) {
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-          run.wait_for(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", "allreduce", {}));
+          run.wait_for(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {}));
         }
     }
     run.optimizer_step(optimizer_s);
@@ -247,7 +247,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
         run.wait_for(collective(CollectiveOp::AllGather, params * model_bytes / gather_pieces,
-                                fmt::format("all-gather updated parameters {}", k), "parameters", "allgather", {}));
+                                fmt::format("all-gather updated parameters {}", k), "parameters", TaskCategory::AllGather, {}));
       }
     run.end_iteration(it);
   }

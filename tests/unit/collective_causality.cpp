@@ -43,13 +43,13 @@ Built build(const Topology& t, const Case& c)
   const std::vector<int> ranks = t.gpus();
   std::vector<std::vector<int>> start;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
-    b.joins.push_back(b.graph.add_delay(ranks[r], skew(static_cast<int>(r)), fmt::format("rank {} ready", r), "test"));
+    b.joins.push_back(b.graph.add_delay(ranks[r], skew(static_cast<int>(r)), fmt::format("rank {} ready", r), TaskCategory::None));
     start.push_back({b.joins.back()});
   }
   CollectiveOptions o;
   o.filter.algos = {c.algo};
   o.filter.protos = {c.proto};
-  b.tasks = add_collective(b.graph, t, {c.op, ranks, c.bytes, 0, "c", "allreduce"}, start, o);
+  b.tasks = add_collective(b.graph, t, {c.op, ranks, c.bytes, 0, "c", TaskCategory::AllReduce}, start, o);
   return b;
 }
 

@@ -171,7 +171,7 @@ TEST_CASE("rings stay on their rail between nodes, as NCCL alternates them (conn
   CollectiveOptions o;
   o.filter.algos = {NcclAlgo::Ring};
   o.filter.protos = {NcclProto::Simple};
-  add_collective(g, t, {CollectiveOp::AllReduce, t.gpus(), 64e6, 0, "ring", "allreduce"}, std::vector<std::vector<int>>(32), o);
+  add_collective(g, t, {CollectiveOp::AllReduce, t.gpus(), 64e6, 0, "ring", TaskCategory::AllReduce}, std::vector<std::vector<int>>(32), o);
   int network = 0;
   for (const Task& task : g.tasks()) {
     if (task.kind != TaskKind::Transfer || task.src == task.dst)

@@ -161,10 +161,10 @@ TEST_CASE("an early isolated run of tasks that differ from the final plan's is n
   const int a = t.gpus()[0], b = t.gpus()[1];
   auto graph_with = [&](double bytes) {
     TaskGraph g;
-    const int ab = g.add_transfer(a, b, bytes, "a->b", "allreduce");
-    const int ba = g.add_transfer(b, a, bytes, "b->a", "allreduce");
-    const int da = g.add_delay(a, 0.0, "done a", "allreduce", {ba});
-    const int db = g.add_delay(b, 0.0, "done b", "allreduce", {ab});
+    const int ab = g.add_transfer(a, b, bytes, "a->b", TaskCategory::AllReduce);
+    const int ba = g.add_transfer(b, a, bytes, "b->a", TaskCategory::AllReduce);
+    const int da = g.add_delay(a, 0.0, "done a", TaskCategory::AllReduce, {ba});
+    const int db = g.add_delay(b, 0.0, "done b", TaskCategory::AllReduce, {ab});
     g.mark_collective(0, {da, db});
     return g;
   };
@@ -196,17 +196,17 @@ TEST_CASE("a collective that shares a link with another transfer is not replayed
   const int a = t.gpus()[0], b = t.gpus()[1];
   auto graph_with = [&](bool concurrent_copy) {
     TaskGraph g;
-    const int x = g.add_compute(a, 0.1, "x", "forward");
-    const int y = g.add_compute(b, 0.1, "y", "forward");
+    const int x = g.add_compute(a, 0.1, "x", TaskCategory::Forward);
+    const int y = g.add_compute(b, 0.1, "y", TaskCategory::Forward);
     // A hand-made "collective": each rank sends 1 GB to the other.
     const int first = g.size();
-    const int ab = g.add_transfer(a, b, 1e9, "a->b", "allreduce", {x, y});
-    const int ba = g.add_transfer(b, a, 1e9, "b->a", "allreduce", {x, y});
-    const int da = g.add_delay(a, 0.0, "done a", "allreduce", {ba});
-    const int db = g.add_delay(b, 0.0, "done b", "allreduce", {ab});
+    const int ab = g.add_transfer(a, b, 1e9, "a->b", TaskCategory::AllReduce, {x, y});
+    const int ba = g.add_transfer(b, a, 1e9, "b->a", TaskCategory::AllReduce, {x, y});
+    const int da = g.add_delay(a, 0.0, "done a", TaskCategory::AllReduce, {ba});
+    const int db = g.add_delay(b, 0.0, "done b", TaskCategory::AllReduce, {ab});
     g.mark_collective(first, {da, db});
     if (concurrent_copy)
-      g.add_transfer(a, b, 1e9, "copy", "h2d", {x});
+      g.add_transfer(a, b, 1e9, "copy", TaskCategory::HostToDevice, {x});
     return g;
   };
   const ReplayedRun alone = simulate_with_replayed_collectives(t, graph_with(false));
@@ -225,16 +225,16 @@ TEST_CASE("a collective that shares a link is run in full among the replayed oth
   const Topology t = testing::two_gpu_pair();
   const int a = t.gpus()[0], b = t.gpus()[1];
   TaskGraph g;
-  std::vector<int> ready{g.add_compute(a, 0.1, "x", "forward"), g.add_compute(b, 0.1, "y", "forward")};
+  std::vector<int> ready{g.add_compute(a, 0.1, "x", TaskCategory::Forward), g.add_compute(b, 0.1, "y", TaskCategory::Forward)};
   // Three exchanges one after the other; a copy from a to b overlaps the second only.
   for (int k = 0; k < 3; ++k) {
     const int first = g.size();
-    const int ab = g.add_transfer(a, b, 1e9, "a->b", "allreduce", ready);
-    const int ba = g.add_transfer(b, a, 1e9, "b->a", "allreduce", ready);
-    ready = {g.add_delay(a, 0.0, "done a", "allreduce", {ba}), g.add_delay(b, 0.0, "done b", "allreduce", {ab})};
+    const int ab = g.add_transfer(a, b, 1e9, "a->b", TaskCategory::AllReduce, ready);
+    const int ba = g.add_transfer(b, a, 1e9, "b->a", TaskCategory::AllReduce, ready);
+    ready = {g.add_delay(a, 0.0, "done a", TaskCategory::AllReduce, {ba}), g.add_delay(b, 0.0, "done b", TaskCategory::AllReduce, {ab})};
     g.mark_collective(first, ready);
     if (k == 0)
-      g.add_transfer(a, b, 1e9, "copy", "h2d", ready);
+      g.add_transfer(a, b, 1e9, "copy", TaskCategory::HostToDevice, ready);
   }
   const ReplayedRun run = simulate_with_replayed_collectives(t, g);
   REQUIRE(run.applied);
@@ -251,18 +251,18 @@ TEST_CASE("a transfer on a collective's link after the collective is done with t
   const Topology t = testing::two_gpu_pair();
   const int a = t.gpus()[0], b = t.gpus()[1];
   TaskGraph g;
-  const int x = g.add_compute(a, 0.1, "x", "forward");
-  const int y = g.add_compute(b, 0.1, "y", "forward");
+  const int x = g.add_compute(a, 0.1, "x", TaskCategory::Forward);
+  const int y = g.add_compute(b, 0.1, "y", TaskCategory::Forward);
   // A "collective" that sends a -> b (0.1 to 0.2 s), then b -> a (0.2 to 0.3 s, the links' other direction).
   const int first = g.size();
-  const int ab = g.add_transfer(a, b, 1e9, "a->b", "allreduce", {x, y});
-  const int ba = g.add_transfer(b, a, 1e9, "b->a", "allreduce", {ab});
-  const int da = g.add_delay(a, 0.0, "done a", "allreduce", {ba});
-  const int db = g.add_delay(b, 0.0, "done b", "allreduce", {ba});
+  const int ab = g.add_transfer(a, b, 1e9, "a->b", TaskCategory::AllReduce, {x, y});
+  const int ba = g.add_transfer(b, a, 1e9, "b->a", TaskCategory::AllReduce, {ab});
+  const int da = g.add_delay(a, 0.0, "done a", TaskCategory::AllReduce, {ba});
+  const int db = g.add_delay(b, 0.0, "done b", TaskCategory::AllReduce, {ba});
   g.mark_collective(first, {da, db});
   // A copy a -> b from 0.25 s: inside the collective's time, on the links it used a -> b until 0.2 s.
-  const int wait = g.add_delay(a, 0.25, "wait", "marker");
-  g.add_transfer(a, b, 1e9, "copy", "h2d", {wait});
+  const int wait = g.add_delay(a, 0.25, "wait", TaskCategory::Marker);
+  g.add_transfer(a, b, 1e9, "copy", TaskCategory::HostToDevice, {wait});
   const ReplayedRun run = simulate_with_replayed_collectives(t, g);
   REQUIRE(run.applied);
   CHECK(run.expanded == 0);

@@ -34,11 +34,11 @@ TaskGraph one_collective(const Topology& t, const std::vector<int>& ranks, const
   TaskGraph g;
   std::vector<std::vector<int>> start;
   for (std::size_t r = 0; r < ranks.size(); ++r)
-    start.push_back({g.add_delay(ranks[r], 1e-6 * static_cast<double>((r * 7) % 5), fmt::format("rank {} ready", r), "test")});
+    start.push_back({g.add_delay(ranks[r], 1e-6 * static_cast<double>((r * 7) % 5), fmt::format("rank {} ready", r), TaskCategory::None)});
   CollectiveOptions o;
   o.filter.algos = {c.algo};
   o.filter.protos = {c.proto};
-  add_collective(g, t, {c.op, ranks, bytes, 0, "c", "allreduce"}, start, o);
+  add_collective(g, t, {c.op, ranks, bytes, 0, "c", TaskCategory::AllReduce}, start, o);
   return g;
 }
 
@@ -150,12 +150,12 @@ TEST_CASE("a fold carries over to a collective that differs in its byte counts a
   TaskGraph g;
   std::vector<std::vector<int>> start;
   for (int r : t.gpus())
-    start.push_back({g.add_delay(r, 0, fmt::format("rank {} ready", r), "test")});
+    start.push_back({g.add_delay(r, 0, fmt::format("rank {} ready", r), TaskCategory::None)});
   CollectiveOptions o;
   o.filter.algos = {tree.algo};
   o.filter.protos = {tree.proto};
-  add_collective(g, t, {tree.op, t.gpus(), 25e6, 0, "bucket 0", "allreduce"}, start, o);
-  add_collective(g, t, {tree.op, t.gpus(), 24e6, 0, "bucket 1", "allreduce"}, start, o);
+  add_collective(g, t, {tree.op, t.gpus(), 25e6, 0, "bucket 0", TaskCategory::AllReduce}, start, o);
+  add_collective(g, t, {tree.op, t.gpus(), 24e6, 0, "bucket 1", TaskCategory::AllReduce}, start, o);
   REQUIRE(g.collectives().size() == 2);
   const CollectiveRange& a = g.collectives()[0];
   const CollectiveRange& b = g.collectives()[1];

@@ -37,7 +37,7 @@ TEST_CASE("a lone transfer takes latency + size / bandwidth")
 {
   const Topology t = star(2, 10e9, 1e-6);
   TaskGraph g;
-  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "x", "test");
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "x", TaskCategory::None);
   const auto spans = simulate(t, g);
   CHECK(spans[0].duration() == doctest::Approx(2e-6 + 0.1).epsilon(1e-9));
 }
@@ -46,8 +46,8 @@ TEST_CASE("two transfers into one GPU share its link")
 {
   const Topology t = star(3, 10e9, 0);
   TaskGraph g;
-  g.add_transfer(t.gpus()[0], t.gpus()[2], 1e9, "a", "test");
-  g.add_transfer(t.gpus()[1], t.gpus()[2], 1e9, "b", "test");
+  g.add_transfer(t.gpus()[0], t.gpus()[2], 1e9, "a", TaskCategory::None);
+  g.add_transfer(t.gpus()[1], t.gpus()[2], 1e9, "b", TaskCategory::None);
   const auto spans = simulate(t, g);
   CHECK(spans[0].end == doctest::Approx(0.2));
   CHECK(spans[1].end == doctest::Approx(0.2));
@@ -57,8 +57,8 @@ TEST_CASE("opposite directions of a link do not contend (full duplex)")
 {
   const Topology t = star(2, 10e9, 0);
   TaskGraph g;
-  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "a", "test");
-  g.add_transfer(t.gpus()[1], t.gpus()[0], 1e9, "b", "test");
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "a", TaskCategory::None);
+  g.add_transfer(t.gpus()[1], t.gpus()[0], 1e9, "b", TaskCategory::None);
   const auto spans = simulate(t, g);
   CHECK(spans[0].end == doctest::Approx(0.1));
   CHECK(spans[1].end == doctest::Approx(0.1));
@@ -68,10 +68,10 @@ TEST_CASE("dependencies order compute, delays and transfers")
 {
   const Topology t = star(2, 10e9, 0);
   TaskGraph g;
-  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
-  const int d = g.add_delay(t.gpus()[0], 0.25, "launch", "overhead", {c});
-  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "send", "test", {d});
-  const int c2 = g.add_compute(t.gpus()[0], 0.5, "other", "forward");  // shares GPU0 with fwd
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", TaskCategory::Forward);
+  const int d = g.add_delay(t.gpus()[0], 0.25, "launch", TaskCategory::Launch, {c});
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "send", TaskCategory::None, {d});
+  const int c2 = g.add_compute(t.gpus()[0], 0.5, "other", TaskCategory::Forward);  // shares GPU0 with fwd
   const auto spans = simulate(t, g);
   CHECK(spans[static_cast<std::size_t>(c)].end == doctest::Approx(1.0));  // two kernels share the GPU
   CHECK(spans[static_cast<std::size_t>(c2)].end == doctest::Approx(1.0));
@@ -89,11 +89,11 @@ TEST_CASE("a compute that starts beside a running one shares the device from the
   // (not after it) runs alone.
   const Topology t = star(2, 10e9, 0);
   TaskGraph g;
-  const int a = g.add_compute(t.gpus()[0], 1.0, "a", "forward");
-  const int b = g.add_compute(t.gpus()[0], 1.0, "b", "forward", {g.add_delay(t.gpus()[0], 0.5, "wait b", "test")});
-  const int c = g.add_compute(t.gpus()[0], 1.0, "c", "forward", {g.add_delay(t.gpus()[0], 1.75, "wait c", "test")});
-  const int alone = g.add_compute(t.gpus()[1], 0.3, "alone", "forward");
-  const int next = g.add_compute(t.gpus()[1], 0.2, "next", "forward", {g.add_delay(t.gpus()[1], 0.3, "wait", "test")});
+  const int a = g.add_compute(t.gpus()[0], 1.0, "a", TaskCategory::Forward);
+  const int b = g.add_compute(t.gpus()[0], 1.0, "b", TaskCategory::Forward, {g.add_delay(t.gpus()[0], 0.5, "wait b", TaskCategory::None)});
+  const int c = g.add_compute(t.gpus()[0], 1.0, "c", TaskCategory::Forward, {g.add_delay(t.gpus()[0], 1.75, "wait c", TaskCategory::None)});
+  const int alone = g.add_compute(t.gpus()[1], 0.3, "alone", TaskCategory::Forward);
+  const int next = g.add_compute(t.gpus()[1], 0.2, "next", TaskCategory::Forward, {g.add_delay(t.gpus()[1], 0.3, "wait", TaskCategory::None)});
   const auto spans = simulate(t, g);
   auto end = [&](int id) { return spans[static_cast<std::size_t>(id)].end; };
   CHECK(end(a) == doctest::Approx(1.5));
@@ -132,7 +132,7 @@ TEST_CASE("a rate cap limits a lone transfer")
 {
   const Topology t = star(2, 10e9, 0);
   TaskGraph g;
-  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", "test");
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", TaskCategory::None);
   g[x].rate_cap = 5e9;
   const auto spans = simulate(t, g);
   CHECK(spans[0].duration() == doctest::Approx(0.2));
@@ -142,8 +142,8 @@ TEST_CASE("a capped transfer still waits for its dependencies")
 {
   const Topology t = star(2, 10e9, 0);
   TaskGraph g;
-  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
-  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", "test", {c, c});  // a repeated dependency is harmless
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", TaskCategory::Forward);
+  const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "capped", TaskCategory::None, {c, c});  // a repeated dependency is harmless
   g[x].rate_cap = 5e9;
   const auto spans = simulate(t, g);
   CHECK(spans[static_cast<std::size_t>(x)].start == doctest::Approx(0.5));
@@ -154,9 +154,9 @@ TEST_CASE("an empty transfer takes the route latency")
 {
   const Topology t = star(2, 10e9, 1e-6);
   TaskGraph g;
-  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", "forward");
-  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.3, "empty", "test", {c});
-  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.0, "empty at start", "test");
+  const int c = g.add_compute(t.gpus()[0], 0.5, "fwd", TaskCategory::Forward);
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.3, "empty", TaskCategory::None, {c});
+  g.add_transfer(t.gpus()[0], t.gpus()[1], 0.0, "empty at start", TaskCategory::None);
   const auto spans = simulate(t, g);
   CHECK(spans[1].end == doctest::Approx(0.5 + 2e-6));
   CHECK(spans[2].end == doctest::Approx(2e-6));
@@ -168,8 +168,8 @@ TEST_CASE("simulations run side by side as ChildJobs, each as simulate() does")
   std::vector<TaskGraph> graphs(5);
   for (int k = 0; k < 4; ++k) {  // graph 4 stays empty
     const Topology& t = k % 2 ? b : a;
-    const int first = graphs[static_cast<std::size_t>(k)].add_transfer(t.gpus()[0], t.gpus()[1], 1e9 * (k + 1), "x", "test");
-    graphs[static_cast<std::size_t>(k)].add_delay(t.gpus()[1], 0.5, "then", "test", {first});
+    const int first = graphs[static_cast<std::size_t>(k)].add_transfer(t.gpus()[0], t.gpus()[1], 1e9 * (k + 1), "x", TaskCategory::None);
+    graphs[static_cast<std::size_t>(k)].add_delay(t.gpus()[1], 0.5, "then", TaskCategory::None, {first});
   }
   std::vector<ChildJob> jobs;  // all at once; each child may run SimGrid once
   for (std::size_t k = 0; k < graphs.size(); ++k)

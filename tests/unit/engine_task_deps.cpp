@@ -1,6 +1,6 @@
 // TaskDeps, the 16-byte list of a task's dependencies: inline up to three, a heap block beyond,
 // and back inline when std::unique's erase leaves three or fewer.
-#include "sim/engine/task_deps.hpp"
+#include "sim/plan/task_deps.hpp"
 
 #include <doctest/doctest.h>
 

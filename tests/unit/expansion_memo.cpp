@@ -77,11 +77,11 @@ TaskGraph three_calls(const Topology& t, const Case& c, ExpansionMemo* memo, int
     std::vector<std::vector<int>> start(ranks.size());
     for (std::size_t r = 0; r < ranks.size(); ++r) {
       start[r].push_back(g.add_delay(ranks[r], 1e-4 * static_cast<double>((r * 7 + static_cast<std::size_t>(call)) % 5),
-                                     fmt::format("rank {} ready", r), "test"));
+                                     fmt::format("rank {} ready", r), TaskCategory::None));
       if (previous[r] >= 0)
         start[r].push_back(previous[r]);
     }
-    CollectiveCall what{c.op, ranks, c.bytes, 0, "c", "allreduce"};
+    CollectiveCall what{c.op, ranks, c.bytes, 0, "c", TaskCategory::AllReduce};
     if (call == 2) {
       if (change == 0)
         what.bytes *= 2;
@@ -168,12 +168,12 @@ TEST_CASE("a copy whose ranks wait on as many tasks as the original's is marked 
       std::vector<std::vector<int>> start(ranks.size());
       for (std::size_t r = 0; r < ranks.size(); ++r) {
         start[r].push_back(g.add_compute(ranks[r], 1e-4 * static_cast<double>(1 + (r * 3 + static_cast<std::size_t>(call)) % 4),
-                                         fmt::format("rank {} backward", r), "backward",
+                                         fmt::format("rank {} backward", r), TaskCategory::Backward,
                                          previous[r] >= 0 ? std::vector<int>{previous[r]} : std::vector<int>{}));
         if (call == 1 && extra_wait)
           start[r].push_back(previous[r]);
       }
-      previous = add_collective(g, t, {CollectiveOp::AllReduce, ranks, 8e6, 0, "c", "allreduce"}, start, o).done;
+      previous = add_collective(g, t, {CollectiveOp::AllReduce, ranks, 8e6, 0, "c", TaskCategory::AllReduce}, start, o).done;
     }
     return g;
   };
@@ -205,9 +205,9 @@ TEST_CASE("a copy whose ranks wait on as many tasks as the original's is marked 
 TEST_CASE("a collective cannot be marked as the copy of one that is not there")
 {
   TaskGraph g;
-  const int a = g.add_delay(0, 1.0, "a", "test");
+  const int a = g.add_delay(0, 1.0, "a", TaskCategory::None);
   g.mark_collective(a, {a});
-  const int b = g.add_delay(0, 1.0, "b", "test");
+  const int b = g.add_delay(0, 1.0, "b", TaskCategory::None);
   CHECK_THROWS_AS(g.mark_collective(b, {b}, 5), std::logic_error);
   CHECK_NOTHROW(g.mark_collective(b, {b}, a));
   CHECK(g.collectives()[1].copy_of == 0);

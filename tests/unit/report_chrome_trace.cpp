@@ -73,11 +73,11 @@ TEST_CASE("chrome trace of a small graph")
   Machine m = star();
   const auto& gpu = m.gpu;
   TaskGraph g;
-  const int c = g.add_compute(gpu[0], 0.01, "fwd", "forward");
-  const int a = g.add_transfer(gpu[0], gpu[2], 1e8, "a", "allreduce", {c});
-  const int b = g.add_transfer(gpu[1], gpu[2], 1e8, "b", "allreduce");  // shares l2 down with "a" for a while
-  g.add_compute(gpu[2], 0.001, "use", "backward", {a, b});
-  g.add_transfer(gpu[2], gpu[3], 1e6, "to node 1", "p2p", {a, b});
+  const int c = g.add_compute(gpu[0], 0.01, "fwd", TaskCategory::Forward);
+  const int a = g.add_transfer(gpu[0], gpu[2], 1e8, "a", TaskCategory::AllReduce, {c});
+  const int b = g.add_transfer(gpu[1], gpu[2], 1e8, "b", TaskCategory::AllReduce);  // shares l2 down with "a" for a while
+  g.add_compute(gpu[2], 0.001, "use", TaskCategory::Backward, {a, b});
+  g.add_transfer(gpu[2], gpu[3], 1e6, "to node 1", TaskCategory::SendRecv, {a, b});
   const auto spans = simulate(m.topology, g);
   const Parsed p = parse(chrome_trace(m.topology, g, spans));
 
@@ -147,12 +147,12 @@ TEST_CASE("chrome trace keeps the chosen iterations")
   Machine m = star();
   TaskGraph g;
   Plan plan;
-  plan.setup_end = g.add_transfer(m.gpu[0], m.gpu[1], 1e6, "setup bcast", "broadcast");
+  plan.setup_end = g.add_transfer(m.gpu[0], m.gpu[1], 1e6, "setup bcast", TaskCategory::Broadcast);
   int last = plan.setup_end;
   for (int it = 0; it < 3; ++it) {
     g.set_iteration(it);
-    last = g.add_compute(m.gpu[0], 0.001, "fwd " + std::to_string(it), "forward", {last});
-    plan.iteration_end.push_back(g.add_delay(m.gpu[0], 0, "iteration done", "marker", {last}));
+    last = g.add_compute(m.gpu[0], 0.001, "fwd " + std::to_string(it), TaskCategory::Forward, {last});
+    plan.iteration_end.push_back(g.add_delay(m.gpu[0], 0, "iteration done", TaskCategory::Marker, {last}));
   }
   const auto spans = simulate(m.topology, g);
   const auto names_in = [&](const std::string& spec) {

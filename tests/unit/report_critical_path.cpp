@@ -49,8 +49,8 @@ TEST_CASE("the critical path covers the iteration: its parts add up to the itera
 TEST_CASE("compute-bound DDP is led by backward; a starved DataLoader puts load first")
 {
   const Prediction fast = run("ddp", 4, "synthetic", 4);
-  CHECK(fast.result.critical_path.front().category == "backward");
+  CHECK(fast.result.critical_path.front().category == TaskCategory::Backward);
   const Prediction starved = run("dp", 4, "imagenet-jpeg", 1);  // one worker for the global batch
-  CHECK(starved.result.critical_path.front().category == "load");
+  CHECK(starved.result.critical_path.front().category == TaskCategory::Load);
   CHECK(sum(starved.result.critical_path) == doctest::Approx(starved.result.iteration_time_s).epsilon(1e-9));
 }

@@ -155,10 +155,10 @@ Simulation run_iterations(int iterations, Seconds seconds)
   for (int it = 0; it < iterations; ++it) {
     g.set_iteration(it);
     std::vector<int> after = last >= 0 ? std::vector<int>{last} : std::vector<int>{};
-    const int a = g.add_compute(t.gpus()[0], seconds(it), "a", "forward", after);
-    const int b = g.add_compute(t.gpus()[1], seconds(it), "b", "forward", after);
-    const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "x", "allreduce", {a, b});
-    last = g.add_delay(t.gpus()[0], 0.0, "end", "marker", {x});
+    const int a = g.add_compute(t.gpus()[0], seconds(it), "a", TaskCategory::Forward, after);
+    const int b = g.add_compute(t.gpus()[1], seconds(it), "b", TaskCategory::Forward, after);
+    const int x = g.add_transfer(t.gpus()[0], t.gpus()[1], 1e9, "x", TaskCategory::AllReduce, {a, b});
+    last = g.add_delay(t.gpus()[0], 0.0, "end", TaskCategory::Marker, {x});
     stop.iteration_end.push_back(last);
   }
   return simulate_until_steady(t, g, stop);

@@ -125,7 +125,7 @@ TEST_CASE("FSDP x TP: the shard group spans the data ranks of one tensor rank, w
   CHECK(c["parameters (forward) all_gather"].bytes == doctest::Approx(P / 4 * 2));
   int tp = 0;
   for (const auto& t : p.plan.graph.tasks())
-    tp += t.category.get() == "tensor-parallel" ? 1 : 0;
+    tp += t.category == TaskCategory::TensorParallel ? 1 : 0;
   CHECK(tp > 0);
 
   SUBCASE("replicate_embedding: the token embedding whole in each tensor rank's root (KempnerForge's TP plan)")

@@ -37,7 +37,7 @@ nlohmann::json rows_json(const std::vector<StepRow>& rows)
 {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows)
-    out.push_back({{"category", r.category}, {"group", r.group}, {"who", r.who}, {"bytes", r.bytes},
+    out.push_back({{"category", to_string(r.category)}, {"group", r.group}, {"who", r.who}, {"bytes", r.bytes},
                    {"transfers", r.transfers}, {"links", r.links}, {"inter_gpu", r.inter_gpu}, {"start_s", r.start},
                    {"duration_s", r.duration}});
   return out;

@@ -4,7 +4,8 @@
 // Knows nothing of SimGrid.
 #pragma once
 
-#include "sim/engine/task_deps.hpp"
+#include "sim/plan/task_category.hpp"
+#include "sim/plan/task_deps.hpp"
 
 #include <boost/flyweight.hpp>
 #include <boost/flyweight/no_tracking.hpp>
@@ -14,14 +15,13 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace dtsim {
 
 enum class TaskKind : std::uint8_t { Compute, Transfer, Delay };
 
-/// A task's name or category. Many tasks share each text (every copy of a repeated collective, every
+/// A task's name. Many tasks share each text (every copy of a repeated collective, every
 /// iteration: the trace of one iteration of ResNet-50 DDP on 256 H100s has 8,658 distinct names for
 /// 521,764 events), so each distinct text is stored once (Boost.Flyweight) and a task holds a pointer
 /// to it: copying a task copies no string. Texts are never released (no_tracking): a run creates a
@@ -36,8 +36,8 @@ inline const TaskText& empty_text()
   return empty;
 }
 
-/// Fields ordered so that a task is 80 bytes with no padding: a plan of 16,384 GPUs holds tens of
-/// millions of them.
+/// Fields ordered so that a task is 80 bytes (73 of fields, 7 of padding after `category`): a plan
+/// of 16,384 GPUs holds tens of millions of them.
 struct Task {
   TaskKind kind = TaskKind::Compute;
   bool link_latency = true;  ///< Transfer: pays its route's link latencies (false: a model's own
@@ -47,7 +47,7 @@ struct Task {
   std::int16_t iteration = 0;
   int device = -1;         ///< Compute/Delay: the device it is attributed to
   TaskText name = empty_text();      ///< what a person reads in a trace: "bwd layer4", "ring rs step 3"
-  TaskText category = empty_text();  ///< "forward", "backward", "optimizer", "allreduce", "broadcast", ...
+  TaskCategory category = TaskCategory::None;  ///< forward, backward, optimizer, allreduce, broadcast, ...
   double seconds = 0;      ///< Compute/Delay: duration when alone on the device
   double bytes = 0;        ///< Transfer: payload; Delay: 0, or in a folded plan the bytes its rank sends in the
                            ///< communication the delay stands for (sim/strategies/folded_comms.hpp)
@@ -63,7 +63,7 @@ struct Task {
   int group = -1;          ///< e.g. the bucket or collective it is part of (-1: none)
   TaskDeps after;          ///< tasks that must finish before this one starts
 };
-static_assert(sizeof(Task) == 80, "Task: 80 bytes, no padding");
+static_assert(sizeof(Task) == 80, "Task: 80 bytes");
 
 /// Whether a task is communication: a transfer, or a folded plan's delay standing for one (its
 /// bytes are what its rank sends; sim/strategies/folded_comms.hpp).
@@ -90,14 +90,14 @@ struct CollectiveRange {
 class TaskGraph {
 public:
   int add(Task task);
-  int add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after = {});
-  int add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after = {});
-  int add_transfer(int src, int dst, double bytes, std::string name, std::string category,
+  int add_compute(int device, double seconds, std::string name, TaskCategory category, std::vector<int> after = {});
+  int add_delay(int device, double seconds, std::string name, TaskCategory category, std::vector<int> after = {});
+  int add_transfer(int src, int dst, double bytes, std::string name, TaskCategory category,
                    std::vector<int> after = {});
   /// The same with a name already interned (the legs of one hop share it: one look-up, not three).
-  int add_transfer(int src, int dst, double bytes, const TaskText& name, const std::string& category,
+  int add_transfer(int src, int dst, double bytes, const TaskText& name, TaskCategory category,
                    const std::vector<int>& after);
-  int add_delay(int device, double seconds, const TaskText& name, const std::string& category,
+  int add_delay(int device, double seconds, const TaskText& name, TaskCategory category,
                 const std::vector<int>& after);
   void add_dependency(int task, int must_finish_first);
   /// Drops every task from `count` on (those of iterations not simulated, when they come last).
@@ -132,12 +132,10 @@ public:
   int group() const { return group_; }
 
 private:
-  Task make_task(TaskKind kind, const TaskText& name, const std::string& category, const std::vector<int>& after);
+  Task make_task(TaskKind kind, const TaskText& name, TaskCategory category, const std::vector<int>& after);
 
   std::vector<Task> tasks_;
   std::vector<CollectiveRange> collectives_;
-  TaskText last_category_ = empty_text();
-  std::unordered_map<std::string, TaskText> categories_;  ///< every category used so far (a dozen)
   int iteration_ = 0;
   int group_ = -1;
 };

@@ -1,4 +1,4 @@
-#include "sim/engine/task_graph.hpp"
+#include "sim/plan/task_graph.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -18,25 +18,17 @@ int TaskGraph::add(Task task)
   return size() - 1;
 }
 
-Task TaskGraph::make_task(TaskKind kind, const TaskText& name, const std::string& category, const std::vector<int>& after)
+Task TaskGraph::make_task(TaskKind kind, const TaskText& name, TaskCategory category, const std::vector<int>& after)
 {
   Task t;
   t.kind = kind;
   t.name = name;
-  // Tasks come in runs of one category (a collective's, a layer's): the last one is kept at hand,
-  // and the few a plan has (a rank's steps alternate between them) in a table of their own.
-  if (category != last_category_.get()) {
-    auto it = categories_.find(category);
-    if (it == categories_.end())
-      it = categories_.emplace(category, TaskText(category)).first;
-    last_category_ = it->second;
-  }
-  t.category = last_category_;
+  t.category = category;
   t.after.assign(after.begin(), after.end());
   return t;
 }
 
-int TaskGraph::add_compute(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+int TaskGraph::add_compute(int device, double seconds, std::string name, TaskCategory category, std::vector<int> after)
 {
   Task t = make_task(TaskKind::Compute, TaskText(std::move(name)), category, after);
   t.device = device;
@@ -44,12 +36,12 @@ int TaskGraph::add_compute(int device, double seconds, std::string name, std::st
   return add(std::move(t));
 }
 
-int TaskGraph::add_delay(int device, double seconds, std::string name, std::string category, std::vector<int> after)
+int TaskGraph::add_delay(int device, double seconds, std::string name, TaskCategory category, std::vector<int> after)
 {
   return add_delay(device, seconds, TaskText(std::move(name)), category, after);
 }
 
-int TaskGraph::add_delay(int device, double seconds, const TaskText& name, const std::string& category,
+int TaskGraph::add_delay(int device, double seconds, const TaskText& name, TaskCategory category,
                          const std::vector<int>& after)
 {
   Task t = make_task(TaskKind::Delay, name, category, after);
@@ -58,13 +50,13 @@ int TaskGraph::add_delay(int device, double seconds, const TaskText& name, const
   return add(std::move(t));
 }
 
-int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, std::string category,
+int TaskGraph::add_transfer(int src, int dst, double bytes, std::string name, TaskCategory category,
                             std::vector<int> after)
 {
   return add_transfer(src, dst, bytes, TaskText(std::move(name)), category, after);
 }
 
-int TaskGraph::add_transfer(int src, int dst, double bytes, const TaskText& name, const std::string& category,
+int TaskGraph::add_transfer(int src, int dst, double bytes, const TaskText& name, TaskCategory category,
                             const std::vector<int>& after)
 {
   Task t = make_task(TaskKind::Transfer, name, category, after);
