@@ -3,7 +3,6 @@
 
 #include "sim/engine/collective_symmetry.hpp"
 
-#include <cstring>
 #include <stdexcept>
 
 namespace dtsim {
