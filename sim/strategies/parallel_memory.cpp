@@ -1,0 +1,65 @@
+// See parallel_memory.hpp.
+#include "sim/strategies/parallel_memory.hpp"
+
+#include "sim/strategies/memory_timeline.hpp"
+
+#include <algorithm>
+
+namespace dtsim {
+
+std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Model& model, const GpuSpec& gpu,
+                                             const ParallelConfig& cfg, const std::vector<StageRange>& ranges, double micro,
+                                             double input_bytes, std::vector<MemoryPoint>& curve, int& busiest_stage)
+{
+  const int D = cfg.data, P = cfg.stages, T = cfg.tensor, M = cfg.microbatches, C = cfg.virtual_stages;
+  const MemoryContext mctx = memory_context(scenario, gpu, T, cfg.sequence_parallel, cfg.megatron);
+  std::vector<GpuMemory> stage_memory(static_cast<std::size_t>(P));
+  std::vector<StageMemoryRequest> requests(static_cast<std::size_t>(P));
+  for (int s = 0; s < P; ++s) {
+    // Interleaving keeps more micro-batches in flight: Megatron's theoretical_memory_usage.py
+    // multiplies the first stage's activations by 1 + (p - 1) / (p v).
+    const double in_flight = (cfg.schedule == PipelineSchedule::GPipe ? M : std::min(P - s, M)) *
+                             (C > 1 ? 1 + (P - 1.0) / (P * C) : 1.0);
+    GpuMemory& m = stage_memory[static_cast<std::size_t>(s)];
+    for (int chunk = 0; chunk < C; ++chunk) {
+      const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
+      StageMemoryRequest req;
+      req.first = r.first;
+      req.last = r.last;
+      req.share.weights = req.share.grads = 1.0 / T;
+      // The distributed optimizer: each data-parallel rank holds the states of its 1/dp of the parameters.
+      req.share.optimizer = cfg.distributed_optimizer ? 1.0 / (T * D) : 1.0 / T;
+      req.micro_batch = micro;
+      req.micro_batches_held = in_flight;
+      // Megatron's DDP accumulates into one gradient buffer, allocated once; torch's Pipe into .grad
+      // from the first micro-batch's backward on.
+      req.grads_persist = cfg.megatron || M > 1;
+      req.io_bytes = s == 0 && chunk == 0 ? input_bytes : 0;
+      const GpuMemory part = gpu_memory(model, mctx, req);
+      if (chunk == 0) {
+        m = part;
+        requests[static_cast<std::size_t>(s)] = req;
+        continue;
+      }
+      // Another chunk on the same GPU: its weights, gradients, states and activations add; the
+      // workspaces are shared; the peak is taken as the sum of the chunks' peaks.
+      m.params += part.params;
+      m.grads += part.grads;
+      m.optimizer += part.optimizer;
+      m.activations += part.activations;
+      m.peak_reserved += part.peak_reserved - part.workspace;
+      m.device_used += part.peak_reserved - part.workspace;
+    }
+  }
+  {  // the curve of the busiest stage's first GPU (its first chunk under interleaving)
+    std::size_t busiest = 0;
+    for (std::size_t s = 1; s < stage_memory.size(); ++s)
+      if (stage_memory[s].total() > stage_memory[busiest].total())
+        busiest = s;
+    gpu_memory(model, mctx, requests[busiest], &curve);
+    busiest_stage = static_cast<int>(busiest);
+  }
+  return stage_memory;
+}
+
+}  // namespace dtsim
