@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <map>
 
 namespace dtsim {
 
@@ -15,25 +14,22 @@ std::vector<int> FoldedComms::add(TaskGraph& graph, const std::vector<ClockedCom
                                   const std::string& name, TaskCategory category)
 {
   const int id = clock_.add(set);
-  std::map<int, std::vector<int>> joined;  // per item with several members: what its gate waits on
-  for (const Member& m : members) {
-    auto& j = joined[m.item];
-    j.insert(j.end(), m.after.begin(), m.after.end());
-  }
-  std::map<int, int> gate;
-  std::map<int, int> count;
-  for (const Member& m : members)
-    ++count[m.item];
+  std::vector<int> gate(members.size(), -1);  // per member: its item's gate, when the item has several members
   std::vector<int> out;
-  for (const Member& m : members) {
-    std::vector<int> after = m.after;
-    if (count[m.item] > 1) {
-      auto [it, fresh] = gate.try_emplace(m.item, -1);
-      if (fresh)
-        it->second = graph.add_delay(m.device, 0.0, name + " (every rank has joined)", category, deps(joined[m.item]));
-      after = {it->second};
-    }
-    const int task = graph.add_delay(m.device, 0.0, name, category, deps(after));
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const Member& m = members[k];
+    std::vector<int> joined;  // what every member of its item waits on
+    bool shared = false;
+    for (std::size_t e = 0; e < members.size(); ++e)
+      if (members[e].item == m.item) {
+        joined.insert(joined.end(), members[e].after.begin(), members[e].after.end());
+        shared = shared || e != k;
+        if (e < k)
+          gate[k] = gate[e];
+      }
+    if (shared && gate[k] < 0)
+      gate[k] = graph.add_delay(m.device, 0.0, name + " (every rank has joined)", category, deps(joined));
+    const int task = graph.add_delay(m.device, 0.0, name, category, deps(shared ? std::vector<int>{gate[k]} : m.after));
     pending_.push_back({task, id, m.item, m.position});
     out.push_back(task);
   }
