@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace dtsim {
@@ -30,13 +31,37 @@ StepJitter::StepJitter(double cv, int ranks) : cv_(cv)
 double StepJitter::factor(int rank, int iteration) const
 {
   const auto n = static_cast<int>(z_.size());
-  const int slot = ((rank + iteration) % n + n) % n;
+  const int dealt = slot_.empty() ? rank : slot_[static_cast<std::size_t>(rank)];
+  const int slot = ((dealt + iteration) % n + n) % n;
   return std::max(0.0, 1 + cv_ * z_[static_cast<std::size_t>(slot)]);
 }
 
 double StepJitter::max_factor() const
 {
   return 1 + cv_ * z_.back();
+}
+
+void StepJitter::deal_over_groups(const std::vector<int>& group_of, const std::string& what)
+{
+  if (group_of.size() != z_.size())
+    throw std::logic_error("StepJitter::deal_over_groups: one group per rank expected");
+  const int groups = group_of.empty() ? 0 : *std::max_element(group_of.begin(), group_of.end()) + 1;
+  std::vector<int> dealt(static_cast<std::size_t>(groups), 0);  // ranks of each group dealt so far
+  slot_.assign(group_of.size(), 0);
+  for (std::size_t r = 0; r < group_of.size(); ++r) {
+    const int g = group_of[r];
+    slot_[r] = dealt[static_cast<std::size_t>(g)]++ * groups + g;
+  }
+  for (const int n : dealt)
+    if (n != dealt.front())
+      throw std::logic_error("StepJitter::deal_over_groups: groups of unequal size");
+  dealt_over_ = groups > 1 ? fmt::format("{} {}", groups, what) : "";
+}
+
+std::string StepJitter::dealing() const
+{
+  return dealt_over_.empty() ? "expected order statistics, rotated"
+                             : fmt::format("expected order statistics dealt over the {}, rotated", dealt_over_);
 }
 
 StepJitter step_jitter(const Scenario& scenario, int ranks)
@@ -65,9 +90,9 @@ std::string apply_step_jitter(TaskGraph& graph, const std::vector<int>& ranks, c
         t.seconds *= jitter.factor(it->second, t.iteration);
     }
   }
-  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration (expected order statistics, rotated); "
+  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration ({}); "
                      "the slowest of {} ranks runs {:.2f}% over the mean",
-                     100 * jitter.cv(), ranks.size(), 100 * (jitter.max_factor() - 1));
+                     100 * jitter.cv(), jitter.dealing(), ranks.size(), 100 * (jitter.max_factor() - 1));
 }
 
 std::string apply_folded_step_jitter(TaskGraph& graph, const std::vector<int>& devices,
@@ -96,10 +121,10 @@ std::string apply_folded_step_jitter(TaskGraph& graph, const std::vector<int>& d
         t.seconds *= factors[it->second][static_cast<std::size_t>(t.iteration)];
     }
   }
-  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration (expected order statistics, rotated); each "
+  return fmt::format("step-time jitter: cv {:.1f}% per rank and iteration ({}); each "
                      "simulated GPU runs at the slowest of the ranks it stands for, of {} ranks in all the slowest "
                      "{:.2f}% over the mean",
-                     100 * jitter.cv(), ranks, 100 * (jitter.max_factor() - 1));
+                     100 * jitter.cv(), jitter.dealing(), ranks, 100 * (jitter.max_factor() - 1));
 }
 
 }  // namespace dtsim

@@ -107,6 +107,14 @@ bool tied_embeddings(const Model& model)
   return out >= 0 && model.layers[static_cast<std::size_t>(out)].params() == 0;
 }
 
+double StagePiece::bwd_main_s() const
+{
+  double s = bwd_s - bwd_after_s;
+  for (const auto& b : beside)
+    s -= b.compute_s;
+  return std::max(0.0, s);
+}
+
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp)
 {
@@ -135,6 +143,8 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   std::vector<StagePiece> pieces;
   StagePiece cur;
   bool cur_in_block = false;
+  // The current piece's column-parallel linears' backward, and the backward of its layers before them.
+  double column_bwd = 0, before_column_bwd = 0;
   const auto close = [&](std::vector<TpCollective> fwd, std::vector<TpCollective> bwd) {
     cur.after_fwd = std::move(fwd);
     cur.after_bwd = std::move(bwd);
@@ -145,7 +155,22 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
     pieces.push_back(std::move(cur));
     cur = StagePiece{};
     cur_in_block = false;
+    column_bwd = before_column_bwd = 0;
   };
+  // Megatron's backward of a piece that ends at a row-parallel linear (`row`) and holds column-parallel
+  // ones whose input is `bytes`: the boundary collectives beside their GEMMs (megatron_stage.hpp);
+  // the input-gradient and weight-gradient GEMMs have the same FLOPs, half the linears' backward each.
+  const auto overlapped = [&](double bytes, bool row) {
+    if (tp.sequence_parallel) {
+      if (row)
+        cur.before_bwd = {{CollectiveOp::AllGather, bytes}};
+      cur.beside = {{{CollectiveOp::AllGather, bytes}, column_bwd / 2}, {{CollectiveOp::ReduceScatter, bytes}, column_bwd / 2}};
+    } else {
+      cur.beside = {{{CollectiveOp::AllReduce, bytes}, column_bwd / 2}};
+    }
+    cur.bwd_after_s = before_column_bwd;
+  };
+  const bool overlap = tp.overlap_backward && T > 1;
   for (std::size_t i = range.first; i < range.last; ++i) {
     const Layer& l = model.layers[i];
     if (cur.name.empty())
@@ -153,13 +178,23 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
     cur.fwd_s += times.fwd[i] / T;
     cur.bwd_s += times.bwd[i] / T;
     cur_in_block = cur_in_block || in_block[i];
+    const bool column = l.kind == "linear" && !row_parallel[i] && (in_block[i] || static_cast<int>(i) == head);
+    if (column)
+      column_bwd += times.bwd[i] / T;
+    else if (column_bwd == 0)
+      before_column_bwd += times.bwd[i] / T;
     if (l.kind == "attention" && tp.recompute == ActivationCheckpointing::Selective)
       cur.recompute_s += times.fwd[i] / T;
     if (even_matmul[i] && tp.recompute == ActivationCheckpointing::SelectiveOp)
       cur.recompute_s += times.fwd[i] / T;
     const double hidden_bytes = l.activation_elems * micro * activation_bytes;
     if (T > 1 && row_parallel[i]) {
-      close(boundary(hidden_bytes, tp.sequence_parallel), boundary(hidden_bytes, tp.sequence_parallel));
+      if (overlap && column_bwd > 0) {
+        overlapped(hidden_bytes, true);
+        close(boundary(hidden_bytes, tp.sequence_parallel), {});
+      } else {
+        close(boundary(hidden_bytes, tp.sequence_parallel), boundary(hidden_bytes, tp.sequence_parallel));
+      }
     } else if (T > 1 && i + 1 == first_block && embedding) {
       // The embeddings' sum: the vocabulary-parallel word embedding's AllReduce (forward only).
       close(boundary(hidden_bytes, tp.sequence_parallel), {});
@@ -168,7 +203,12 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
       const double tokens = micro * arch_or(model, "seq_len", 1);
       std::vector<TpCollective> fwd(kCrossEntropyReductions,
                                     {CollectiveOp::AllReduce, tokens * kCrossEntropyValueBytes});
-      close(std::move(fwd), boundary(input_bytes, tp.sequence_parallel));
+      if (overlap) {  // the output layer is a column-parallel linear too (parallel_lm_logits)
+        overlapped(input_bytes, false);
+        close(std::move(fwd), {});
+      } else {
+        close(std::move(fwd), boundary(input_bytes, tp.sequence_parallel));
+      }
     }
   }
   if (!cur.name.empty())

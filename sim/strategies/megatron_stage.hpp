@@ -13,6 +13,15 @@
 // backward) and the vocabulary-parallel cross entropy AllReduces three fp32 values per token
 // forward: the logits' maximum, the target's logit and the sum of exponentials
 // (megatron/core/tensor_parallel/cross_entropy.py).
+// Megatron overlaps the backward collectives of a column-parallel linear with its GEMMs
+// (megatron/core/tensor_parallel/layers.py, LinearWithGradAccumulationAndAsyncCommunication.backward,
+// async_op=True, with CUDA_DEVICE_MAX_CONNECTIONS=1 so that the collective is queued first): without
+// sequence parallelism the input gradient's AllReduce runs beside the weight-gradient GEMM; with it,
+// the AllGather of the layer input (kept sharded in forward) runs beside the input-gradient GEMM and
+// the ReduceScatter of the input gradient beside the weight-gradient GEMM. What stays exposed is
+// the row-parallel linear's backward: nothing without sequence parallelism (`g` is the identity
+// backward), the AllGather of its output gradient with it. PyTorch's own tensor parallelism
+// (torchtitan) waits for each collective: `overlap_backward` false.
 // Activation recomputation (Korthikanti et al. 2022, section 5): "full" re-runs each transformer
 // layer's forward, its collectives included, before its backward; "selective" re-runs only the
 // core attention (QK^T, softmax, dropout, x V), which holds no collective.
@@ -35,19 +44,35 @@ struct TpCollective {
   double bytes = 0;  ///< as nccl-tests counts it (AllReduce: the buffer; ReduceScatter/AllGather: the whole tensor)
 };
 
+/// A collective issued asynchronously in backward and waited for after the GEMM it runs beside.
+struct TpBeside {
+  TpCollective collective;
+  double compute_s = 0;  ///< the GEMM's seconds (part of the piece's bwd_s)
+};
+
+/// A piece's backward runs: recompute_s (and after_fwd again, when recompute_collectives), then
+/// before_bwd, then bwd_main_s(), then each of beside in order (the collective beside its GEMM,
+/// both waited for), then bwd_after_s, then after_bwd.
 struct StagePiece {
   std::string name;                 ///< its first layer ("transformer.h.3.ln_1"); empty for a whole stage
   double fwd_s = 0, bwd_s = 0;      ///< one micro-batch on one tensor rank
   double recompute_s = 0;           ///< forward re-run before its backward
   bool recompute_collectives = false;  ///< the re-run issues after_fwd again (full recomputation)
   std::vector<TpCollective> after_fwd;
-  std::vector<TpCollective> after_bwd;
+  std::vector<TpCollective> before_bwd;  ///< exposed, before the backward's GEMMs
+  std::vector<TpBeside> beside;          ///< overlapped with the column-parallel linear's GEMMs
+  double bwd_after_s = 0;                ///< backward after them (the layers before that linear)
+  std::vector<TpCollective> after_bwd;   ///< exposed, after the backward
+
+  /// Backward before the overlapped GEMMs.
+  double bwd_main_s() const;
 };
 
 struct TensorParallelOptions {
   int tensor = 1;
   bool sequence_parallel = false;
   ActivationCheckpointing recompute = ActivationCheckpointing::None;
+  bool overlap_backward = false;  ///< Megatron's asynchronous backward collectives (above)
 };
 
 /// The pieces of layers [range.first, range.last) for one micro-batch of `micro` samples, from the

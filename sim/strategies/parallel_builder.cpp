@@ -11,6 +11,7 @@
 #include "sim/strategies/parallel_memory.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/strategies/roofline.hpp"
+#include "sim/strategies/tp_overlap.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
 
@@ -78,12 +79,24 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       cost[i] = full.fwd[i] + full.bwd[i];
     ranges = partition_balanced(model, cost, P, scenario.strategy_options());
   }
-  const TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing};
+  // Megatron's tensor parallelism: backward collectives beside the GEMMs (megatron_stage.hpp).
+  const TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing,
+                                 cfg.tp_backward_overlap};
   std::vector<StageCost> sc(static_cast<std::size_t>(V));  // per virtual stage
+  std::vector<double> overlap_slowdown(static_cast<std::size_t>(P), 0.0);  // per stage, one iteration
+  int overlap_channels = 0;
   for (int s = 0; s < V; ++s) {
     auto& c = sc[static_cast<std::size_t>(s)];
     const auto& r = ranges[static_cast<std::size_t>(s)];
     c.pieces = stage_pieces(model, mt, r, micro, mem.activation_bytes, tp);
+    if (T > 1 && cfg.tp_backward_overlap) {
+      std::vector<int> group;
+      for (int t = 0; t < T; ++t)
+        group.push_back(dev(0, stage_of(s), t));
+      const TpOverlapSlowdown slow = slow_gemms_beside_tp(c.pieces, group, topology, collectives.filter);
+      overlap_slowdown[static_cast<std::size_t>(stage_of(s))] += slow.seconds_per_micro_batch * M;
+      overlap_channels = std::max(overlap_channels, slow.channels);
+    }
     for (const auto& piece : c.pieces) {
       c.fwd += piece.fwd_s;
       c.bwd += piece.bwd_s + piece.recompute_s;
@@ -140,6 +153,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       };
       for (const auto& piece : sc[static_cast<std::size_t>(s)].pieces) {
         count(piece.after_fwd);
+        count(piece.before_bwd);
+        for (const auto& b : piece.beside)
+          count({b.collective});
         count(piece.after_bwd);
         if (piece.recompute_collectives)
           count(piece.after_fwd);
@@ -280,8 +296,25 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                 if (piece.recompute_collectives)
                   tp_collectives(piece.after_fwd, "recompute");
               }
-              compute(backward ? piece.bwd_s : piece.fwd_s, backward ? TaskCategory::Backward : TaskCategory::Forward, where);
-              tp_collectives(backward ? piece.after_bwd : piece.after_fwd, backward ? "bwd" : "fwd");
+              if (!backward) {
+                compute(piece.fwd_s, TaskCategory::Forward, where);
+                tp_collectives(piece.after_fwd, "fwd");
+                continue;
+              }
+              tp_collectives(piece.before_bwd, "bwd");
+              compute(piece.bwd_main_s(), TaskCategory::Backward, where);
+              for (const auto& b : piece.beside) {  // issued together, both waited for
+                const auto issued = at;
+                compute(b.compute_s, TaskCategory::Backward, where + " (GEMM beside tp)");
+                const auto computed = at;
+                at = issued;
+                tp_collectives({b.collective}, "bwd");
+                for (int t = 0; t < Tn; ++t)
+                  at[static_cast<std::size_t>(t)].push_back(computed[static_cast<std::size_t>(t)].front());
+              }
+              if (!piece.beside.empty() || piece.bwd_after_s > 0)
+                compute(piece.bwd_after_s, TaskCategory::Backward, where);
+              tp_collectives(piece.after_bwd, "bwd");
             }
             std::vector<int> end(static_cast<std::size_t>(Tn));
             for (int t = 0; t < Tn; ++t)
@@ -472,10 +505,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                              100.0 * (P - 1) / (M + P - 1)));
   if (T > 1)
     plan.notes.push_back(fmt::format(
-        "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward and two backward on the "
-        "critical path, the vocabulary-parallel embedding and cross entropy; ranks laid out {}",
+        "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward{} on the critical path, the "
+        "vocabulary-parallel embedding and cross entropy; ranks laid out {}",
         cfg.sequence_parallel ? "ReduceScatter + AllGather pairs (sequence parallel)" : "AllReduces",
-        to_string(cfg.order)));
+        cfg.tp_backward_overlap ? "" : " and two backward", to_string(cfg.order)));
+  if (T > 1 && cfg.tp_backward_overlap)
+    plan.notes.push_back(tp_overlap_note(cfg.sequence_parallel, topology.gpu, overlap_channels,
+                                         *std::max_element(overlap_slowdown.begin(), overlap_slowdown.end())));
   else if (D > 1 && P > 1)
     plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", to_string(cfg.order)));
   if (embedding_sync)
@@ -489,8 +525,16 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                      100 * (roofline ? roofline_memory_efficiency(scenario.training.compute) : kMemoryBoundFraction),
                                      roofline && half_weights ? " with Megatron's unscale, norm, copy and zeroing passes" : "",
                                      cfg.distributed_optimizer ? ", each replica on 1/dp of the parameters" : ""));
+  // Stragglers dealt over the stages (jitter.hpp): each stage's GPUs one from each stratum.
+  StepJitter jitter = step_jitter(scenario, static_cast<int>(plan.ranks.size()));
+  std::vector<int> stage_of_rank(plan.ranks.size(), 0);
+  for (int s = 0; s < P; ++s)
+    for (int d = 0; d < D; ++d)
+      for (int t = 0; t < T; ++t)
+        stage_of_rank[idx(d, s, t)] = s;
+  jitter.deal_over_groups(stage_of_rank, "pipeline stages");
   if (!fold) {
-    plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, step_jitter(scenario, static_cast<int>(plan.ranks.size()))));
+    plan.notes.push_back(apply_step_jitter(plan.graph, plan.ranks, jitter));
     return plan;
   }
   // Folded: the stages' representatives are the plan's GPUs, each at its D x T images' slowest pace.
@@ -500,8 +544,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
       for (int t = 0; t < T; ++t)
         images[static_cast<std::size_t>(s)].push_back(static_cast<int>(idx(d, s, t)));
   const int all_gpus = static_cast<int>(plan.ranks.size());
-  plan.notes.push_back(apply_folded_step_jitter(plan.graph, plan.stage_devices, images, step_jitter(scenario, all_gpus), all_gpus,
-                                                plan.folded_jitter));
+  plan.notes.push_back(apply_folded_step_jitter(plan.graph, plan.stage_devices, images, jitter, all_gpus, plan.folded_jitter));
   folded->finish(plan.graph);
   plan.ranks = plan.stage_devices;
   plan.folded_from_gpus = all_gpus;

@@ -152,7 +152,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
                     "bucket_cap_mb", "half_efficiency_samples", "rank_order", "sequence_parallel",
-                    "distributed_optimizer", "virtual_stages"});
+                    "distributed_optimizer", "virtual_stages", "tp_backward_overlap"});
   ParallelConfig c;
   c.tensor = scenario.strategy_spec.tensor;  // read with the scenario (its degrees are checked there)
   c.stages = scenario.strategy_spec.stages;
@@ -162,6 +162,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
     c.order = parse_rank_order(*order);
   c.sequence_parallel = o.bool_or("sequence_parallel", false);
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
+  c.tp_backward_overlap = o.bool_or("tp_backward_overlap", true);
   c.megatron = true;
   c.virtual_stages = o.count_or("virtual_stages", 1, 1024);  // model chunks per GPU: at most a layer each
   if (c.tensor > 1)

@@ -69,6 +69,7 @@ struct ParallelConfig {
   RankOrder order;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
+  bool tp_backward_overlap = true;     ///< Megatron's asynchronous backward TP collectives (megatron_stage.hpp)
   bool megatron = false;          ///< Megatron-LM's kernels and buffers (hybrid), not torch's Pipe (pipeline): memory_timeline.hpp
 };
 

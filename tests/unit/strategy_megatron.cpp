@@ -90,6 +90,62 @@ TEST_CASE("tensor parallel: two AllReduces per transformer layer each way, plus 
   CHECK(one[0].fwd_s == doctest::Approx(t.fwd_total()));
 }
 
+TEST_CASE("Megatron's backward overlap: each column-parallel linear's collectives beside its GEMMs")
+{
+  const Model gpt2 = load_model("gpt2");
+  const LayerTimes t = unit_times(gpt2);
+  const StageRange whole{0, gpt2.layers.size()};
+  const std::vector<bool> row = row_parallel_linears(gpt2);
+  const int head = output_layer(gpt2);
+  double column_bwd = 0;  // QKV, MLP up and the output layer, one tensor rank
+  for (std::size_t i = 0; i < gpt2.layers.size(); ++i)
+    if (gpt2.layers[i].kind == "linear" && !row[i] && (static_cast<int>(i) == head || gpt2.layers[i].name.find(".h.") != std::string::npos))
+      column_bwd += t.bwd[i] / 2;
+  std::map<CollectiveOp, int> beside, before, after;
+  double beside_s = 0, bwd = 0;
+  for (const auto& p : stage_pieces(gpt2, t, whole, 2, 2, {2, false, ActivationCheckpointing::None, true})) {
+    for (const auto& b : p.beside) {
+      ++beside[b.collective.op];
+      beside_s += b.compute_s;
+    }
+    for (const auto& c : p.before_bwd)
+      ++before[c.op];
+    for (const auto& c : p.after_bwd)
+      ++after[c.op];
+    CHECK(p.bwd_main_s() >= 0);
+    CHECK(p.bwd_main_s() + p.bwd_after_s + (p.beside.empty() ? 0 : p.beside[0].compute_s) == doctest::Approx(p.bwd_s));
+    bwd += p.bwd_s;
+  }
+  // Without sequence parallelism: the input gradient's AllReduce beside the weight-gradient GEMM
+  // (half the linear's backward), nothing exposed; the row-parallel linears' backward sends nothing.
+  CHECK(beside[CollectiveOp::AllReduce] == 2 * 12 + 1);
+  CHECK(beside_s == doctest::Approx(column_bwd / 2));
+  CHECK(before.empty());
+  CHECK(after.empty());
+  CHECK(bwd == doctest::Approx(t.bwd_total() / 2));
+
+  beside.clear();
+  before.clear();
+  after.clear();
+  beside_s = 0;
+  for (const auto& p : stage_pieces(gpt2, t, whole, 2, 2, {2, true, ActivationCheckpointing::None, true})) {
+    for (const auto& b : p.beside) {
+      ++beside[b.collective.op];
+      beside_s += b.compute_s;
+    }
+    for (const auto& c : p.before_bwd)
+      ++before[c.op];
+    CHECK(p.after_bwd.empty());
+  }
+  // With it: the layer input's AllGather beside the input-gradient GEMM and the gradient's
+  // ReduceScatter beside the weight-gradient GEMM; exposed, the AllGather of each row-parallel
+  // linear's output gradient.
+  CHECK(beside[CollectiveOp::AllGather] == 2 * 12 + 1);
+  CHECK(beside[CollectiveOp::ReduceScatter] == 2 * 12 + 1);
+  CHECK(beside_s == doctest::Approx(column_bwd));
+  CHECK(before[CollectiveOp::AllGather] == 2 * 12);
+}
+
 TEST_CASE("recomputation: full re-runs the layers' forward and collectives, selective the core attention")
 {
   const Model gpt2 = load_model("gpt2");
