@@ -64,7 +64,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       compute_s += p.fwd_s + p.bwd_s + p.recompute_s;
   }
   const int S = opt.sharding == Sharding::NoShard ? 1 : opt.shard_group;  // ranks a parameter is sharded over
-  const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
+  // Gathered parameters: param_dtype, or float8 linears beside bf16 (gathered_bytes); ubytes: the
+  // unsharded parameters outside the float8 linears, and gradients.
+  const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
   const bool sharded = opt.sharding != Sharding::NoShard && S > 1;
   const bool gather_backward = sharded && opt.reshard_after_forward;
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
@@ -105,16 +107,17 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       reduce_groups.push_back(grp);
     }
 
-  const double copy_out_per_param = opt.version == 2 ? pbytes : 0.0;  // FSDP2's copy-out, bytes per gathered parameter
   std::vector<double> unit_gather_bytes(static_cast<std::size_t>(U)), unit_reduce_bytes(static_cast<std::size_t>(U));
   for (int u = 0; u < U; ++u) {
-    unit_gather_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * pbytes;
+    unit_gather_bytes[static_cast<std::size_t>(u)] = gathered_bytes(su.units[static_cast<std::size_t>(u)], opt) / T;
     unit_reduce_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * rbytes;
   }
   // A replicated token embedding (FsdpOptions::replicate_embedding) is whole in each tensor rank's root.
   const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
-  unit_gather_bytes[0] += embedding_whole * pbytes;
+  unit_gather_bytes[0] += embedding_whole * ubytes;
   unit_reduce_bytes[0] += embedding_whole * rbytes;
+  // FSDP2's copy-out moves every gathered byte once (foreach_all_gather_copy_out).
+  const bool copy_out = opt.version == 2;
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -207,7 +210,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         const auto& name = su.units[static_cast<std::size_t>(u)].name;
         if (sharded && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
           run.wait_for(gathered[static_cast<std::size_t>(u)]);
-          if (copy_out_per_param > 0)
+          if (copy_out)
             run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
                             "copy-out " + name, TaskCategory::FsdpCopy);
         }
@@ -280,29 +283,30 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   g.set_iteration(0);
 
   // Figures of one iteration, per communicator.
-  double all_params = 0, unit_params = 0;
+  double all_params = 0, all_gathered = 0, unit_gathered = 0;  // per tensor rank: params, gathered bytes
   for (int u = 0; u < U; ++u) {
-    all_params += su.units[static_cast<std::size_t>(u)].params;
+    all_params += su.units[static_cast<std::size_t>(u)].params / T;
+    all_gathered += unit_gather_bytes[static_cast<std::size_t>(u)];
     if (u != 0)
-      unit_params += su.units[static_cast<std::size_t>(u)].params;
+      unit_gathered += unit_gather_bytes[static_cast<std::size_t>(u)];
   }
-  all_params += embedding_whole * T;  // per tensor rank: all_params / T
+  all_params += embedding_whole;
   const int syncs = opt.no_sync ? 1 : M;
   if (sharded) {
     const int groups = static_cast<int>(shard_groups.size());
-    plan.comm_per_iteration.push_back({"parameters (forward)", "all_gather", all_params / T * pbytes * M, U * M, groups});
+    plan.comm_per_iteration.push_back({"parameters (forward)", "all_gather", all_gathered * M, U * M, groups});
     if (gather_backward)
-      plan.comm_per_iteration.push_back({"parameters (backward)", "all_gather", unit_params / T * pbytes * M, (U - 1) * M,
+      plan.comm_per_iteration.push_back({"parameters (backward)", "all_gather", unit_gathered * M, (U - 1) * M,
                                          static_cast<int>(back_groups.size())});
-    plan.comm_per_iteration.push_back({"gradients", "reduce_scatter", all_params / T * rbytes * syncs, U * syncs, groups});
+    plan.comm_per_iteration.push_back({"gradients", "reduce_scatter", all_params * rbytes * syncs, U * syncs, groups});
     if (!replicate_groups.empty())
-      plan.comm_per_iteration.push_back({"gradient shards across replicas", "all_reduce", all_params / T / S * rbytes * syncs,
+      plan.comm_per_iteration.push_back({"gradient shards across replicas", "all_reduce", all_params / S * rbytes * syncs,
                                          U * syncs, static_cast<int>(replicate_groups.size())});
   } else if (!reduce_groups.empty()) {
-    plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params / T * rbytes * syncs, U * syncs,
+    plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
   }
-  const double copy_out_s = sharded ? copy_seconds(all_params / T * copy_out_per_param, topology.gpu) : 0.0;
+  const double copy_out_s = sharded && copy_out ? copy_seconds(all_gathered, topology.gpu) : 0.0;
   plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
   plan.single_gpu_iteration_s =
@@ -321,7 +325,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.notes.push_back(fmt::format(
       "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}; parameters gathered in {}, gradients reduced in {}; {}",
       opt.version, to_string(opt.sharding), U, U - 1, S,
-      D / S > 1 ? fmt::format(" x {} replicas", D / S) : "", opt.param_dtype, opt.reduce_dtype,
+      D / S > 1 ? fmt::format(" x {} replicas", D / S) : "",
+      opt.param_dtype == "fp8" ? "fp8 (the blocks' linear weights, torchao's float8 all-gather; the rest in bf16)" : opt.param_dtype,
+      opt.reduce_dtype,
       !sharded ? "no sharding: AllReduce per unit"
       : gather_backward
           ? fmt::format("AllGather again in backward{} ({} prefetch){}", K < S ? fmt::format(" over {} ranks", K) : "",

@@ -26,6 +26,8 @@
 
 #include "sim/strategies/shard_units.hpp"
 
+#include <vector>
+
 namespace dtsim {
 
 /// Reserved bytes of one GPU's FSDP2 side streams.
@@ -36,10 +38,11 @@ struct Fsdp2StreamPools {
 };
 
 /// The pools for `units` sharded over `shard` ranks, each rank holding 1/`tensor` of a unit's
-/// parameters (tensor parallelism), gathered in `param_bytes`, reduced in `reduce_bytes` and kept as
-/// gradients in `grad_bytes` (the parameters' own dtype). Each tensor is rounded to the allocator's
-/// block (allocator_block_bytes, memory_timeline.hpp).
-Fsdp2StreamPools fsdp2_stream_pools(const ShardUnits& units, double tensor, double shard, double param_bytes,
-                                    double reduce_bytes, double grad_bytes);
+/// parameters (tensor parallelism), gathered in `param_bytes[u]` per parameter of unit u (its
+/// param_dtype, or less with float8 linears), reduced in `reduce_bytes` and kept as gradients in
+/// `grad_bytes` (the parameters' own dtype). Each tensor is rounded to the allocator's block
+/// (allocator_block_bytes, memory_timeline.hpp).
+Fsdp2StreamPools fsdp2_stream_pools(const ShardUnits& units, double tensor, double shard,
+                                    const std::vector<double>& param_bytes, double reduce_bytes, double grad_bytes);
 
 }  // namespace dtsim

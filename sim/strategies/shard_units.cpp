@@ -34,19 +34,21 @@ std::vector<std::string> unit_names(const Model& model)
 ShardUnits shard_units(const Model& model)
 {
   ShardUnits out;
-  out.units.push_back({"root", 0, 0});
+  out.units.push_back({"root", 0, 0, 0});
   const auto names = unit_names(model);
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
     int unit = 0;
     if (!names[i].empty()) {
       if (out.units.back().name != names[i])
-        out.units.push_back({names[i], 0, 0});
+        out.units.push_back({names[i], 0, 0, 0});
       unit = static_cast<int>(out.units.size()) - 1;
     }
     auto& u = out.units[static_cast<std::size_t>(unit)];
     const auto p = model.layers[i].params();
     u.params += static_cast<double>(p);
     u.largest_layer_params = std::max(u.largest_layer_params, static_cast<std::size_t>(p));
+    if (unit != 0 && model.layers[i].kind == "linear")
+      u.linear_params += static_cast<double>(p);
     if (out.segments.empty() || out.segments.back().unit != unit)
       out.segments.push_back({{i, i + 1}, unit});
     else

@@ -21,6 +21,7 @@ struct ShardUnit {
   std::string name;          ///< "root", "transformer layer 3", "layer2"
   double params = 0;         ///< parameters of the whole unit (all tensor ranks together)
   std::size_t largest_layer_params = 0;
+  double linear_params = 0;  ///< of them, its transformer block's linears' (0 for the root)
 };
 
 /// A stretch of layers run in one go, in model order, and the unit whose parameters it uses.

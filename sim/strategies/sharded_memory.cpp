@@ -40,42 +40,48 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     return on_each(gpu_memory(model, ctx, req), ranks);
   }
   const double S = opt.shard_group;
-  const double pbytes = dtype_bytes(opt.param_dtype), rbytes = dtype_bytes(opt.reduce_dtype);
+  // ubytes: the unsharded parameters outside float8 linears and the unsharded gradients' dtype.
+  const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
   // The sharded parameters and their gradients stay in the parameters' dtype, fp32
   // (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat parameter too under MixedPrecision).
   ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = 4;
   ctx.rules.grad_bytes = 4;
   req.share = {1 / (T * S), 1 / (T * S), 1 / (T * S)};
   req.grads_persist = scenario.training.batch.accumulation > 1;  // the sharded gradients accumulate
-  double root = 0, largest = 0, others = 0;
+  // Per tensor rank: parameters, and their bytes gathered (gathered_bytes: float8 linears at one byte).
+  double root = 0, largest = 0, others = 0, root_b = 0, largest_b = 0, others_b = 0;
   for (std::size_t u = 0; u < units.units.size(); ++u) {
-    const double p = units.units[u].params / T;
-    if (u == 0)
+    const double p = units.units[u].params / T, b = gathered_bytes(units.units[u], opt) / T;
+    if (u == 0) {
       root = p;
-    else {
+      root_b = b;
+    } else {
       largest = std::max(largest, p);
+      largest_b = std::max(largest_b, b);
       others += p;
+      others_b += b;
     }
   }
   // A replicated token embedding (FsdpOptions::replicate_embedding): the (1 - 1/T) of it that the
   // tensor split would have left to the other tensor ranks, in this rank's root too.
   const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1 / T) : 0.0;
   root += embedding_whole;
+  root_b += embedding_whole * ubytes;
   // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
   // FSDP2's two AllGather outputs; forward_prefetch adds FSDP1's second buffer), or every unit when
   // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
-  double gathered = root + (limited ? (opt.forward_prefetch ? 3 : 2) * largest : others);
+  double gathered = root_b + (limited ? (opt.forward_prefetch ? 3 : 2) * largest_b : others_b);
   if (!opt.reshard_after_forward)
-    gathered = root + others;
+    gathered = root_b + others_b;
   else if (opt.reshard_ranks > 0)
-    gathered += others / opt.reshard_ranks;
+    gathered += others_b / opt.reshard_ranks;
   // The unit being reduced holds its unsharded gradient (param dtype, cast to the reduce dtype); with
   // no_sync every unsharded gradient stays between micro-steps.
   const double unsharded_grads = opt.no_sync && scenario.training.batch.accumulation > 1
-                                     ? (root + others) * pbytes
-                                     : largest * std::max(pbytes, rbytes);
-  req.extra_bytes = gathered * pbytes + unsharded_grads;
+                                     ? (root + others) * ubytes
+                                     : largest * std::max(ubytes, rbytes);
+  req.extra_bytes = gathered + unsharded_grads;
   GpuMemory m = gpu_memory(model, ctx, req);
   {  // the replicated embedding's shard: weights, optimizer state, and gradients where they persist
     const double e = embedding_whole / S;
@@ -93,7 +99,10 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     // those alive at the peak), the AllGather outputs in the copy-in stream's.
     ShardUnits whole = units;
     whole.units.front().params += embedding_whole * T;  // per tensor rank: params / T
-    const Fsdp2StreamPools pools = fsdp2_stream_pools(whole, T, S, pbytes, rbytes, ctx.rules.grad_bytes);
+    std::vector<double> gathered_per_param;  // bytes a unit's AllGather output holds per parameter
+    for (const auto& u : whole.units)
+      gathered_per_param.push_back(u.params > 0 ? gathered_bytes(u, opt) / u.params : ubytes);
+    const Fsdp2StreamPools pools = fsdp2_stream_pools(whole, T, S, gathered_per_param, rbytes, ctx.rules.grad_bytes);
     const double moved = pools.total() - m.grads;
     m.peak_reserved += moved;
     m.device_used += moved;

@@ -37,7 +37,20 @@ const char* to_string(BackwardPrefetch p)
 
 double dtype_bytes(const std::string& dtype)
 {
-  return dtype == "fp32" ? 4.0 : 2.0;
+  return dtype == "fp32" ? 4.0 : dtype == "fp8" ? 1.0 : 2.0;
+}
+
+std::string unsharded_dtype(const FsdpOptions& opt)
+{
+  return opt.param_dtype == "fp8" ? "bf16" : opt.param_dtype;
+}
+
+double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt)
+{
+  const double rest = dtype_bytes(unsharded_dtype(opt));
+  if (opt.param_dtype != "fp8")
+    return unit.params * rest;
+  return unit.linear_params * dtype_bytes("fp8") + (unit.params - unit.linear_params) * rest;
 }
 
 namespace {
@@ -101,9 +114,12 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   f.param_dtype = half_type_of(scenario.training.precision);
   if (const auto mp = o.find("mixed_precision")) {
     mp->reject_unknown({"param_dtype", "reduce_dtype"});
-    if (const auto p = mp->find("param_dtype"))
-      f.param_dtype = p->as_choice({"fp32", "bf16", "fp16"});
-    f.reduce_dtype = f.param_dtype;
+    if (const auto p = mp->find("param_dtype")) {
+      f.param_dtype = p->as_choice({"fp32", "bf16", "fp16", "fp8"});
+      if (f.param_dtype == "fp8" && f.version != 2)
+        p->fail("expected \"fp8\" parameter gathers only with version 2 (torchao's float8 all-gather extends fully_shard)");
+    }
+    f.reduce_dtype = unsharded_dtype(f);
     if (const auto r = mp->find("reduce_dtype"))
       f.reduce_dtype = r->as_choice({"fp32", "bf16", "fp16"});
   } else {

@@ -13,7 +13,14 @@
 //   limit_all_gathers    true (default): at most two units' gathered parameters    (version 1 only)
 //   mixed_precision      {"param_dtype", "reduce_dtype"}: fp32 | bf16 | fp16; param_dtype defaults to
 //                        training.precision's half type (fp32 otherwise), reduce_dtype to param_dtype
-//                        (MixedPrecision / MixedPrecisionPolicy: reduce_dtype None reduces in param_dtype)
+//                        (MixedPrecision / MixedPrecisionPolicy: reduce_dtype None reduces in param_dtype).
+//                        param_dtype "fp8" (version 2): torchao's float8 training with
+//                        enable_fsdp_float8_all_gather, as torchtitan's --float8.enable_fsdp_float8_all_gather
+//                        runs it: the transformer blocks' linear weights are cast to float8 before the
+//                        AllGather (torchao/float8/fsdp_utils.py, fsdp_pre_all_gather: one byte per element),
+//                        every other parameter (norms, embeddings, the output layer, which torchtitan's
+//                        float8 converter leaves out) is gathered in bf16; reduce_dtype then defaults to
+//                        bf16 (the policy's param_dtype)
 //   no_sync              false (default): with gradient accumulation, reduce-scatter every micro-step;
 //                        true: only the last (FSDP1 no_sync(), FSDP2 set_requires_gradient_sync(False))
 //   shard_group_size     hybrid_shard: GPUs per shard group (default: one node's data-parallel ranks)
@@ -30,6 +37,8 @@
 //   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default)
 #pragma once
 
+#include "sim/strategies/shard_units.hpp"
+
 #include "sim/scenario/scenario.hpp"
 #include "sim/util/json_reader.hpp"
 
@@ -41,7 +50,7 @@ enum class BackwardPrefetch { Pre, Post, None };
 const char* to_string(Sharding s);
 const char* to_string(BackwardPrefetch p);
 
-/// Bytes of one element of a dtype spelled fp32 / bf16 / fp16.
+/// Bytes of one element of a dtype spelled fp32 / bf16 / fp16 / fp8.
 double dtype_bytes(const std::string& dtype);
 
 struct FsdpOptions {
@@ -63,6 +72,13 @@ struct FsdpOptions {
   bool replicate_embedding = false;
   double half_efficiency_samples = 0;
 };
+
+/// The dtype of a gathered parameter outside the float8 linears, and of the unsharded gradients:
+/// param_dtype, or bf16 when it is "fp8".
+std::string unsharded_dtype(const FsdpOptions& opt);
+
+/// Bytes of one unit's parameters gathered (the whole unit, every tensor rank's share together).
+double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt);
 
 /// Reads strategy kind "fsdp" for `data` data-parallel ranks of `tensor` GPUs each on nodes of
 /// `gpus_per_node` GPUs. Errors (exit 2) name the member's JSON pointer.

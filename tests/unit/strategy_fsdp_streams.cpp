@@ -47,26 +47,26 @@ TEST_CASE("FSDP2's side-stream pools: root + one unit of AllGather output, every
 {
   // 1e9-parameter root, four 2e8 units, 8 ranks: blocks over 10 MiB round up to 2 MiB.
   const ShardUnits u = units(1e9, 2e8, 4);
-  const Fsdp2StreamPools p = fsdp2_stream_pools(u, 1, 8, 2, 4, 4);
+  const Fsdp2StreamPools p = fsdp2_stream_pools(u, 1, 8, {2.0}, 4, 4);
   CHECK(p.all_gather == doctest::Approx(allocator_block_bytes(2e9) + allocator_block_bytes(4e8)));
   CHECK(p.reduce_scatter == doctest::Approx(allocator_block_bytes(1e9 / 8 * 4) + 4 * allocator_block_bytes(2e8 / 8 * 4)));
   CHECK(p.total() == doctest::Approx(p.all_gather + p.reduce_scatter));
 
   SUBCASE("a unit larger than the root: two units' outputs")
   {
-    const Fsdp2StreamPools q = fsdp2_stream_pools(units(1e6, 2e8, 4), 1, 8, 2, 4, 4);
+    const Fsdp2StreamPools q = fsdp2_stream_pools(units(1e6, 2e8, 4), 1, 8, {2.0}, 4, 4);
     CHECK(q.all_gather == doctest::Approx(2 * allocator_block_bytes(4e8)));
   }
   SUBCASE("reduced in bf16, kept in fp32: the bf16 output of one unit until its cast")
   {
-    const Fsdp2StreamPools q = fsdp2_stream_pools(u, 1, 8, 2, 2, 4);
+    const Fsdp2StreamPools q = fsdp2_stream_pools(u, 1, 8, {2.0}, 2, 4);
     CHECK(q.reduce_scatter - p.reduce_scatter == doctest::Approx(allocator_block_bytes(1e9 / 8 * 2)));
   }
   SUBCASE("tensor parallelism divides every buffer; one rank holds nothing of its own streams")
   {
-    const Fsdp2StreamPools t = fsdp2_stream_pools(u, 2, 8, 2, 4, 4);
+    const Fsdp2StreamPools t = fsdp2_stream_pools(u, 2, 8, {2.0}, 4, 4);
     CHECK(t.all_gather == doctest::Approx(allocator_block_bytes(1e9) + allocator_block_bytes(2e8)));
-    CHECK(fsdp2_stream_pools(u, 1, 1, 2, 4, 4).total() == 0);
+    CHECK(fsdp2_stream_pools(u, 1, 1, {2.0}, 4, 4).total() == 0);
   }
 }
 

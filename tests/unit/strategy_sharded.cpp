@@ -106,6 +106,24 @@ TEST_CASE("FSDP full_shard: an AllGather per unit forward and backward, a Reduce
     CHECK(c["gradient shards across replicas all_reduce"].groups == 8);
     CHECK(c["gradient shards across replicas all_reduce"].bytes == doctest::Approx(P * 4 / 8));
   }
+  SUBCASE("fp8 (torchao's float8 all-gather): the blocks' linear weights in one byte, the rest in bf16")
+  {
+    const Model gpt2 = load_model("gpt2");
+    double linear = 0;  // the transformer blocks' linears (the head is tied to the embedding: no params)
+    for (const auto& u : shard_units(gpt2).units)
+      linear += u.linear_params;
+    CHECK(linear > 0.5 * P);
+    CHECK(linear < P);
+    const Prediction f8 = plan_scenario(parse_scenario(
+        gpt2_scenario(fsdp({{"mixed_precision", {{"param_dtype", "fp8"}, {"reduce_dtype", "fp32"}}}}), 8), "s.json"));
+    c = comm_of(f8.plan);
+    CHECK(c["parameters (forward) all_gather"].bytes == doctest::Approx(linear * 1 + (P - linear) * 2));
+    CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(P * 4));
+    CHECK(f8.plan.memory.front().total() < p.plan.memory.front().total());  // smaller gathered units
+    // reduce_dtype defaults to bf16, the policy's param_dtype
+    c = comm_of(plan_scenario(parse_scenario(gpt2_scenario(fsdp({{"mixed_precision", {{"param_dtype", "fp8"}}}}), 8), "s.json")).plan);
+    CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(P * 2));
+  }
   SUBCASE("no_sync with gradient accumulation reduces once per optimizer step")
   {
     nlohmann::json doc = gpt2_scenario(fsdp({{"no_sync", true}}), 8);
