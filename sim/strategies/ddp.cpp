@@ -146,11 +146,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   const LayerTimes times =
       layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options()));
-  HostExtras extras;
-  extras.nccl_over_network = spans_nodes(topology, plan.ranks);
-  extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
-  if (times.step() > 0)
-    extras.gpu_samples_per_s = batch / times.step();
+  const HostExtras extras = host_extras(topology, plan.ranks, times.step() > 0 ? batch / times.step() : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
   for (std::size_t r = 0; r < n; ++r) {

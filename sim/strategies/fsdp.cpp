@@ -155,7 +155,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     folded.emplace(topology, collectives);
     run.fold(*folded, {0});
   }
-  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks),
+                                         host_extras(topology, plan.ranks, compute_s > 0 ? micro / compute_s : 0.0));
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
@@ -313,6 +314,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       (T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step()) * M;
   plan.samples_per_iteration = micro * D * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
+  if (const std::string host = loader.host_note(micro * M, plan.compute_per_iteration_s); !host.empty())
+    plan.notes.push_back(host);
+  plan.host = loader.host_summary(micro * M, plan.compute_per_iteration_s);
   std::string jitter_note, fold_note;
   if (folded)
     std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));

@@ -216,6 +216,15 @@ bool spans_nodes(const Topology& topology, const std::vector<int>& ranks)
   return false;
 }
 
+HostExtras host_extras(const Topology& topology, const std::vector<int>& ranks, double gpu_samples_per_s)
+{
+  HostExtras extras;
+  extras.nccl_over_network = spans_nodes(topology, ranks);
+  extras.processes_per_socket = processes_per_socket(topology, ranks);
+  extras.gpu_samples_per_s = gpu_samples_per_s > 0 ? gpu_samples_per_s : 0.0;
+  return extras;
+}
+
 int processes_per_socket(const Topology& topology, const std::vector<int>& ranks)
 {
   std::map<int, int> per_cpu;

@@ -121,6 +121,11 @@ struct LoaderSpec {
 LoaderSpec parse_loader(const Scenario& scenario, const Model& model, const Topology& topology, int processes_per_node,
                         const HostExtras& extras = {});
 
+/// What the host runs beside the loaders of one process per GPU of `ranks`: NCCL's proxy threads
+/// when they span nodes, the processes per socket, and `gpu_samples_per_s` (one process's GPU
+/// consumption, 0 unknown).
+HostExtras host_extras(const Topology& topology, const std::vector<int>& ranks, double gpu_samples_per_s);
+
 /// Whether `ranks` span more than one node (NCCL's proxy threads then drive the network).
 bool spans_nodes(const Topology& topology, const std::vector<int>& ranks);
 

@@ -188,9 +188,9 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     }
 
   TaskGraph& g = plan.graph;
-  HostExtras extras;
-  extras.nccl_over_network = spans_nodes(topology, plan.ranks);
-  extras.processes_per_socket = processes_per_socket(topology, plan.ranks);
+  // A replica's first stage takes a batch per iteration, at the pace of the busiest stage.
+  const HostExtras extras =
+      host_extras(topology, plan.ranks, plan.compute_per_iteration_s > 0 ? batch / plan.compute_per_iteration_s : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
   for (int d = 0; d < Dn; ++d) {
@@ -520,6 +520,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                      embedding_params / T * grad_elem / 1e6));
   if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
     plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
+  // The input: one DataLoader per replica, a batch per iteration, on the host beside every process.
+  plan.notes.push_back(loader.describe() + " (one DataLoader per data-parallel replica, into its first stage)");
+  plan.input_seconds_per_iteration = loader.batch_seconds(batch);
+  if (const std::string host = loader.host_note(batch, plan.compute_per_iteration_s); !host.empty())
+    plan.notes.push_back(host);
+  plan.host = loader.host_summary(batch, plan.compute_per_iteration_s);
   if (add_optimizer)
     plan.notes.push_back(fmt::format("optimizer step memory-bound at {:.0f}% of HBM bandwidth{}{}",
                                      100 * (roofline ? roofline_memory_efficiency(scenario.training.compute) : kMemoryBoundFraction),

@@ -105,7 +105,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     folded.emplace(topology, collectives);
     run.fold(*folded, {0});
   }
-  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks));
+  const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks),
+                                         host_extras(topology, plan.ranks, compute_s > 0 ? micro / compute_s : 0.0));
   run.add_loaders(loader, [n] {
     std::vector<std::vector<int>> one_each(static_cast<std::size_t>(n));
     for (int r = 0; r < n; ++r)
@@ -259,6 +260,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = mt.step() * M;
   plan.samples_per_iteration = micro * n * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
+  plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
+  if (const std::string host = loader.host_note(micro * M, plan.compute_per_iteration_s); !host.empty())
+    plan.notes.push_back(host);
+  plan.host = loader.host_summary(micro * M, plan.compute_per_iteration_s);
   std::string jitter_note, fold_note;
   if (folded)
     std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
