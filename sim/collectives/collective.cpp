@@ -64,8 +64,11 @@ double ring_bus_bandwidth(const Topology& t, const CommLayout& layout, const Ncc
   }
   double bus = layout.nvlink ? nvlink * p.nvlink_efficiency
                              : pcie * (layout.ranks.size() > 1 ? route_efficiency(t, gpu, layout.ranks[1], p) : 1.0);
+  // Across nodes, a communicator's rings leave each node through the NICs of its own GPUs there
+  // (Expansion::nic_of: one per GPU), not through every NIC of the node: one GPU per node (a
+  // data-parallel group of a tensor-parallel layout) sends over one NIC.
   if (layout.by_node.size() > 1 && layout.nics_per_node > 0)
-    bus = std::min(bus, layout.nics_per_node * layout.nic_bandwidth * p.network_efficiency);
+    bus = std::min(bus, std::min(layout.nics_per_node, std::max(1, layout.ppn)) * layout.nic_bandwidth * p.network_efficiency);
   return bus;
 }
 

@@ -6,8 +6,10 @@
 #include "sim/collectives/nccl_tests_sweep.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/topology/topology_builder.hpp"
+#include "sim/util/json_reader.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -88,6 +90,27 @@ TEST_CASE("ring across nodes: each channel leaves through its own NIC (2 x 8 A10
   // correction), the hop part x the scale, + launch.
   const double startup_us = kLaunch + 8.4 + kScale * (1.4 * (8.4 + 28 * 3.4 + 2 * 14) - 8.4);
   CHECK(t_us == doctest::Approx(bound_us + startup_us).epsilon(0.02));
+}
+
+TEST_CASE("ring LL128 of one GPU per node runs at NCCL's cap on its own NIC, not a fraction of the node's NICs")
+{
+  // A data-parallel group of a tensor-parallel layout: one A100 on each of 24 DGX A100 nodes, each
+  // leaving through its own 200 Gb/s NIC (25 GB/s x 0.96). LL128 moves 0.92 of that, or NCCL's cap
+  // (channels x perChMaxRingLL128Bw) where lower, times A100's measured LL128 rate scale. Before,
+  // the ring was rated at all 8 NICs of a node, which cut it to 1/8 of that (32 ms for 25 MB).
+  const nlohmann::json doc = {{"base", "dgx-a100"}, {"gpus_per_node", 1}};
+  const Topology t = build_topology(JsonReader(doc, "t.json"), 24);
+  const NcclSystem s = make_comm_layout(t, t.gpus()).system;
+  CHECK(s.channels == 1);
+  const double S = 64.0 * 1024 * 1024;
+  const double cap = nccl_protocol_cap_gbps(NcclProto::LL128, s) * 1e9;
+  REQUIRE(cap > 0);
+  const double rate = std::min(0.92 * 25e9 * 0.96, cap) * NcclParams::defaults(80).ll128_rate_scale;
+  const double n = 24;
+  const double bandwidth_us = 2 * (n - 1) / n * S / rate * 1e6;
+  const double t_us = simulated_us(t, CollectiveOp::AllReduce, S, NcclAlgo::Ring, NcclProto::LL128);
+  CHECK(t_us >= bandwidth_us);
+  CHECK(t_us <= 1.1 * bandwidth_us);  // plus the start-up (~0.2 ms at 24 nodes)
 }
 
 TEST_CASE("tree LL and LL128 across nodes run at NCCL's protocol rate, not the links'")
