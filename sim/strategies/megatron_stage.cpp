@@ -213,6 +213,14 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   }
   if (!cur.name.empty())
     close({}, {});
+  // A piece's backward after its overlapped GEMMs (its LayerNorm) runs just before the next piece's
+  // backward (the one before it in the model): one task with that one, the same time on the critical
+  // path, a task fewer per piece and micro-batch (the first piece keeps its own).
+  for (std::size_t k = pieces.size(); k-- > 1;) {
+    pieces[k - 1].bwd_s += pieces[k].bwd_after_s;
+    pieces[k].bwd_s -= pieces[k].bwd_after_s;
+    pieces[k].bwd_after_s = 0;
+  }
   if (T > 1)
     return pieces;
   // One tensor rank: the stage is one piece (no collective separates its layers).

@@ -52,7 +52,8 @@ struct TpBeside {
 
 /// A piece's backward runs: recompute_s (and after_fwd again, when recompute_collectives), then
 /// before_bwd, then bwd_main_s(), then each of beside in order (the collective beside its GEMM,
-/// both waited for), then bwd_after_s, then after_bwd.
+/// both waited for), then bwd_after_s, then after_bwd. The backward after the overlapped GEMMs of
+/// every piece but the first is counted in the main part of the piece before it (run next).
 struct StagePiece {
   std::string name;                 ///< its first layer ("transformer.h.3.ln_1"); empty for a whole stage
   double fwd_s = 0, bwd_s = 0;      ///< one micro-batch on one tensor rank

@@ -312,13 +312,18 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                 for (int t = 0; t < Tn; ++t)
                   at[static_cast<std::size_t>(t)].push_back(computed[static_cast<std::size_t>(t)].front());
               }
-              if (!piece.beside.empty() || piece.bwd_after_s > 0)
+              if (piece.bwd_after_s > 0)
                 compute(piece.bwd_after_s, TaskCategory::Backward, where);
               tp_collectives(piece.after_bwd, "bwd");
             }
             std::vector<int> end(static_cast<std::size_t>(Tn));
-            for (int t = 0; t < Tn; ++t)
-              end[static_cast<std::size_t>(t)] = at[static_cast<std::size_t>(t)].front();
+            for (int t = 0; t < Tn; ++t) {
+              auto& deps = at[static_cast<std::size_t>(t)];
+              end[static_cast<std::size_t>(t)] =
+                  deps.size() == 1 ? deps.front()
+                                   : g.add_delay(dev(d, s, t), 0.0, fmt::format("tp joined mb {} {}", i, at_stage),
+                                                 TaskCategory::Marker, dtsim::deps(std::move(deps)));
+            }
             // A boundary send of every replica's tensor ranks at once, timed with them (folded).
             const auto folded_send = [&](int to_vs, double bytes, const std::string& name, TaskCategory category) {
               std::vector<ClockedComm> set;
