@@ -508,16 +508,16 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
                                              100.0 * (P - 1) / (C * M + P - 1))
                                : fmt::format("ideal bubble (p-1)/(m+p-1) = {:.1f}% with balanced stages and free links",
                                              100.0 * (P - 1) / (M + P - 1)));
-  if (T > 1)
+  if (T > 1) {
     plan.notes.push_back(fmt::format(
         "tensor parallel as Megatron-LM sends it: per transformer layer two {} forward{} on the critical path, the "
         "vocabulary-parallel embedding and cross entropy; ranks laid out {}",
         cfg.sequence_parallel ? "ReduceScatter + AllGather pairs (sequence parallel)" : "AllReduces",
         cfg.tp_backward_overlap ? "" : " and two backward", to_string(cfg.order)));
-  if (T > 1 && cfg.tp_backward_overlap)
-    plan.notes.push_back(tp_overlap_note(cfg.sequence_parallel, topology.gpu, overlap_channels,
-                                         *std::max_element(overlap_slowdown.begin(), overlap_slowdown.end())));
-  else if (D > 1 && P > 1)
+    if (cfg.tp_backward_overlap)
+      plan.notes.push_back(tp_overlap_note(cfg.sequence_parallel, topology.gpu, overlap_channels,
+                                           *std::max_element(overlap_slowdown.begin(), overlap_slowdown.end())));
+  } else if (D > 1 && P > 1)
     plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", to_string(cfg.order)));
   if (embedding_sync)
     plan.notes.push_back(fmt::format("tied word embedding: its gradient ({:.3g} MB per tensor rank) is AllReduced between the "
