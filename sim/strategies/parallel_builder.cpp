@@ -550,10 +550,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   }
   // Folded: the stages' representatives are the plan's GPUs, each at its D x T images' slowest pace.
   std::vector<std::vector<int>> images(static_cast<std::size_t>(P));
-  for (int s = 0; s < P; ++s)
-    for (int d = 0; d < D; ++d)
-      for (int t = 0; t < T; ++t)
-        images[static_cast<std::size_t>(s)].push_back(static_cast<int>(idx(d, s, t)));
+  for (std::size_t r = 0; r < stage_of_rank.size(); ++r)
+    images[static_cast<std::size_t>(stage_of_rank[r])].push_back(static_cast<int>(r));
   const int all_gpus = static_cast<int>(plan.ranks.size());
   plan.notes.push_back(apply_folded_step_jitter(plan.graph, plan.stage_devices, images, jitter, all_gpus, plan.folded_jitter));
   folded->finish(plan.graph);
