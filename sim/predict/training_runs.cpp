@@ -34,8 +34,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            // any strategy's further options as a JSON object (fsdp, zero: their sharding)
                                            "strategy_options", "optimizer",
                                            // compute=efficiency's time model (training.compute.model) and the
-                                           // attention kernel it times (training.attention)
-                                           "compute_model", "attention"};
+                                           // attention kernel it times (training.attention); the loss's dtype
+                                           "compute_model", "attention", "loss_dtype"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -216,6 +216,8 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())
     training["attention"] = row.get("attention");
+  if (!row.get("loss_dtype").empty())
+    training["loss_dtype"] = row.get("loss_dtype");
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).

@@ -33,6 +33,7 @@
 //                      e.g. fsdp's sharding and mixed_precision, zero's stage; not kind nor a column's own.
 //   compute_model      training.compute.model beside compute=efficiency=F: flops | roofline
 //   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
+//   loss_dtype         training.loss_dtype: fp32 (logits.float()) | bf16 | fp16 (the loss on the model's output)
 #pragma once
 
 #include "sim/scenario/scenario.hpp"

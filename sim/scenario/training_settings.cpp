@@ -115,7 +115,7 @@ ComputeSpec parse_compute(const JsonReader& r)
 TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
-                    "loader", "optimizer", "activation_checkpointing", "attention"});
+                    "loader", "optimizer", "activation_checkpointing", "attention", "loss_dtype"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -144,6 +144,17 @@ TrainingSpec parse_training(const JsonReader& r)
   }
   if (const auto attention = r.find("attention"))  // read by saved_tensors.cpp's attention_kernel
     attention->as_choice({"sdpa", "eager"});
+  // The cross entropy's dtype (read by saved_tensors.cpp's loss_dtype_bytes): fp32 (logits.float(),
+  // the default), or the half type of a model that runs in it and feeds its output to
+  // F.cross_entropy as it is.
+  if (const auto loss = r.find("loss_dtype")) {
+    const std::string d = loss->as_choice({"fp32", "bf16", "fp16"});
+    const std::string half = t.precision == Precision::Bf16 ? "bf16" : t.precision == Precision::Fp16 ? "fp16" : "";
+    if (d != "fp32" && d != half)
+      loss->fail(fmt::format("expected fp32{} with training.precision {} (the loss runs in half precision only on the "
+                             "output of a model trained in it)",
+                             half.empty() ? "" : " or " + half, to_string(t.precision)));
+  }
   t.compute = parse_compute(r.at("compute"));
   return t;
 }

@@ -55,7 +55,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples,
                                     TensorSplit{T, opt.sequence_parallel && T > 1});
   const ShardUnits su = shard_units(model);
-  const TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
+  TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
+  tp.loss_parallel = opt.loss_parallel;
   std::vector<std::vector<StagePiece>> pieces;
   double compute_s = 0;
   for (const auto& seg : su.segments) {
@@ -161,7 +162,11 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
   const double shard_params = (static_cast<double>(model.params()) / T + embedding_whole) / S;
-  const double optimizer_s = add_optimizer ? optimizer_seconds(shard_params, mem, half_weights, topology.gpu) : 0.0;
+  const double optimizer_s =
+      !add_optimizer ? 0.0
+      : opt.sharded_dtype != "fp32"
+          ? optimizer_seconds_in_dtype(shard_params, dtype_bytes(opt.sharded_dtype), mem.optimizer_bytes, topology.gpu)
+          : optimizer_seconds(shard_params, mem, half_weights, topology.gpu);
 
   TaskGraph& g = plan.graph;
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
@@ -328,9 +333,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
 
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
   plan.notes.push_back(fmt::format(
-      "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}; parameters gathered in {}, gradients reduced in {}; {}",
+      "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}{}; parameters gathered in {}, gradients reduced in {}; {}",
       opt.version, to_string(opt.sharding), U, U - 1, S,
       D / S > 1 ? fmt::format(" x {} replicas", D / S) : "",
+      opt.sharded_dtype != "fp32"
+          ? fmt::format(" in {} (weights, gradients and optimizer states: no fp32 master weights)", opt.sharded_dtype)
+          : "",
       opt.param_dtype == "fp8" ? "fp8 (the blocks' linear weights, torchao's float8 all-gather; the rest in bf16)" : opt.param_dtype,
       opt.reduce_dtype,
       !sharded ? "no sharding: AllReduce per unit"

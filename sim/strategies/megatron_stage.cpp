@@ -203,6 +203,8 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
       const double tokens = micro * arch_or(model, "seq_len", 1);
       std::vector<TpCollective> fwd(kCrossEntropyReductions,
                                     {CollectiveOp::AllReduce, tokens * kCrossEntropyValueBytes});
+      if (!tp.loss_parallel)
+        fwd = {{CollectiveOp::AllGather, hidden_bytes}};  // the logits, whole
       if (overlap) {  // the output layer is a column-parallel linear too (parallel_lm_logits)
         overlapped(input_bytes, false);
         close(std::move(fwd), {});

@@ -74,6 +74,10 @@ struct TensorParallelOptions {
   bool sequence_parallel = false;
   ActivationCheckpointing recompute = ActivationCheckpointing::None;
   bool overlap_backward = false;  ///< Megatron's asynchronous backward collectives (above)
+  /// The loss over each rank's share of the vocabulary (the cross entropy's three per-token
+  /// AllReduces); false: the logits AllGathered whole to every rank instead (forward only: the
+  /// gradient of a replicated tensor is sliced back to the rank's share without a collective).
+  bool loss_parallel = true;
 };
 
 /// The pieces of layers [range.first, range.last) for one micro-batch of `micro` samples, from the

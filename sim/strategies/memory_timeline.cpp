@@ -2,6 +2,8 @@
 
 #include "sim/strategies/partition.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -92,19 +94,22 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
 {
   memory_rules(scenario);  // validates training.optimizer
   const auto optimizer = scenario.reader().at("training").find("optimizer");
-  return memory_context(scenario.training.precision, optimizer ? optimizer->json().get<std::string>() : "sgd",
-                        attention_kernel(scenario), scenario.training.activation_checkpointing, gpu, tensor_parallel,
-                        sequence_parallel, megatron);
+  MemoryContext c = memory_context(scenario.training.precision, optimizer ? optimizer->json().get<std::string>() : "sgd",
+                                   attention_kernel(scenario), scenario.training.activation_checkpointing, gpu,
+                                   tensor_parallel, sequence_parallel, megatron);
+  c.autograd.loss_bytes = loss_dtype_bytes(scenario);
+  return c;
 }
 
 namespace {
 
-std::string moment(const Model& model, int phase, std::size_t layer)
+std::string moment(const Model& model, int phase, std::size_t layer, double loss_bytes)
 {
+  const char* dtype = loss_bytes == 4 ? "fp32" : "half-precision";
   switch (phase) {
     case 0: return "forward of " + model.layers[layer].name;
-    case 1: return "the loss's forward (fp32 logits)";
-    case 2: return "the loss's backward (fp32 logit gradients)";
+    case 1: return fmt::format("the loss's forward ({} logits)", dtype);
+    case 2: return fmt::format("the loss's backward ({} logit gradients)", dtype);
     case 3: return "backward of " + model.layers[layer].name;
     default: return "the optimizer step";
   }
@@ -170,7 +175,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   Peak peak;
   const auto consider = [&](const GpuMemory& m, int phase, std::size_t layer) {
     if (curve)
-      curve->push_back({moment(model, phase, layer), m.params, m.grads, m.optimizer, m.activations, m.io + m.workspace});
+      curve->push_back({moment(model, phase, layer, ctx.autograd.loss_bytes), m.params, m.grads, m.optimizer, m.activations, m.io + m.workspace});
     if (m.total() > peak.bytes) {
       peak.bytes = m.total();
       peak.at = m;
@@ -236,7 +241,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   }
 
   GpuMemory m = peak.at;
-  m.peak_at = moment(model, peak.phase, peak.layer);
+  m.peak_at = moment(model, peak.phase, peak.layer, ctx.autograd.loss_bytes);
   const std::pair<const char*, double> terms[] = {{"weights", m.params},          {"gradients", m.grads},
                                                   {"optimizer state", m.optimizer}, {"activations", m.activations},
                                                   {"input/output", m.io},         {"workspace", m.workspace}};

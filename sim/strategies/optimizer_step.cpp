@@ -15,6 +15,16 @@ double optimizer_seconds(double params, const MemoryRules& mem, bool half_weight
   return params * (bytes + extra_bytes) / (gpu.memory_bandwidth * memory_fraction);
 }
 
+double optimizer_seconds_in_dtype(double params, double element_bytes, double state_bytes, const GpuSpec& gpu)
+{
+  if (!(gpu.memory_bandwidth > 0))
+    return 0;
+  const double states = state_bytes * element_bytes / 4;
+  // Read weight, gradient and states; write weight and states.
+  const double bytes = 2 * (element_bytes + states) + element_bytes;
+  return params * bytes / (gpu.memory_bandwidth * kMemoryBoundFraction);
+}
+
 std::string optimizer_note(bool added, const std::string& what)
 {
   return added ? fmt::format("optimizer step on each rank's {}, memory-bound at {:.0f}% of HBM bandwidth", what,

@@ -31,6 +31,11 @@ constexpr double kMegatronStepPassBytes = 8 + 4 + 4 + 4;
 double optimizer_seconds(double params, const MemoryRules& mem, bool half_weights, const GpuSpec& gpu,
                          double extra_bytes = 0, double memory_fraction = kMemoryBoundFraction);
 
+/// The same where the weights, their gradients and the optimizer's states are all in one dtype of
+/// `element_bytes` (a module trained in half precision without fp32 master weights); `state_bytes`
+/// per parameter are the optimizer's states in fp32 (memory rules), scaled to that dtype.
+double optimizer_seconds_in_dtype(double params, double element_bytes, double state_bytes, const GpuSpec& gpu);
+
 /// The report's note on the optimizer step: added (memory-bound, on each rank's `what`, e.g.
 /// "1/8 shard") or folded into a measured step.
 std::string optimizer_note(bool added, const std::string& what);

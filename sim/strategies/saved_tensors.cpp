@@ -304,16 +304,21 @@ private:
   /// or autocast's fp32 list); log_softmax keeps its fp32 result (derivatives.yaml _log_softmax:
   /// result), nll_loss the targets only. Backward holds nll_loss's fp32 gradient and log_softmax's at
   /// once (2 x 4 B per logit), measured as such (calibration/measured/h200-1gpu-2026-11-27: GPT-2's
-  /// backward peak is the forward's end plus twice its fp32 logits).
+  /// backward peak is the forward's end plus twice its fp32 logits). A loss on the half-precision
+  /// logits as they are (loss_bytes 2) keeps and passes them in that dtype, without the fp32 copy.
+  /// Without loss parallelism the loss sees each tensor rank's logits gathered whole.
   void loss(const std::vector<int>& logits)
   {
     pass_.has_loss = true;
+    const double lb = s_.loss_bytes;
     for (int id : logits) {
       const Tensor& t = tensors_[static_cast<std::size_t>(id)];
-      const double fp32 = bytes(id) * 4 / t.dtype;
-      pass_.loss_saved += fp32;
-      pass_.loss_fwd_transient += (t.saved ? 0 : bytes(id)) + (t.dtype == 4 ? 0 : fp32);
-      pass_.loss_bwd_transient += 2 * fp32;
+      const bool gathered = !s_.loss_parallel && (t.sharded || s_.sequence_parallel) && s_.tensor_parallel > 1;
+      const double seen = gathered ? t.elems * t.dtype : bytes(id);  // the logits the loss reads
+      const double own = seen * lb / t.dtype;                         // in the loss's dtype
+      pass_.loss_saved += own;
+      pass_.loss_fwd_transient += (t.saved ? 0 : seen) + (t.dtype == lb ? 0 : own);
+      pass_.loss_bwd_transient += 2 * own;
     }
   }
 
@@ -349,6 +354,14 @@ ActivationPass activation_pass(const Model& model, std::size_t first, std::size_
   Walk walk(model, s, pass);
   walk.run(first, last, with_loss);
   return pass;
+}
+
+double loss_dtype_bytes(const Scenario& scenario)
+{
+  const auto training = scenario.reader().at("training");
+  if (const auto d = training.find("loss_dtype"))
+    return d->as_choice({"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
+  return 4.0;
 }
 
 AttentionKernel attention_kernel(const Scenario& scenario)

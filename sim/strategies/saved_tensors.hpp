@@ -30,6 +30,14 @@ struct AutogradSettings {
   int tensor_parallel = 1;
   /// Sequence parallelism shards what tensor parallelism replicates (Korthikanti et al. 2022, section 4.2.2).
   bool sequence_parallel = false;
+  /// Bytes per logit of the cross entropy's own tensors: 4 where the logits are taken in fp32 (Hugging
+  /// Face, Megatron-LM, torchtitan's logits.float()), 2 where F.cross_entropy runs on a half-precision
+  /// model's output as it is (KempnerForge's loss; training.loss_dtype).
+  double loss_bytes = 4;
+  /// The loss over each tensor rank's share of the vocabulary (Megatron's vocabulary-parallel cross
+  /// entropy, torchtitan's loss parallel); false: the logits are gathered whole to every tensor rank
+  /// first (a ColwiseParallel head with output_layouts=Replicate()) and the loss runs on all of them.
+  bool loss_parallel = true;
 };
 
 /// A tensor kept for backward: bytes per sample on one GPU.
@@ -70,5 +78,9 @@ ActivationPass activation_pass(const Model& model, std::size_t first, std::size_
 
 /// "sdpa" (default) or "eager" from training.attention; InputError otherwise.
 AttentionKernel attention_kernel(const Scenario& scenario);
+
+/// Bytes per logit of the loss from training.loss_dtype: 4 for "fp32" (the default), 2 for "bf16" or
+/// "fp16" (parse_training checks them against the precision).
+double loss_dtype_bytes(const Scenario& scenario);
 
 }  // namespace dtsim

@@ -29,6 +29,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 {
   const double T = tensor;
   MemoryContext ctx = memory_context(scenario, gpu, tensor, opt.sequence_parallel);
+  ctx.autograd.loss_parallel = opt.loss_parallel;
   StageMemoryRequest req;
   req.first = 0;
   req.last = model.layers.size();
@@ -42,12 +43,17 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   const double S = opt.shard_group;
   // ubytes: the unsharded parameters outside float8 linears and the unsharded gradients' dtype.
   const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
-  // The sharded parameters and their gradients stay in the parameters' dtype, fp32
-  // (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat parameter too under MixedPrecision).
-  ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = 4;
-  ctx.rules.grad_bytes = 4;
+  // The sharded parameters and their gradients stay in the parameters' own dtype, fp32 unless the
+  // module was cast before wrapping (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat
+  // parameter too under MixedPrecision); the optimizer's states follow it (zeros_like(param)).
+  const double sbytes = dtype_bytes(opt.sharded_dtype);
+  ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = sbytes;
+  ctx.rules.grad_bytes = sbytes;
+  ctx.rules.optimizer_bytes *= sbytes / 4;
   req.share = {1 / (T * S), 1 / (T * S), 1 / (T * S)};
-  req.grads_persist = scenario.training.batch.accumulation > 1;  // the sharded gradients accumulate
+  // The sharded gradients accumulate over micro-steps, unless no_sync leaves them to the last one
+  // (the unsharded ones accumulate instead, below).
+  req.grads_persist = scenario.training.batch.accumulation > 1 && !opt.no_sync;
   // Per tensor rank: parameters, and their bytes gathered (gathered_bytes: float8 linears at one byte).
   double root = 0, largest = 0, others = 0, root_b = 0, largest_b = 0, others_b = 0;
   for (std::size_t u = 0; u < units.units.size(); ++u) {
@@ -77,9 +83,12 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   else if (opt.reshard_ranks > 0)
     gathered += others_b / opt.reshard_ranks;
   // The unit being reduced holds its unsharded gradient (param dtype, cast to the reduce dtype); with
-  // no_sync every unsharded gradient stays between micro-steps.
+  // no_sync every unsharded gradient stays between micro-steps: FSDP1 in the parameters' dtype, FSDP2
+  // upcast to the reduce dtype where it differs (FSDPParam.to_accumulated_grad_if_needed keeps
+  // unsharded_accumulated_grad = grad.to(reduce_dtype)).
+  const double accumulated_bytes = opt.version == 2 ? rbytes : ubytes;
   const double unsharded_grads = opt.no_sync && scenario.training.batch.accumulation > 1
-                                     ? (root + others) * ubytes
+                                     ? (root + others) * accumulated_bytes
                                      : largest * std::max(ubytes, rbytes);
   req.extra_bytes = gathered + unsharded_grads;
   GpuMemory m = gpu_memory(model, ctx, req);

@@ -71,7 +71,8 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
                     "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
-                    "sequence_parallel", "replicate_embedding", "gradient_accumulation", "half_efficiency_samples"});
+                    "sequence_parallel", "replicate_embedding", "loss_parallel", "sharded_dtype", "gradient_accumulation",
+                    "half_efficiency_samples"});
   FsdpOptions f;
   if (const auto s = o.find("sharding")) {
     const std::string v = s->as_choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
@@ -147,6 +148,17 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   f.replicate_embedding = o.bool_or("replicate_embedding", false);
   if (f.replicate_embedding && tensor == 1)
     o.at("replicate_embedding").fail("expected replicate_embedding only with tensor_parallel > 1");
+  f.loss_parallel = o.bool_or("loss_parallel", true);
+  if (o.has("loss_parallel") && tensor == 1)
+    o.at("loss_parallel").fail("expected loss_parallel only with tensor_parallel > 1 (one rank holds the whole vocabulary)");
+  if (const auto d = o.find("sharded_dtype")) {
+    const std::string half = half_type_of(scenario.training.precision);
+    f.sharded_dtype = d->as_choice({"fp32", "bf16", "fp16"});
+    if (f.sharded_dtype != "fp32" && f.sharded_dtype != half)
+      d->fail(fmt::format("expected sharded_dtype fp32{} with training.precision {} (a module cast to half precision "
+                          "before wrapping trains in that precision)",
+                          half == "fp32" ? "" : " or " + half, to_string(scenario.training.precision)));
+  }
   f.half_efficiency_samples = half_efficiency_samples_of(o);
   return f;
 }

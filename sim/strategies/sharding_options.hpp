@@ -27,6 +27,18 @@
 //   tensor_parallel, sequence_parallel   2-D FSDP x TP (torchtitan: TP innermost, inside a node)
 //   replicate_embedding  false (default): the token embedding split by vocabulary over the tensor ranks
 //                        (torchtitan); true: whole on each (KempnerForge), sharded over the data ranks only
+//   loss_parallel        true (default, torchtitan): with tensor_parallel, the loss over each tensor rank's
+//                        share of the vocabulary; false: the output layer's logits gathered whole to every
+//                        tensor rank first (ColwiseParallel(output_layouts=Replicate()): KempnerForge's TP
+//                        plan, torchtitan's --parallelism.disable_loss_parallel), an AllGather per micro-step
+//                        and the loss's tensors on all of the vocabulary
+//   sharded_dtype        fp32 (default) | bf16 | fp16: the dtype of the module's parameters when it is
+//                        wrapped, which FSDP keeps for the sharded parameters, their gradients and (through
+//                        torch.optim's zeros_like(param)) the optimizer's states. fp32 is torchtitan's; a
+//                        model cast to bf16 before fully_shard (KempnerForge: model.to(dtype=param_dtype),
+//                        kempnerforge/distributed/parallel.py, "bf16 master weights") holds 2 + 2 + 4 bytes
+//                        per parameter with AdamW instead of 4 + 4 + 8. Only the precision's half type, with
+//                        training.precision bf16 or fp16
 //
 // strategy.kind "zero" (DeepSpeed, deepspeed/runtime/zero/config.py):
 //   stage                      1 | 2 | 3 (required)
@@ -70,6 +82,9 @@ struct FsdpOptions {
   /// parallelize_module), not split by vocabulary (torchtitan's RowwiseParallel): FSDP shards it
   /// over the data ranks only, so the root unit's gathers, reductions and states hold all of it.
   bool replicate_embedding = false;
+  bool loss_parallel = true;
+  /// The sharded parameters', their gradients' and the optimizer states' dtype (the module's own).
+  std::string sharded_dtype = "fp32";
   double half_efficiency_samples = 0;
 };
 

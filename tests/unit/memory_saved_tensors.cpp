@@ -59,6 +59,39 @@ TEST_CASE("a Megatron transformer layer keeps sbh(34 + 5as/h), and what TP, SP a
   CHECK(layer_saved(m, st, 3) == doctest::Approx(sbh * 34 + a * s * 4));
 }
 
+TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype, or over all of them gathered")
+{
+  const Model m = load_model("megatron-gpt-22b");
+  const double logits = m.arch.at("vocab") * m.arch.at("seq_len");  // per sample
+  const auto loss_of = [&](bool parallel, double loss_bytes) {
+    AutogradSettings st;
+    st.precision = Precision::Bf16;
+    st.tensor_parallel = 4;
+    st.sequence_parallel = true;
+    st.loss_parallel = parallel;
+    st.loss_bytes = loss_bytes;
+    return activation_pass(m, 0, m.layers.size(), st, true);
+  };
+  // Megatron / torchtitan: the rank's quarter of the vocabulary, upcast to fp32: log_softmax keeps it,
+  // backward holds two fp32 gradients of it, forward the bf16 logits and their fp32 copy.
+  const ActivationPass vocab_parallel = loss_of(true, 4);
+  CHECK(vocab_parallel.loss_saved == doctest::Approx(logits / 4 * 4));
+  CHECK(vocab_parallel.loss_bwd_transient == doctest::Approx(2 * logits / 4 * 4));
+  CHECK(vocab_parallel.loss_fwd_transient == doctest::Approx(logits / 4 * 2 + logits / 4 * 4));
+  // KempnerForge: the logits gathered whole (Replicate) and F.cross_entropy on them in bf16.
+  const ActivationPass replicated = loss_of(false, 2);
+  CHECK(replicated.loss_saved == doctest::Approx(logits * 2));
+  CHECK(replicated.loss_bwd_transient == doctest::Approx(2 * logits * 2));
+  CHECK(replicated.loss_fwd_transient == doctest::Approx(logits * 2));
+  // One tensor rank: nothing to gather, the setting changes nothing.
+  AutogradSettings one;
+  one.precision = Precision::Bf16;
+  one.loss_parallel = false;
+  const double single = activation_pass(m, 0, m.layers.size(), one, true).loss_saved;
+  one.loss_parallel = true;
+  CHECK(activation_pass(m, 0, m.layers.size(), one, true).loss_saved == doctest::Approx(single));
+}
+
 TEST_CASE("gpu_memory: shares divide weights, gradients and optimizer state separately; extra bytes add")
 {
   const Model m = load_model("gpt2");

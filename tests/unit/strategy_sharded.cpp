@@ -161,6 +161,60 @@ TEST_CASE("FSDP x TP: the shard group spans the data ranks of one tensor rank, w
   }
 }
 
+TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicated loss, as KempnerForge runs them")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const auto plan_of = [](const nlohmann::json& strategy, int accumulation = 1, const char* loss_dtype = nullptr) {
+    nlohmann::json s = gpt2_scenario(strategy, 16, 2);
+    s["training"]["global_batch"] = 4 * accumulation * 16 / (strategy.value("tensor_parallel", 1));
+    if (loss_dtype)
+      s["training"]["loss_dtype"] = loss_dtype;
+    return plan_scenario(parse_scenario(s, "s.json")).plan;
+  };
+  SUBCASE("sharded_dtype bf16: the shard's weights, gradients and Adam states at 2 bytes each, not 4")
+  {
+    const Plan fp32 = plan_of(fsdp()), bf16 = plan_of(fsdp({{"sharded_dtype", "bf16"}}));
+    const GpuMemory &a = fp32.memory.front(), &b = bf16.memory.front();
+    CHECK(a.params == doctest::Approx(P / 16 * 4));
+    CHECK(b.params == doctest::Approx(P / 16 * 2));
+    CHECK(b.optimizer == doctest::Approx(a.optimizer / 2));
+    CHECK(b.optimizer == doctest::Approx(P / 16 * 4));
+    CHECK(b.total() < a.total());
+  }
+  SUBCASE("no_sync on FSDP2: every unsharded gradient kept in the reduce dtype, no sharded one at the peak")
+  {
+    const Plan each = plan_of(fsdp(), 4);
+    const Plan fp32 = plan_of(fsdp({{"no_sync", true}}), 4);
+    const Plan bf16 = plan_of(fsdp({{"no_sync", true}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "bf16"}}}}), 4);
+    CHECK(each.memory.front().grads == doctest::Approx(P / 16 * 4));  // the sharded gradients accumulate
+    CHECK(fp32.memory.front().grads == 0);
+    CHECK(fp32.memory.front().workspace - bf16.memory.front().workspace == doctest::Approx(P * 2).epsilon(0.01));
+  }
+  SUBCASE("loss_parallel false: the logits AllGathered in the tensor group each micro-step, the loss on all of them")
+  {
+    const Plan parallel = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}}));
+    const Plan gathered = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}, {"loss_parallel", false}}));
+    const auto tp_bytes = [](const Plan& p) {  // sent in tensor-parallel transfers, every rank and iteration
+      double b = 0;
+      for (const auto& t : p.graph.tasks())
+        if (t.category == TaskCategory::TensorParallel && t.kind == TaskKind::Transfer)
+          b += t.bytes;
+      return b;
+    };
+    const Model gpt2 = load_model("gpt2");
+    const double logits = gpt2.arch.at("vocab") * gpt2.arch.at("seq_len") * 4 /* micro-batch */ * 2 /* bf16 */;
+    // Each of the 4 tensor groups' 4 ranks receives at least the other ranks' 3/4 of the logits, in
+    // each of the 3 simulated iterations (the three per-token AllReduces it replaces are negligible);
+    // NCCL's LL and LL128 protocols send their flags on top, at most as much again.
+    const double least = 3 * 4 * 4 * logits * 3 / 4;
+    CHECK(tp_bytes(gathered) - tp_bytes(parallel) >= 0.99 * least);
+    CHECK(tp_bytes(gathered) - tp_bytes(parallel) <= 2 * least);
+    CHECK(gathered.memory.front().activations > parallel.memory.front().activations);
+    const Plan half = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}, {"loss_parallel", false}}), 1, "bf16");
+    CHECK(half.memory.front().activations < gathered.memory.front().activations);
+  }
+}
+
 TEST_CASE("FSDP's prefetch: none exposes every AllGather behind the ReduceScatter, backward_pre hides most")
 {
   const auto time_of = [](const nlohmann::json& strategy) {
@@ -235,6 +289,10 @@ TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
   CHECK(error_of(fsdp({{"tensor_parallel", 5}}), 10).find("at /strategy/tensor_parallel: expected a tensor-parallel degree") !=
         std::string::npos);
   CHECK(error_of({{"kind", "zero"}, {"stage", 4}}, 8).find("at /strategy/stage") != std::string::npos);
+  CHECK(error_of(fsdp({{"sharded_dtype", "fp16"}}), 8).find("at /strategy/sharded_dtype: expected sharded_dtype fp32 or bf16") !=
+        std::string::npos);
+  CHECK(error_of(fsdp({{"loss_parallel", false}}), 8).find("at /strategy/loss_parallel: expected loss_parallel only with") !=
+        std::string::npos);
   CHECK(error_of({{"kind", "dp"}, {"sharding", "full_shard"}}, 8).find("at /strategy/sharding: unknown member") != std::string::npos);
 }
 
