@@ -6,6 +6,7 @@
 #include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 #include "sim/util/text_file.hpp"
+#include "sim/util/units.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -35,7 +36,9 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "strategy_options", "optimizer",
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
-                                           "compute_model", "attention", "loss_dtype"};
+                                           "compute_model", "attention", "loss_dtype", "host_sync",
+                                           // measured peak memory per GPU (training_memory.hpp)
+                                           "peak_allocated_gib", "peak_reserved_gib"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -216,8 +219,9 @@ nlohmann::json scenario_of(const Row& row, const std::string& csv_dir)
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())
     training["attention"] = row.get("attention");
-  if (!row.get("loss_dtype").empty())
-    training["loss_dtype"] = row.get("loss_dtype");
+  for (const char* column : {"loss_dtype", "host_sync"})
+    if (!row.get(column).empty())
+      training[column] = row.get(column);
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).
@@ -384,6 +388,10 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                              run.baseline));
       (per_batch ? per_batch_times : plain_times).insert(run.id);
     }
+    for (const auto& [column, field] : {std::pair{"peak_allocated_gib", &run.allocated_gib},
+                                        std::pair{"peak_reserved_gib", &run.reserved_gib}})
+      if (!row.get(column).empty())
+        *field = row.number(column, 1e-3, 1e6);
     run.label = fmt::format("{} line {}", csv_path, row.line);
     run.summary = fmt::format("{} {} GPUs {} {} {}", row.get("strategy"), row.get("gpus"), row.get("model"),
                               row.get("precision"), batch_summary(row));
@@ -411,6 +419,7 @@ namespace {
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
       {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
       {"/training/compute/model", "compute_model"}, {"/training/attention", "attention"},
+      {"/training/loss_dtype", "loss_dtype"}, {"/training/host_sync", "host_sync"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};
@@ -454,6 +463,12 @@ std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
     }();
     run.predicted_rate = p.result.throughput_samples_per_s;
     run.input_bound = p.result.input_bound;
+    run.measured_allocated_gib = row.allocated_gib;
+    run.measured_reserved_gib = row.reserved_gib;
+    for (const auto& m : p.plan.memory) {
+      run.predicted_allocated_gib = std::max(run.predicted_allocated_gib, m.total() / kGiB);
+      run.predicted_reserved_gib = std::max(run.predicted_reserved_gib, m.peak_reserved / kGiB);
+    }
     if (!run.baseline.empty()) {
       const TrainingRun& base = runs[by_id.at(run.baseline)];
       // A time is for the same work as its baseline's: the ratio of rates is the inverse ratio of times.

@@ -34,6 +34,11 @@
 //   compute_model      training.compute.model beside compute=efficiency=F: flops | roofline
 //   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
 //   loss_dtype         training.loss_dtype: fp32 (logits.float()) | bf16 | fp16 (the loss on the model's output)
+//   host_sync          training.host_sync: step (default) | micro_step (the loop waits for the GPU each micro-step)
+// Optional columns of measured memory (GiB = 2^30 bytes, per GPU, the largest over the GPUs):
+//   peak_allocated_gib torch.cuda.max_memory_allocated, as the run's logs give it
+//   peak_reserved_gib  torch.cuda.max_memory_reserved (torchtitan's "memory" figure)
+// Each is compared with dtsim's peak of that kind (training_memory.hpp), not judged on a baseline.
 #pragma once
 
 #include "sim/scenario/scenario.hpp"
@@ -54,6 +59,8 @@ struct TrainingRunRow {
   double measured_rate = 0;  ///< samples/s, or 1/s for a time
   nlohmann::json scenario;
   std::string label;         ///< "FILE line N", the file parse_scenario errors name
+  double allocated_gib = 0;  ///< measured peak allocated memory per GPU (0: not given)
+  double reserved_gib = 0;   ///< measured peak reserved memory per GPU (0: not given)
 };
 
 /// Parses the CSV text of `csv_path` (RFC 4180 quoting, a header naming known columns, every
@@ -73,6 +80,9 @@ struct TrainingRun {
   double error = 0;           ///< predicted_ratio / measured_ratio - 1
   bool input_bound = false;
   std::string summary;        ///< strategy, GPUs, model, precision
+  /// Peak memory per GPU, GiB (largest over the GPUs): measured (0: not given) and predicted.
+  double measured_allocated_gib = 0, predicted_allocated_gib = 0;
+  double measured_reserved_gib = 0, predicted_reserved_gib = 0;
 };
 
 /// Reads and predicts every row. Throws InputError naming the file, row and column for bad input.

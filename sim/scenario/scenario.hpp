@@ -117,6 +117,11 @@ struct TrainingSpec {
   Precision precision = Precision::Fp32;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
   ComputeSpec compute;
+  /// training.host_sync "micro_step": the training loop waits for the GPU after every micro-step's
+  /// backward (a `total_loss += loss.item()` in the accumulation loop, as KempnerForge's has), so
+  /// nothing of the next micro-step is issued before it ends; "step" (the default): only once per
+  /// optimizer step (the gradient norm, the loss for the log).
+  bool host_sync_each_micro_step = false;
 };
 
 /// One --set override: "training.compute.single_gpu_throughput=367".

@@ -206,6 +206,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     for (int m = 0; m < M; ++m) {
       const bool sync = !opt.no_sync || m + 1 == M;
       run.load_inputs(micro);
+      // A host that waits for the GPU after each micro-step (training.host_sync) issues this one's
+      // AllGathers only once the last one's backward has run: none is prefetched across them.
+      if (m > 0 && scenario.training.host_sync_each_micro_step)
+        run.stream_waits_for_compute(ShardedRun::Stream::Shard);
       // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own.
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
       if (sharded)
@@ -351,8 +355,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.notes.push_back(fmt::format("FSDP2 copy-out of gathered parameters on the compute stream: {:.2f} ms per iteration",
                                      copy_out_s * M * 1e3));
   if (M > 1)
-    plan.notes.push_back(fmt::format("{} micro-steps per optimizer step, {}", M,
-                                     opt.no_sync ? "gradients reduced in the last only (no_sync)" : "gradients reduced in each"));
+    plan.notes.push_back(fmt::format(
+        "{} micro-steps per optimizer step, {}{}", M,
+        opt.no_sync ? "gradients reduced in the last only (no_sync)" : "gradients reduced in each",
+        scenario.training.host_sync_each_micro_step
+            ? "; the host waits for the GPU after each (training.host_sync): none of the next one's AllGathers is "
+              "issued before it ends"
+            : ""));
   if (T > 1)
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));

@@ -35,21 +35,38 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   req.last = model.layers.size();
   req.micro_batch = micro;
   req.io_bytes = input_bytes_per_sample * micro;
-  const bool sharded = opt.sharding != Sharding::NoShard && opt.shard_group > 1;
-  if (!sharded) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
-    req.share = {1 / T, 1 / T, 1 / T};
-    return on_each(gpu_memory(model, ctx, req), ranks);
-  }
-  const double S = opt.shard_group;
-  // ubytes: the unsharded parameters outside float8 linears and the unsharded gradients' dtype.
-  const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
-  // The sharded parameters and their gradients stay in the parameters' own dtype, fp32 unless the
-  // module was cast before wrapping (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat
-  // parameter too under MixedPrecision); the optimizer's states follow it (zeros_like(param)).
+  // The parameters and their gradients stay in the module's own dtype, fp32 unless the module was
+  // cast before wrapping (FSDP2's FSDPParam keeps the original dtype; FSDP1's flat parameter too
+  // under MixedPrecision); the optimizer's states follow it (zeros_like(param)).
   const double sbytes = dtype_bytes(opt.sharded_dtype);
   ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = sbytes;
   ctx.rules.grad_bytes = sbytes;
   ctx.rules.optimizer_bytes *= sbytes / 4;
+  // A replicated token embedding (FsdpOptions::replicate_embedding): the (1 - 1/T) of it that the
+  // tensor split would have left to the other tensor ranks, in this rank's root too: its shard of
+  // `shard` ranks keeps weights, optimizer state, and gradients where they persist.
+  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1 / T) : 0.0;
+  const auto add_embedding_shard = [&](GpuMemory& m, double shard) {
+    const double e = embedding_whole / shard;
+    const double grads = req.grads_persist ? e * ctx.rules.grad_bytes : 0.0;
+    const double added = e * (ctx.rules.stored_weight_bytes + ctx.rules.optimizer_bytes) + grads;
+    m.params += e * ctx.rules.stored_weight_bytes;
+    m.optimizer += e * ctx.rules.optimizer_bytes;
+    m.grads += grads;
+    m.peak_reserved += added;
+    m.device_used += added;
+  };
+  const bool sharded = opt.sharding != Sharding::NoShard && opt.shard_group > 1;
+  if (!sharded) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
+    req.share = {1 / T, 1 / T, 1 / T};
+    req.grads_persist = scenario.training.batch.accumulation > 1;  // accumulated in .grad
+    GpuMemory m = gpu_memory(model, ctx, req);
+    add_embedding_shard(m, 1);
+    return on_each(m, ranks);
+  }
+  const double S = opt.shard_group;
+  // ubytes: the unsharded parameters outside float8 linears and the unsharded gradients' dtype.
+  const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
   req.share = {1 / (T * S), 1 / (T * S), 1 / (T * S)};
   // The sharded gradients accumulate over micro-steps, unless no_sync leaves them to the last one
   // (the unsharded ones accumulate instead, below).
@@ -68,9 +85,6 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
       others_b += b;
     }
   }
-  // A replicated token embedding (FsdpOptions::replicate_embedding): the (1 - 1/T) of it that the
-  // tensor split would have left to the other tensor ranks, in this rank's root too.
-  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1 / T) : 0.0;
   root += embedding_whole;
   root_b += embedding_whole * ubytes;
   // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
@@ -92,16 +106,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
                                      : largest * std::max(ubytes, rbytes);
   req.extra_bytes = gathered + unsharded_grads;
   GpuMemory m = gpu_memory(model, ctx, req);
-  {  // the replicated embedding's shard: weights, optimizer state, and gradients where they persist
-    const double e = embedding_whole / S;
-    const double added = e * (ctx.rules.stored_weight_bytes + ctx.rules.optimizer_bytes +
-                              (req.grads_persist ? ctx.rules.grad_bytes : 0.0));
-    m.params += e * ctx.rules.stored_weight_bytes;
-    m.optimizer += e * ctx.rules.optimizer_bytes;
-    m.grads += req.grads_persist ? e * ctx.rules.grad_bytes : 0.0;
-    m.peak_reserved += added;
-    m.device_used += added;
-  }
+  add_embedding_shard(m, S);
   if (opt.version == 2) {
     // FSDP2's side streams keep their own blocks (fsdp_stream_pools.hpp): the sharded gradients
     // live in the reduce-scatter stream's pool (not the compute stream's, where the walk counted

@@ -19,6 +19,7 @@
 // options): the scenario each row becomes, and the CSV, line and column of every bad cell, whether
 // the CSV reader, the scenario or the plan finds it.
 #include "sim/predict/training_runs.hpp"
+#include "sim/predict/training_memory.hpp"
 
 #include "sim/util/input_error.hpp"
 
@@ -224,4 +225,40 @@ TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column
                    "a,dgx-a100,1,8,gpt2,fp16,4,ddp,1f1b,throughput=10,10,samples/s\n") ==
         "line 2, column schedule: expected an empty cell for strategy 'ddp' (schedule is an option of pipeline and "
         "hybrid), got '1f1b'");
+}
+
+TEST_CASE("runs CSV: measured peak memory, the loss's dtype and the host's sync per micro-step")
+{
+  const std::string header =
+      "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,loss_dtype,host_sync,"
+      "measured,unit,peak_allocated_gib,peak_reserved_gib\n";
+  const auto rows = read_training_runs(
+      header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,bf16,micro_step,10,samples/s,30.5,\n", "m.csv");
+  CHECK(rows[0].allocated_gib == 30.5);
+  CHECK(rows[0].reserved_gib == 0);
+  CHECK(rows[0].scenario["training"]["loss_dtype"] == "bf16");
+  CHECK(rows[0].scenario["training"]["host_sync"] == "micro_step");
+  const Scenario s = parse_training_run(rows[0]);
+  CHECK(s.training.host_sync_each_micro_step);
+
+  // The table compares each measured figure with dtsim's peak of that kind, no baseline needed.
+  TrainingRun run;
+  run.id = "a";
+  run.measured_allocated_gib = 40;
+  run.predicted_allocated_gib = 42;
+  run.measured_reserved_gib = 50;
+  run.predicted_reserved_gib = 45;
+  const std::string table = format_training_memory({run});
+  CHECK(table.find("allocated") != std::string::npos);
+  CHECK(table.find("+5.0%") != std::string::npos);
+  CHECK(table.find("-10.0%") != std::string::npos);
+  CHECK(table.find("# 2 memory figures: median |error| 7.5%, worst 10.0%") != std::string::npos);
+  CHECK(format_training_memory({TrainingRun{}}).empty());
+
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,,10,samples/s,-3,\n") ==
+        "line 2, column peak_allocated_gib: expected a number from 0.001 to 1000000, got '-3'");
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,fp32,4,64,fsdp,efficiency=0.4,bf16,,10,samples/s,,\n")
+            .rfind("line 2, column loss_dtype: expected fp32 with training.precision fp32", 0) == 0);
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,always,10,samples/s,,\n")
+            .rfind("line 2, column host_sync: expected one of", 0) == 0);
 }

@@ -3,6 +3,7 @@
 // nccl-tests logs (under the NCCL_ALGO / NCCL_PROTO their header records, or --algo / --proto): row by row, measured and predicted time and busbw with the error, then the
 // median |error| for sizes >= 1 MiB and below. Bandwidth logs (p2p matrices): each measured GPU
 // pair beside the bandwidth of its route in the topology, and the median |error|.
+#include "sim/predict/training_memory.hpp"
 #include "sim/predict/training_runs.hpp"
 #include "tools/cli/command.hpp"
 #include "sim/util/text_file.hpp"
@@ -74,7 +75,7 @@ nlohmann::json training_runs_json(const std::string& file, const std::vector<Tra
     worst = errors.back();
   }
   return {{"kind", "training_runs"}, {"file", file}, {"rows", rows}, {"compared_rows", errors.size()},
-          {"median_abs_error", median}, {"worst_abs_error", worst}};
+          {"median_abs_error", median}, {"worst_abs_error", worst}, {"memory", training_memory_json(runs)}};
 }
 
 nlohmann::json bandwidth_json(const calibration::BandwidthValidation& v)
@@ -135,6 +136,7 @@ void add_validate_command(CLI::App& app, Action& action)
         }
         fmt::print("# measured training runs: {}\n", args->log);
         fmt::print("{}", format_training_runs(runs));
+        fmt::print("{}", format_training_memory(runs));
         return 0;
       }
       if (args->topology.empty())

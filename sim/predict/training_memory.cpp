@@ -1,0 +1,69 @@
+// See training_memory.hpp.
+#include "sim/predict/training_memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtsim {
+
+namespace {
+
+/// Median and largest of |error| (both 0 for none).
+std::pair<double, double> median_and_worst(const std::vector<MemoryComparison>& rows)
+{
+  std::vector<double> e;
+  for (const auto& r : rows)
+    e.push_back(std::abs(r.error()));
+  if (e.empty())
+    return {0, 0};
+  std::sort(e.begin(), e.end());
+  const double median = e.size() % 2 ? e[e.size() / 2] : (e[e.size() / 2 - 1] + e[e.size() / 2]) / 2;
+  return {median, e.back()};
+}
+
+}  // namespace
+
+std::vector<MemoryComparison> memory_comparisons(const std::vector<TrainingRun>& runs)
+{
+  std::vector<MemoryComparison> out;
+  for (const auto& r : runs) {
+    if (r.measured_allocated_gib > 0)
+      out.push_back({r.id, "allocated", r.measured_allocated_gib, r.predicted_allocated_gib});
+    if (r.measured_reserved_gib > 0)
+      out.push_back({r.id, "reserved", r.measured_reserved_gib, r.predicted_reserved_gib});
+  }
+  return out;
+}
+
+std::string format_training_memory(const std::vector<TrainingRun>& runs)
+{
+  const auto rows = memory_comparisons(runs);
+  if (rows.empty())
+    return "";
+  std::string out = fmt::format("{:<34} {:<34} {:>9} {:>9} {:>8}\n", "# peak memory per GPU (GiB)", "kind", "measured",
+                                "dtsim", "error");
+  for (const auto& r : rows)
+    out += fmt::format("{:<34} {:<34} {:>9.1f} {:>9.1f} {:>+7.1f}%\n", r.id, r.kind, r.measured_gib, r.predicted_gib,
+                       100 * r.error());
+  const auto [median, worst] = median_and_worst(rows);
+  return out + fmt::format("# {} memory figures: median |error| {:.1f}%, worst {:.1f}%\n", rows.size(), 100 * median,
+                           100 * worst);
+}
+
+nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
+{
+  const auto rows = memory_comparisons(runs);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : rows)
+    list.push_back({{"id", r.id}, {"kind", r.kind}, {"measured_gib", r.measured_gib}, {"predicted_gib", r.predicted_gib},
+                    {"error", r.error()}});
+  const auto [median, worst] = median_and_worst(rows);
+  return {{"rows", list},
+          {"compared", rows.size()},
+          {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(median)},
+          {"worst_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(worst)}};
+}
+
+}  // namespace dtsim
