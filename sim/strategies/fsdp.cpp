@@ -57,6 +57,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const ShardUnits su = shard_units(model);
   TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
   tp.loss_parallel = opt.loss_parallel;
+  tp.gather_per_linear = opt.gather_per_linear;
   std::vector<std::vector<StagePiece>> pieces;
   double compute_s = 0;
   for (const auto& seg : su.segments) {

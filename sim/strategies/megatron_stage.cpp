@@ -29,6 +29,22 @@ std::vector<TpCollective> boundary(double bytes, bool sequence_parallel)
   return {{CollectiveOp::AllReduce, bytes}};
 }
 
+/// The same where the `gathers` column-parallel linears after the boundary each bring their own input
+/// to the whole tensor (TensorParallelOptions::gather_per_linear): forward, the row-parallel output's
+/// ReduceScatter (or AllReduce) once and an AllGather per linear; backward, a ReduceScatter (or
+/// AllReduce) of each linear's input gradient and the AllGather of the output gradient once.
+std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int gathers, bool backward)
+{
+  std::vector<TpCollective> out;
+  if (!sequence_parallel) {
+    out.assign(backward ? gathers : 1, {CollectiveOp::AllReduce, bytes});
+    return out;
+  }
+  out.assign(backward ? gathers : 1, {CollectiveOp::ReduceScatter, bytes});
+  out.insert(out.end(), backward ? 1 : gathers, {CollectiveOp::AllGather, bytes});
+  return out;
+}
+
 }  // namespace
 
 std::string checkpointing_note(ActivationCheckpointing recompute)
@@ -171,6 +187,20 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
     cur.bwd_after_s = before_column_bwd;
   };
   const bool overlap = tp.overlap_backward && T > 1;
+  // Per layer: the column-parallel linears after it up to the next row-parallel one, each gathering
+  // its own input under gather_per_linear (else one gather serves them all).
+  std::vector<int> gathers_after(model.layers.size() + 1, 1);
+  if (tp.gather_per_linear) {
+    int count = 0;
+    for (std::size_t k = model.layers.size(); k-- > 0;) {
+      gathers_after[k] = std::max(1, count);
+      const Layer& l = model.layers[k];
+      if (l.kind == "linear" && row_parallel[k])
+        count = 0;
+      else if (l.kind == "linear" && (in_block[k] || static_cast<int>(k) == head))
+        ++count;
+    }
+  }
   for (std::size_t i = range.first; i < range.last; ++i) {
     const Layer& l = model.layers[i];
     if (cur.name.empty())
@@ -193,11 +223,12 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
         overlapped(hidden_bytes, true);
         close(boundary(hidden_bytes, tp.sequence_parallel), {});
       } else {
-        close(boundary(hidden_bytes, tp.sequence_parallel), boundary(hidden_bytes, tp.sequence_parallel));
+        close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], false),
+              boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], true));
       }
     } else if (T > 1 && i + 1 == first_block && embedding) {
       // The embeddings' sum: the vocabulary-parallel word embedding's AllReduce (forward only).
-      close(boundary(hidden_bytes, tp.sequence_parallel), {});
+      close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], false), {});
     } else if (T > 1 && static_cast<int>(i) == head) {
       const double input_bytes = i > 0 ? model.layers[i - 1].activation_elems * micro * activation_bytes : 0;
       const double tokens = micro * arch_or(model, "seq_len", 1);

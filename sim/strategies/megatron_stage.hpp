@@ -78,6 +78,11 @@ struct TensorParallelOptions {
   /// AllReduces); false: the logits AllGathered whole to every rank instead (forward only: the
   /// gradient of a replicated tensor is sliced back to the rank's share without a collective).
   bool loss_parallel = true;
+  /// Each column-parallel linear gathers its own input (a ColwiseParallel(input_layouts=Shard(1)) per
+  /// projection, as KempnerForge's TP plan writes it: q, k and v each AllGather the same activation,
+  /// and each ReduceScatters its input gradient in backward), instead of one gather per block input
+  /// (Megatron-LM; torchtitan's PrepareModuleInput).
+  bool gather_per_linear = false;
 };
 
 /// The pieces of layers [range.first, range.last) for one micro-batch of `micro` samples, from the

@@ -71,7 +71,7 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   const JsonReader o = scenario.strategy_options();
   o.reject_unknown({"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
                     "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
-                    "sequence_parallel", "replicate_embedding", "loss_parallel", "sharded_dtype", "gradient_accumulation",
+                    "sequence_parallel", "replicate_embedding", "loss_parallel", "tensor_parallel_gather", "sharded_dtype", "gradient_accumulation",
                     "half_efficiency_samples"});
   FsdpOptions f;
   if (const auto s = o.find("sharding")) {
@@ -151,6 +151,11 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   f.loss_parallel = o.bool_or("loss_parallel", true);
   if (o.has("loss_parallel") && tensor == 1)
     o.at("loss_parallel").fail("expected loss_parallel only with tensor_parallel > 1 (one rank holds the whole vocabulary)");
+  if (const auto g = o.find("tensor_parallel_gather")) {
+    f.gather_per_linear = g->as_choice({"module", "linear"}) == "linear";
+    if (tensor == 1)
+      g->fail("expected tensor_parallel_gather only with tensor_parallel > 1");
+  }
   if (const auto d = o.find("sharded_dtype")) {
     const std::string half = half_type_of(scenario.training.precision);
     f.sharded_dtype = d->as_choice({"fp32", "bf16", "fp16"});

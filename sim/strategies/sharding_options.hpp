@@ -32,6 +32,11 @@
 //                        tensor rank first (ColwiseParallel(output_layouts=Replicate()): KempnerForge's TP
 //                        plan, torchtitan's --parallelism.disable_loss_parallel), an AllGather per micro-step
 //                        and the loss's tensors on all of the vocabulary
+//   tensor_parallel_gather  "module" (default: one gather of each block input serves its column-parallel
+//                        linears, Megatron-LM's f, torchtitan's PrepareModuleInput) or "linear" (each
+//                        ColwiseParallel(input_layouts=Shard(1)) gathers its own input: q, k, v and the MLP's
+//                        gate and up each AllGather the same activation in forward and reduce its gradient
+//                        in backward; KempnerForge's TP plan), with tensor_parallel
 //   sharded_dtype        fp32 (default) | bf16 | fp16: the dtype of the module's parameters when it is
 //                        wrapped, which FSDP keeps for the sharded parameters, their gradients and (through
 //                        torch.optim's zeros_like(param)) the optimizer's states. fp32 is torchtitan's; a
@@ -83,6 +88,7 @@ struct FsdpOptions {
   /// over the data ranks only, so the root unit's gathers, reductions and states hold all of it.
   bool replicate_embedding = false;
   bool loss_parallel = true;
+  bool gather_per_linear = false;  ///< tensor_parallel_gather "linear"
   /// The sharded parameters', their gradients' and the optimizer states' dtype (the module's own).
   std::string sharded_dtype = "fp32";
   double half_efficiency_samples = 0;

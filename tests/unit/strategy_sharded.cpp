@@ -215,6 +215,30 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
   }
 }
 
+TEST_CASE("FSDP x TP: a gather per column-parallel linear (KempnerForge's TP plan) against one per block input")
+{
+  const auto plan_of = [](const char* gather) {
+    nlohmann::json s = gpt2_scenario(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true},
+                                           {"tensor_parallel_gather", gather}}), 8, 1);
+    s["model"] = {{"family", "llama"}, {"name", "small-llama"}, {"hidden", 1024}, {"layers", 4}, {"heads", 16},
+                  {"kv_heads", 4}, {"ffn", 4096}, {"seq_len", 1024}, {"vocab", 32000}};
+    return plan_scenario(parse_scenario(s, "s.json")).plan;
+  };
+  const auto tp_bytes = [](const Plan& p) {  // sent in tensor-parallel transfers, every rank and iteration
+    double b = 0;
+    for (const auto& t : p.graph.tasks())
+      if (t.category == TaskCategory::TensorParallel && t.kind == TaskKind::Transfer)
+        b += t.bytes;
+    return b;
+  };
+  // Every AllGather and ReduceScatter here is of one hidden-sized activation. One gather per block input:
+  // per layer 2 x (ReduceScatter + AllGather) in forward and in backward (8), the first layer's input
+  // (2) and the head's input gradient (2): 36. Per linear: after o_proj the MLP's gate and up gather (3
+  // forward, 3 backward), after down_proj the next layer's q, k and v (4 and 4; the last layer's, the
+  // head's one: 2 and 2): 14 x 3 + 10, the first layer's input 1 + 3, the head's 2: 58.
+  CHECK(tp_bytes(plan_of("linear")) / tp_bytes(plan_of("module")) == doctest::Approx(58.0 / 36).epsilon(0.03));
+}
+
 TEST_CASE("FSDP's prefetch: none exposes every AllGather behind the ReduceScatter, backward_pre hides most")
 {
   const auto time_of = [](const nlohmann::json& strategy) {
