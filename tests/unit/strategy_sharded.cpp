@@ -37,6 +37,16 @@ std::map<std::string, CommGroup> comm_of(const Plan& plan)
   return out;
 }
 
+/// Bytes sent in the plan's tensor-parallel transfers, every rank and iteration.
+double tp_bytes(const Plan& p)
+{
+  double b = 0;
+  for (const auto& t : p.graph.tasks())
+    if (t.category == TaskCategory::TensorParallel && t.kind == TaskKind::Transfer)
+      b += t.bytes;
+  return b;
+}
+
 nlohmann::json fsdp(nlohmann::json extra = nlohmann::json::object())
 {
   nlohmann::json s = {{"kind", "fsdp"}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "fp32"}}}};
@@ -194,13 +204,6 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
   {
     const Plan parallel = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}}));
     const Plan gathered = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}, {"loss_parallel", false}}));
-    const auto tp_bytes = [](const Plan& p) {  // sent in tensor-parallel transfers, every rank and iteration
-      double b = 0;
-      for (const auto& t : p.graph.tasks())
-        if (t.category == TaskCategory::TensorParallel && t.kind == TaskKind::Transfer)
-          b += t.bytes;
-      return b;
-    };
     const Model gpt2 = load_model("gpt2");
     const double logits = gpt2.arch.at("vocab") * gpt2.arch.at("seq_len") * 4 /* micro-batch */ * 2 /* bf16 */;
     // Each of the 4 tensor groups' 4 ranks receives at least the other ranks' 3/4 of the logits, in
@@ -223,13 +226,6 @@ TEST_CASE("FSDP x TP: a gather per column-parallel linear (KempnerForge's TP pla
     s["model"] = {{"family", "llama"}, {"name", "small-llama"}, {"hidden", 1024}, {"layers", 4}, {"heads", 16},
                   {"kv_heads", 4}, {"ffn", 4096}, {"seq_len", 1024}, {"vocab", 32000}};
     return plan_scenario(parse_scenario(s, "s.json")).plan;
-  };
-  const auto tp_bytes = [](const Plan& p) {  // sent in tensor-parallel transfers, every rank and iteration
-    double b = 0;
-    for (const auto& t : p.graph.tasks())
-      if (t.category == TaskCategory::TensorParallel && t.kind == TaskKind::Transfer)
-        b += t.bytes;
-    return b;
   };
   // Every AllGather and ReduceScatter here is of one hidden-sized activation. One gather per block input:
   // per layer 2 x (ReduceScatter + AllGather) in forward and in backward (8), the first layer's input
