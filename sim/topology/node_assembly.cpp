@@ -72,7 +72,9 @@ void add_node(Topology& t, const TopologySpec& s, int node)
   const double nic_pcie_bw = pcie_bandwidth(s.nic_pcie_gen, 16);
   for (int i = 0; i < s.nics_per_node; ++i) {
     const int nic = t.add_device(dev(node, fmt::format("nic{}", i)), DeviceKind::Nic, node, i);
-    const int point = s.nics_per_node <= points ? i : i * points / s.nics_per_node;
+    // Spread over the switches (or sockets): NIC i beside the first GPU of the i-th equal share of
+    // them, the GPUs NCCL's channels give it (Expansion::nic_of: GPU g uses NIC g x nics / gpus).
+    const int point = i * points / s.nics_per_node;
     const int to = on_switches ? switches[point] : cpus[point];
     t.add_link(dev(node, fmt::format("nic{}-{}{}", i, on_switches ? "pcie" : "cpu", point)), LinkKind::Pcie, nic, to,
                nic_pcie_bw, s.pcie_latency, 16);

@@ -119,6 +119,16 @@ TEST_CASE("dgx1-v100 over 4 nodes with one NIC each: the NIC sits on the first P
   CHECK(bisection_bandwidth(t) == doctest::Approx(2 * 12.5e9));  // 2 nodes' NICs on each side
 }
 
+TEST_CASE("fewer NICs than PCIe switches: NIC i beside the first GPU of the i-th share, the GPUs NCCL gives it")
+{
+  // dgx1-v100 has 4 PCIe switches of 2 GPUs; with 2 NICs, NIC 1 goes to switch 2 (GPUs 4-7's share,
+  // as Expansion::nic_of deals them: GPU g uses NIC g x 2 / 8), not to switch 1 beside GPUs 2 and 3.
+  const Topology t = inline_cluster(R"({"base": "dgx1-v100", "nodes": 2, "nic": {"count_per_node": 2, "gbps": 100}})");
+  CHECK(t.links_between(dev(t, "n1.nic0"), dev(t, "n1.pcie0")).size() == 1);
+  CHECK(t.links_between(dev(t, "n1.nic1"), dev(t, "n1.pcie2")).size() == 1);
+  CHECK(t.links_between(dev(t, "n1.nic1"), dev(t, "n1.pcie1")).empty());
+}
+
 TEST_CASE("hgx-h100 on 4 nodes: 32 GPUs, 32 NICs, rail-optimised leaves")
 {
   const Topology t = load_topology("hgx-h100", 4);
