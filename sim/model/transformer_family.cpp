@@ -220,25 +220,35 @@ void llama_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_wid
 
 void mpt_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_width)
 {
-  // llm-foundry's MPTModel: no wpe under ALiBi; no_bias removes every bias, the LayerNorms' too.
+  // llm-foundry's MPTModel: wpe only with learned_pos_emb (else ALiBi); no_bias removes every bias,
+  // the LayerNorms' too. Its dropouts default to p = 0 (resid_pdrop, emb_pdrop), which F.dropout
+  // returns as its input (ATen's _dropout: p == 0), so none is listed.
   const std::int64_t h = m.hidden, s = m.seq_len;
-  t.embedding("transformer.wte", m.vocab, h, s);
+  const bool bias = !m.no_bias;
+  if (m.learned_pos_emb) {
+    t.begin_block("transformer.embeddings");
+    t.embedding("transformer.wte", m.vocab, h, s);
+    t.embedding("transformer.wpe", s, h, s);  // learned positions, seq_len of them
+    t.then({"add"});
+  } else {
+    t.embedding("transformer.wte", m.vocab, h, s);
+  }
   for (std::int64_t i = 0; i < m.layers; ++i) {
     const std::string p = fmt::format("transformer.blocks.{}", i);
     t.begin_block(p);
-    t.layernorm(p + ".norm_1", h, s, false);
-    t.linear(p + ".attn.Wqkv", h, h + 2 * kv_width, s, false);
+    t.layernorm(p + ".norm_1", h, s, bias);
+    t.linear(p + ".attn.Wqkv", h, h + 2 * kv_width, s, bias);
     t.attention_core(p + ".attn.core", h, s);
-    t.linear(p + ".attn.out_proj", h, h, s, false);
+    t.linear(p + ".attn.out_proj", h, h, s, bias);
     t.then({"add"});
-    t.layernorm(p + ".norm_2", h, s, false);
-    t.linear(p + ".ffn.up_proj", h, m.ffn, s, false);
+    t.layernorm(p + ".norm_2", h, s, bias);
+    t.linear(p + ".ffn.up_proj", h, m.ffn, s, bias);
     t.then({"gelu"});
-    t.linear(p + ".ffn.down_proj", m.ffn, h, s, false);
+    t.linear(p + ".ffn.down_proj", m.ffn, h, s, bias);
     t.then({"add"});
   }
   t.end_block();
-  t.layernorm("transformer.norm_f", h, s, false);
+  t.layernorm("transformer.norm_f", h, s, bias);
   t.lm_head("lm_head", h, m.vocab, s, m.tied_embeddings);
 }
 
@@ -307,7 +317,8 @@ Model build_transformer(const TransformerSpec& spec)
   model.arch = {{"hidden", static_cast<double>(m.hidden)}, {"layers", static_cast<double>(m.layers)},
                 {"heads", static_cast<double>(m.heads)},   {"seq_len", static_cast<double>(m.seq_len)},
                 {"vocab", static_cast<double>(m.vocab)},   {"ffn", static_cast<double>(m.ffn)}};
-  if (m.family == TransformerFamily::Gpt || m.family == TransformerFamily::Bert)
+  if (m.family == TransformerFamily::Gpt || m.family == TransformerFamily::Bert ||
+      (m.family == TransformerFamily::Mpt && m.learned_pos_emb))
     model.arch["max_positions"] = static_cast<double>(m.seq_len);
   if (m.kv_heads != m.heads)
     model.arch["kv_heads"] = static_cast<double>(m.kv_heads);
@@ -328,7 +339,7 @@ TransformerSpec parse_transformer_spec(const JsonReader& in)
     in.fail(fmt::format("expected a model object {{\"family\", \"hidden\", \"layers\", \"heads\", \"seq_len\", \"vocab\"}}, got {}",
                         describe_json(in.json())));
   in.reject_unknown({"family", "name", "hidden", "layers", "heads", "kv_heads", "seq_len", "vocab", "ffn",
-                     "tied_embeddings"});
+                     "tied_embeddings", "no_bias", "learned_pos_emb"});
   TransformerSpec spec;
   const std::string family = in.at("family").as_choice(family_names());
   for (std::size_t i = 0; i < family_names().size(); ++i)
@@ -348,6 +359,12 @@ TransformerSpec parse_transformer_spec(const JsonReader& in)
   spec.vocab = read_size(in, "vocab", "a vocabulary size", kMaxVocab);
   spec.ffn = in.has("ffn") ? read_size(in, "ffn", "an FFN size", kMaxFfn) : 4 * spec.hidden;
   spec.tied_embeddings = in.bool_or("tied_embeddings", family_ties_embeddings(spec.family));
+  for (const char* key : {"no_bias", "learned_pos_emb"})
+    if (in.has(key) && spec.family != TransformerFamily::Mpt)
+      in.at(key).fail(fmt::format("expected {} only with family mpt (llm-foundry's MPTConfig), not with family {}", key,
+                                  family));
+  spec.no_bias = in.bool_or("no_bias", true);
+  spec.learned_pos_emb = in.bool_or("learned_pos_emb", false);
   if (const auto name = in.find("name")) {
     spec.name = name->as_string();
     if (spec.name.empty())

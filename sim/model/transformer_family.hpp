@@ -35,6 +35,11 @@ struct TransformerSpec {
   std::int64_t vocab = 0;         ///< vocabulary size (rows of the word embedding)
   std::int64_t ffn = 0;           ///< FFN inner size (SwiGLU's for llama); 0 in a spec built by hand = 4 x hidden
   bool tied_embeddings = true;    ///< the LM head (BERT: MLM decoder) shares the word embedding's weight
+  /// MPT only (llm-foundry's MPTConfig fields of the same names): no bias in any linear or LayerNorm
+  /// (the released MPT-7B and 30B: true), and learned positions (a wpe table of seq_len rows) instead
+  /// of ALiBi (the released models: false). llm-foundry's own defaults are the opposite of both.
+  bool no_bias = true;
+  bool learned_pos_emb = false;
 };
 
 /// Whether a family ties its LM head to the word embedding unless told otherwise: GPT-2, MPT and

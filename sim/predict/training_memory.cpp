@@ -37,7 +37,30 @@ std::vector<MemoryComparison> memory_comparisons(const std::vector<TrainingRun>&
   return out;
 }
 
-std::string format_training_memory(const std::vector<TrainingRun>& runs)
+std::vector<const TrainingRun*> runs_not_fitting(const std::vector<TrainingRun>& runs)
+{
+  std::vector<const TrainingRun*> out;
+  for (const auto& r : runs)
+    if (!r.predicted_fits)
+      out.push_back(&r);
+  return out;
+}
+
+namespace {
+
+std::string fits_line(const std::vector<TrainingRun>& runs)
+{
+  const auto wrong = runs_not_fitting(runs);
+  if (wrong.empty())
+    return fmt::format("# fits: dtsim's peak fits the GPU's memory on all {} runs, as each ran\n", runs.size());
+  std::string out = fmt::format("# fits: dtsim's peak exceeds the GPU's memory on {} of the {} runs, though each ran:",
+                                wrong.size(), runs.size());
+  for (const auto* r : wrong)
+    out += fmt::format(" {} ({:.1f} of {:.1f} GiB)", r->id, r->predicted_device_gib, r->capacity_gib);
+  return out + "\n";
+}
+
+std::string memory_table(const std::vector<TrainingRun>& runs)
 {
   const auto rows = memory_comparisons(runs);
   if (rows.empty())
@@ -52,6 +75,13 @@ std::string format_training_memory(const std::vector<TrainingRun>& runs)
                            100 * worst);
 }
 
+}  // namespace
+
+std::string format_training_memory(const std::vector<TrainingRun>& runs)
+{
+  return memory_table(runs) + fits_line(runs);
+}
+
 nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
 {
   const auto rows = memory_comparisons(runs);
@@ -60,7 +90,12 @@ nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
     list.push_back({{"id", r.id}, {"kind", r.kind}, {"measured_gib", r.measured_gib}, {"predicted_gib", r.predicted_gib},
                     {"error", r.error()}});
   const auto [median, worst] = median_and_worst(rows);
+  nlohmann::json not_fitting = nlohmann::json::array();
+  for (const auto* r : runs_not_fitting(runs))
+    not_fitting.push_back({{"id", r->id}, {"device_gib", r->predicted_device_gib}, {"capacity_gib", r->capacity_gib}});
   return {{"rows", list},
+          {"runs", runs.size()},
+          {"not_fitting", not_fitting},
           {"compared", rows.size()},
           {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(median)},
           {"worst_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(worst)}};

@@ -37,7 +37,7 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "strategy_options", "optimizer",
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
-                                           "compute_model", "attention", "loss_dtype", "host_sync",
+                                           "compute_model", "attention", "loss_dtype", "loss_kernel", "host_sync",
                                            // measured peak memory per GPU (training_memory.hpp)
                                            "peak_allocated_gib", "peak_reserved_gib"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
@@ -200,7 +200,8 @@ namespace {
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
       {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
       {"/training/compute/model", "compute_model"}, {"/training/attention", "attention"},
-      {"/training/loss_dtype", "loss_dtype"}, {"/training/host_sync", "host_sync"},
+      {"/training/loss_dtype", "loss_dtype"}, {"/training/loss_kernel", "loss_kernel"},
+      {"/training/host_sync", "host_sync"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};
@@ -249,7 +250,10 @@ std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
     for (const auto& m : p.plan.memory) {
       run.predicted_allocated_gib = std::max(run.predicted_allocated_gib, m.total() / kGiB);
       run.predicted_reserved_gib = std::max(run.predicted_reserved_gib, m.peak_reserved / kGiB);
+      run.predicted_device_gib = std::max(run.predicted_device_gib, m.device_used / kGiB);
     }
+    run.predicted_fits = p.result.memory_fits;
+    run.capacity_gib = p.topology.gpu.memory_bytes / kGiB;
     if (!run.baseline.empty()) {
       const TrainingRun& base = runs[by_id.at(run.baseline)];
       // A time is for the same work as its baseline's: the ratio of rates is the inverse ratio of times.

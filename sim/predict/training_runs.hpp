@@ -34,6 +34,7 @@
 //   compute_model      training.compute.model beside compute=efficiency=F: flops | roofline
 //   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
 //   loss_dtype         training.loss_dtype: fp32 (logits.float()) | bf16 | fp16 (the loss on the model's output)
+//   loss_kernel        training.loss_kernel: eager (F.cross_entropy) | fused (flash-attn's CrossEntropyLoss)
 //   host_sync          training.host_sync: step (default) | micro_step (the loop waits for the GPU each micro-step)
 // Optional columns of measured memory (GiB = 2^30 bytes, per GPU, the largest over the GPUs):
 //   peak_allocated_gib torch.cuda.max_memory_allocated, as the run's logs give it
@@ -83,6 +84,11 @@ struct TrainingRun {
   /// Peak memory per GPU, GiB (largest over the GPUs): measured (0: not given) and predicted.
   double measured_allocated_gib = 0, predicted_allocated_gib = 0;
   double measured_reserved_gib = 0, predicted_reserved_gib = 0;
+  /// dtsim's verdict on the run's memory (as `run` gives it: the device's use, reserved + CUDA
+  /// context, within one GPU's capacity), its largest device use and that capacity, GiB. Every row
+  /// ran (its throughput is measured), so a row that does not fit is a wrong verdict.
+  bool predicted_fits = true;
+  double predicted_device_gib = 0, capacity_gib = 0;
 };
 
 /// Reads and predicts every row. Throws InputError naming the file, row and column for bad input.

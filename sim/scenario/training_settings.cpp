@@ -116,7 +116,7 @@ TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
                     "loader", "optimizer", "activation_checkpointing", "attention", "loss_dtype",
-                    "host_sync"});
+                    "loss_kernel", "host_sync"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -156,6 +156,8 @@ TrainingSpec parse_training(const JsonReader& r)
                              "output of a model trained in it)",
                              half.empty() ? "" : " or " + half, to_string(t.precision)));
   }
+  if (const auto kernel = r.find("loss_kernel"))  // read by saved_tensors.cpp's fused_loss_kernel
+    kernel->as_choice({"eager", "fused"});
   if (const auto sync = r.find("host_sync"))
     t.host_sync_each_micro_step = sync->as_choice({"step", "micro_step"}) == "micro_step";
   t.compute = parse_compute(r.at("compute"));

@@ -98,6 +98,7 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
                                    attention_kernel(scenario), scenario.training.activation_checkpointing, gpu,
                                    tensor_parallel, sequence_parallel, megatron);
   c.autograd.loss_bytes = loss_dtype_bytes(scenario);
+  c.autograd.fused_loss = fused_loss_kernel(scenario);
   return c;
 }
 

@@ -306,7 +306,9 @@ private:
   /// once (2 x 4 B per logit), measured as such (calibration/measured/h200-1gpu-2026-11-27: GPT-2's
   /// backward peak is the forward's end plus twice its fp32 logits). A loss on the half-precision
   /// logits as they are (loss_bytes 2) keeps and passes them in that dtype, without the fp32 copy.
-  /// Without loss parallelism the loss sees each tensor rank's logits gathered whole.
+  /// Without loss parallelism the loss sees each tensor rank's logits gathered whole. A fused kernel
+  /// (fused_loss) keeps what it reads (the logits, or their copy in the loss's dtype) instead of a
+  /// log_softmax result, and its backward holds one gradient of that.
   void loss(const std::vector<int>& logits)
   {
     pass_.has_loss = true;
@@ -316,6 +318,15 @@ private:
       const bool gathered = !s_.loss_parallel && (t.sharded || s_.sequence_parallel) && s_.tensor_parallel > 1;
       const double seen = gathered ? t.elems * t.dtype : bytes(id);  // the logits the loss reads
       const double own = seen * lb / t.dtype;                         // in the loss's dtype
+      if (s_.fused_loss) {
+        // The kernel keeps its input: the logits themselves, or a tensor of the loss's own (their
+        // copy in its dtype, their gather), after which the rank's logits are free.
+        const bool copy = t.dtype != lb || gathered;
+        pass_.loss_saved += copy || !t.saved ? own : 0;
+        pass_.loss_fwd_transient += copy && !t.saved ? bytes(id) : 0;
+        pass_.loss_bwd_transient += own;
+        continue;
+      }
       pass_.loss_saved += own;
       pass_.loss_fwd_transient += (t.saved ? 0 : seen) + (t.dtype == lb ? 0 : own);
       pass_.loss_bwd_transient += 2 * own;
@@ -362,6 +373,14 @@ double loss_dtype_bytes(const Scenario& scenario)
   if (const auto d = training.find("loss_dtype"))
     return d->as_choice({"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
   return 4.0;
+}
+
+bool fused_loss_kernel(const Scenario& scenario)
+{
+  const auto training = scenario.reader().at("training");
+  if (const auto k = training.find("loss_kernel"))
+    return k->as_choice({"eager", "fused"}) == "fused";
+  return false;
 }
 
 AttentionKernel attention_kernel(const Scenario& scenario)

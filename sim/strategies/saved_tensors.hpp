@@ -38,6 +38,11 @@ struct AutogradSettings {
   /// entropy, torchtitan's loss parallel); false: the logits are gathered whole to every tensor rank
   /// first (a ColwiseParallel head with output_layouts=Replicate()) and the loss runs on all of them.
   bool loss_parallel = true;
+  /// The loss and its gradient in one fused kernel (training.loss_kernel "fused"): flash-attn's
+  /// CrossEntropyLoss (flash_attn/losses/cross_entropy.py; llm-foundry's default loss_fn
+  /// "fused_crossentropy") keeps its input logits and a per-row logsumexp, no log_softmax output, and
+  /// its backward writes one gradient of the logits in their dtype (inplace_backward false, its default).
+  bool fused_loss = false;
 };
 
 /// A tensor kept for backward: bytes per sample on one GPU.
@@ -82,5 +87,8 @@ AttentionKernel attention_kernel(const Scenario& scenario);
 /// Bytes per logit of the loss from training.loss_dtype: 4 for "fp32" (the default), 2 for "bf16" or
 /// "fp16" (parse_training checks them against the precision).
 double loss_dtype_bytes(const Scenario& scenario);
+
+/// Whether training.loss_kernel is "fused" (default "eager": F.cross_entropy's log_softmax and nll_loss).
+bool fused_loss_kernel(const Scenario& scenario);
 
 }  // namespace dtsim

@@ -83,6 +83,21 @@ TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype,
   CHECK(replicated.loss_saved == doctest::Approx(logits * 2));
   CHECK(replicated.loss_bwd_transient == doctest::Approx(2 * logits * 2));
   CHECK(replicated.loss_fwd_transient == doctest::Approx(logits * 2));
+  // A fused kernel (flash-attn's CrossEntropyLoss, training.loss_kernel fused) keeps the logits it reads
+  // and nothing of log_softmax; its backward holds one gradient of them.
+  AutogradSettings fused;
+  fused.precision = Precision::Bf16;
+  fused.fused_loss = true;
+  fused.loss_bytes = 2;  // on the bf16 logits as they are (llm-foundry)
+  const ActivationPass on_logits = activation_pass(m, 0, m.layers.size(), fused, true);
+  CHECK(on_logits.loss_saved == doctest::Approx(logits * 2));
+  CHECK(on_logits.loss_fwd_transient == doctest::Approx(0));
+  CHECK(on_logits.loss_bwd_transient == doctest::Approx(logits * 2));
+  fused.loss_bytes = 4;  // on logits.float(): the copy is what it keeps
+  const ActivationPass on_copy = activation_pass(m, 0, m.layers.size(), fused, true);
+  CHECK(on_copy.loss_saved == doctest::Approx(logits * 4));
+  CHECK(on_copy.loss_fwd_transient == doctest::Approx(logits * 2));
+  CHECK(on_copy.loss_bwd_transient == doctest::Approx(logits * 4));
   // One tensor rank: nothing to gather, the setting changes nothing.
   AutogradSettings one;
   one.precision = Precision::Bf16;

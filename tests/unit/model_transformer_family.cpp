@@ -117,6 +117,27 @@ TEST_CASE("published parameter counts")
   CHECK(load_model("llama3-405b").params() == 405'853'388'800);
 }
 
+TEST_CASE("MPT as llm-foundry's benchmarks build it: biases and learned positions (NumParams of its tables)")
+{
+  // mosaicml/llm-foundry scripts/train/benchmarking/README.md, column NumParams: the yamls' models
+  // (vocab 50368, tied head) with MPTConfig's defaults no_bias false and learned_pos_emb true; the
+  // count grows with seq_len by the wpe table's rows.
+  const auto mpt = [](std::int64_t h, std::int64_t layers, std::int64_t heads, std::int64_t seq) {
+    TransformerSpec s = spec(TransformerFamily::Mpt, h, layers, heads, seq, 50368);
+    s.no_bias = false;
+    s.learned_pos_emb = true;
+    return build_transformer(s);
+  };
+  CHECK(mpt(2048, 24, 16, 2048).params() == 1'315'950'592);
+  CHECK(mpt(4096, 32, 32, 2048).params() == 6'658'859'008);
+  CHECK(mpt(4096, 32, 32, 4096).params() == 6'667'247'616);
+  CHECK(mpt(768, 12, 12, 2048).params() == 125'311'488);
+  const Model m = mpt(2048, 24, 16, 2048);
+  CHECK(layer_named(m, "transformer.wpe").param_tensors == std::vector<std::int64_t>{2048 * 2048});
+  CHECK(layer_named(m, "transformer.blocks.0.norm_1").param_tensors == std::vector<std::int64_t>{2048, 2048});
+  CHECK(m.arch.at("max_positions") == 2048);
+}
+
 TEST_CASE("closed forms: GQA shrinks K and V, SwiGLU has three matrices, a tied head has no weight")
 {
   const double h = 2048, L = 16, A = 32, K = 8, f = 8192, V = 128256, s = 2048;
@@ -242,11 +263,16 @@ TEST_CASE("bad inline models: the exact message of each case in tests/bad_inputs
       {"inline_model_ffn_zero", "expected an FFN size from 1 to 4194304, got 0"},
       {"inline_model_ffn_huge", "expected an FFN size from 1 to 4194304, got 1000000000"},
       {"inline_model_tied_string", "expected true or false, got the string \"yes\""},
+      {"inline_model_no_bias_not_mpt",
+       "expected no_bias only with family mpt (llm-foundry's MPTConfig), not with family llama"},
+      {"inline_model_learned_pos_emb_not_mpt",
+       "expected learned_pos_emb only with family mpt (llm-foundry's MPTConfig), not with family llama"},
+      {"inline_model_no_bias_string", "expected true or false, got the string \"no\""},
       {"inline_model_name_empty", "expected a non-empty string"},
       {"inline_model_name_number", "expected a string, got 5"},
       {"inline_model_unknown_member",
        "unknown member \"hiden\", did you mean \"hidden\"? (expected one of family, name, hidden, layers, heads, "
-       "kv_heads, seq_len, vocab, ffn, tied_embeddings)"},
+       "kv_heads, seq_len, vocab, ffn, tied_embeddings, no_bias, learned_pos_emb)"},
       {"inline_model_missing_vocab", "missing member \"vocab\""},
       {"inline_model_missing_family", "missing member \"family\""},
       {"inline_model_array",

@@ -227,16 +227,18 @@ TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column
         "hybrid), got '1f1b'");
 }
 
-TEST_CASE("runs CSV: measured peak memory, the loss's dtype and the host's sync per micro-step")
+TEST_CASE("runs CSV: measured peak memory, the loss's dtype and kernel and the host's sync per micro-step")
 {
   const std::string header =
-      "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,loss_dtype,host_sync,"
-      "measured,unit,peak_allocated_gib,peak_reserved_gib\n";
+      "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,loss_dtype,loss_kernel,"
+      "host_sync,measured,unit,peak_allocated_gib,peak_reserved_gib\n";
   const auto rows = read_training_runs(
-      header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,bf16,micro_step,10,samples/s,30.5,\n", "m.csv");
+      header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,bf16,fused,micro_step,10,samples/s,30.5,\n",
+      "m.csv");
   CHECK(rows[0].allocated_gib == 30.5);
   CHECK(rows[0].reserved_gib == 0);
   CHECK(rows[0].scenario["training"]["loss_dtype"] == "bf16");
+  CHECK(rows[0].scenario["training"]["loss_kernel"] == "fused");
   CHECK(rows[0].scenario["training"]["host_sync"] == "micro_step");
   const Scenario s = parse_training_run(rows[0]);
   CHECK(s.training.host_sync_each_micro_step);
@@ -253,12 +255,23 @@ TEST_CASE("runs CSV: measured peak memory, the loss's dtype and the host's sync 
   CHECK(table.find("+5.0%") != std::string::npos);
   CHECK(table.find("-10.0%") != std::string::npos);
   CHECK(table.find("# 2 memory figures: median |error| 7.5%, worst 10.0%") != std::string::npos);
-  CHECK(format_training_memory({TrainingRun{}}).empty());
+  // Then the fits verdict over every run: each ran, so dtsim's peak must fit.
+  CHECK(format_training_memory({TrainingRun{}}) == "# fits: dtsim's peak fits the GPU's memory on all 1 runs, as each ran\n");
+  TrainingRun oom;
+  oom.id = "big";
+  oom.predicted_fits = false;
+  oom.predicted_device_gib = 45.25;
+  oom.capacity_gib = 40;
+  CHECK(format_training_memory({TrainingRun{}, oom}) ==
+        "# fits: dtsim's peak exceeds the GPU's memory on 1 of the 2 runs, though each ran: big (45.2 of 40.0 GiB)\n");
+  CHECK(training_memory_json({oom})["not_fitting"][0]["id"] == "big");
 
-  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,,10,samples/s,-3,\n") ==
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,,,10,samples/s,-3,\n") ==
         "line 2, column peak_allocated_gib: expected a number from 0.001 to 1000000, got '-3'");
-  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,fp32,4,64,fsdp,efficiency=0.4,bf16,,10,samples/s,,\n")
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,fp32,4,64,fsdp,efficiency=0.4,bf16,,,10,samples/s,,\n")
             .rfind("line 2, column loss_dtype: expected fp32 with training.precision fp32", 0) == 0);
-  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,always,10,samples/s,,\n")
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,,always,10,samples/s,,\n")
             .rfind("line 2, column host_sync: expected one of", 0) == 0);
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,liger,,10,samples/s,,\n")
+            .rfind("line 2, column loss_kernel: expected one of", 0) == 0);
 }
