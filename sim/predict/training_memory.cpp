@@ -1,26 +1,22 @@
 // See training_memory.hpp.
 #include "sim/predict/training_memory.hpp"
 
+#include "sim/util/abs_error_summary.hpp"
+
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
+#include <utility>
 
 namespace dtsim {
 
 namespace {
 
-/// Median and largest of |error| (both 0 for none).
-std::pair<double, double> median_and_worst(const std::vector<MemoryComparison>& rows)
+AbsErrorSummary summary_of(const std::vector<MemoryComparison>& rows)
 {
   std::vector<double> e;
   for (const auto& r : rows)
-    e.push_back(std::abs(r.error()));
-  if (e.empty())
-    return {0, 0};
-  std::sort(e.begin(), e.end());
-  const double median = e.size() % 2 ? e[e.size() / 2] : (e[e.size() / 2 - 1] + e[e.size() / 2]) / 2;
-  return {median, e.back()};
+    e.push_back(r.error());
+  return summarize_abs_errors(std::move(e));
 }
 
 }  // namespace
@@ -70,9 +66,9 @@ std::string memory_table(const std::vector<TrainingRun>& runs)
   for (const auto& r : rows)
     out += fmt::format("{:<34} {:<34} {:>9.1f} {:>9.1f} {:>+7.1f}%\n", r.id, r.kind, r.measured_gib, r.predicted_gib,
                        100 * r.error());
-  const auto [median, worst] = median_and_worst(rows);
-  return out + fmt::format("# {} memory figures: median |error| {:.1f}%, worst {:.1f}%\n", rows.size(), 100 * median,
-                           100 * worst);
+  const AbsErrorSummary e = summary_of(rows);
+  return out + fmt::format("# {} memory figures: median |error| {:.1f}%, worst {:.1f}%\n", rows.size(), 100 * e.median,
+                           100 * e.worst);
 }
 
 }  // namespace
@@ -89,7 +85,7 @@ nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
   for (const auto& r : rows)
     list.push_back({{"id", r.id}, {"kind", r.kind}, {"measured_gib", r.measured_gib}, {"predicted_gib", r.predicted_gib},
                     {"error", r.error()}});
-  const auto [median, worst] = median_and_worst(rows);
+  const AbsErrorSummary e = summary_of(rows);
   nlohmann::json not_fitting = nlohmann::json::array();
   for (const auto* r : runs_not_fitting(runs))
     not_fitting.push_back({{"id", r->id}, {"device_gib", r->predicted_device_gib}, {"capacity_gib", r->capacity_gib}});
@@ -97,8 +93,8 @@ nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
           {"runs", runs.size()},
           {"not_fitting", not_fitting},
           {"compared", rows.size()},
-          {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(median)},
-          {"worst_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(worst)}};
+          {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(e.median)},
+          {"worst_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(e.worst)}};
 }
 
 }  // namespace dtsim

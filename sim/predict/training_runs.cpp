@@ -267,25 +267,29 @@ std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
   return runs;
 }
 
+AbsErrorSummary compared_errors(const std::vector<TrainingRun>& runs)
+{
+  std::vector<double> errors;
+  for (const auto& r : runs)
+    if (!r.baseline.empty())
+      errors.push_back(r.error);
+  return summarize_abs_errors(std::move(errors));
+}
+
 std::string format_training_runs(const std::vector<TrainingRun>& runs)
 {
   std::string out = fmt::format("{:<34} {:<34} {:>9} {:>9} {:>8}\n", "# run", "vs baseline", "measured", "dtsim", "error");
-  std::vector<double> errors;
   for (const auto& r : runs) {
     if (r.baseline.empty())
       continue;
-    errors.push_back(std::abs(r.error));
     out += fmt::format("{:<34} {:<34} {:>9.3f} {:>9.3f} {:>+7.1f}%{}\n", r.id, r.baseline, r.measured_ratio,
                        r.predicted_ratio, 100 * r.error, r.input_bound ? "  input-bound" : "");
   }
-  if (errors.empty())
+  const AbsErrorSummary e = compared_errors(runs);
+  if (e.count == 0)
     return out + "# no row has a baseline to compare with\n";
-  std::sort(errors.begin(), errors.end());
-  const double median = errors.size() % 2 ? errors[errors.size() / 2]
-                                          : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-  out += fmt::format("# {} compared rows: median |error| {:.1f}%, worst {:.1f}%\n", errors.size(), 100 * median,
-                     100 * errors.back());
-  return out;
+  return out + fmt::format("# {} compared rows: median |error| {:.1f}%, worst {:.1f}%\n", e.count, 100 * e.median,
+                           100 * e.worst);
 }
 
 }  // namespace dtsim

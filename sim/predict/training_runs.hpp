@@ -43,6 +43,7 @@
 #pragma once
 
 #include "sim/scenario/scenario.hpp"
+#include "sim/util/abs_error_summary.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,9 @@ struct TrainingRun {
 
 /// Reads and predicts every row. Throws InputError naming the file, row and column for bad input.
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path);
+
+/// Median and worst |error| over the rows that have a baseline.
+AbsErrorSummary compared_errors(const std::vector<TrainingRun>& runs);
 
 /// The table: per row measured and predicted ratio and error; median and worst |error|.
 std::string format_training_runs(const std::vector<TrainingRun>& runs);

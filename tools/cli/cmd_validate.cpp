@@ -58,23 +58,20 @@ std::vector<int> parse_gpu_order(const std::string& text)
 nlohmann::json training_runs_json(const std::string& file, const std::vector<TrainingRun>& runs)
 {
   nlohmann::json rows = nlohmann::json::array();
-  std::vector<double> errors;
   for (const auto& r : runs) {
     rows.push_back({{"id", r.id}, {"baseline", r.baseline}, {"summary", r.summary}, {"source", r.source},
                     {"measured_rate", r.measured_rate}, {"predicted_rate", r.predicted_rate},
                     {"measured_ratio", r.measured_ratio}, {"predicted_ratio", r.predicted_ratio},
                     {"error", r.baseline.empty() ? nlohmann::json() : nlohmann::json(r.error)},
                     {"input_bound", r.input_bound}});
-    if (!r.baseline.empty())
-      errors.push_back(std::abs(r.error));
   }
-  std::sort(errors.begin(), errors.end());
+  const AbsErrorSummary e = compared_errors(runs);
   nlohmann::json median, worst;  // null when no row has a baseline
-  if (!errors.empty()) {
-    median = errors.size() % 2 ? errors[errors.size() / 2] : (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]) / 2;
-    worst = errors.back();
+  if (e.count > 0) {
+    median = e.median;
+    worst = e.worst;
   }
-  return {{"kind", "training_runs"}, {"file", file}, {"rows", rows}, {"compared_rows", errors.size()},
+  return {{"kind", "training_runs"}, {"file", file}, {"rows", rows}, {"compared_rows", e.count},
           {"median_abs_error", median}, {"worst_abs_error", worst}, {"memory", training_memory_json(runs)}};
 }
 
