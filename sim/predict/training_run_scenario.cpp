@@ -149,13 +149,16 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     }
   }
 
+  nlohmann::json simulation = {{"iterations", 3}, {"warmup", 1}};
+  if (!row.get("ranks").empty())  // simulation.ranks: auto | all | representatives (parse_scenario checks it)
+    simulation["ranks"] = row.get("ranks");
   return {{"name", row.get("id")},
           {"cluster", cluster},
           {"model", model_of(row, csv_dir)},
           {"training", training},
           {"strategy", strategy},
           {"gpus", row.integer("gpus", 1, 1 << 20)},
-          {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
+          {"simulation", simulation}};
 }
 
 /// The row's batch for its summary: "b64", or "mb1 gb512" when given as Megatron-LM gives it.

@@ -38,6 +38,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
                                            "compute_model", "attention", "loss_dtype", "loss_kernel", "host_sync",
+                                           // simulation.ranks: folding a symmetric run (a simulator setting)
+                                           "ranks",
                                            // measured peak memory per GPU (training_memory.hpp)
                                            "peak_allocated_gib", "peak_reserved_gib"};
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
@@ -201,7 +203,7 @@ namespace {
       {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
       {"/training/compute/model", "compute_model"}, {"/training/attention", "attention"},
       {"/training/loss_dtype", "loss_dtype"}, {"/training/loss_kernel", "loss_kernel"},
-      {"/training/host_sync", "host_sync"},
+      {"/training/host_sync", "host_sync"}, {"/simulation/ranks", "ranks"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};

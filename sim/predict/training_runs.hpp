@@ -35,6 +35,8 @@
 //   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
 //   loss_dtype         training.loss_dtype: fp32 (logits.float()) | bf16 | fp16 (the loss on the model's output)
 //   loss_kernel        training.loss_kernel: eager (F.cross_entropy) | fused (flash-attn's CrossEntropyLoss)
+//   ranks              simulation.ranks: auto | all | representatives (fold a run whose ranks are alike
+//                      below auto's 64 GPUs; the measurement's own settings are the other columns)
 //   host_sync          training.host_sync: step (default) | micro_step (the loop waits for the GPU each micro-step)
 // Optional columns of measured memory (GiB = 2^30 bytes, per GPU, the largest over the GPUs):
 //   peak_allocated_gib torch.cuda.max_memory_allocated, as the run's logs give it

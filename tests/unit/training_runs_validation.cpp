@@ -274,4 +274,13 @@ TEST_CASE("runs CSV: measured peak memory, the loss's dtype and kernel and the h
             .rfind("line 2, column host_sync: expected one of", 0) == 0);
   CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,liger,,10,samples/s,,\n")
             .rfind("line 2, column loss_kernel: expected one of", 0) == 0);
+
+  // ranks: the simulator's folding of alike ranks (simulation.ranks), for rows below auto's 64 GPUs.
+  const std::string folded = "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,ranks,"
+                             "measured,unit\n";
+  const auto f = read_training_runs(
+      folded + "a,hgx-h100,H100-SXM,4,32,gpt2,bf16,4,128,fsdp,efficiency=0.4,representatives,10,samples/s\n", "m.csv");
+  CHECK(f[0].scenario["simulation"]["ranks"] == "representatives");
+  CHECK(predicted_problem_of(folded + "a,hgx-h100,H100-SXM,4,32,gpt2,bf16,4,128,fsdp,efficiency=0.4,some,10,samples/s\n") ==
+        "line 2, column ranks: expected one of auto, all, representatives, got \"some\"");
 }
