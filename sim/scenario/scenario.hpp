@@ -107,6 +107,19 @@ struct BatchSpec {
 /// _save_list and "Saves output of all compute ops, except every second mm").
 enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
 
+/// training.attention: how attention runs. sdpa (default): PyTorch's scaled_dot_product_attention
+/// (flash or memory-efficient kernel: no score matrix kept); eager: the softmax(QK^T)V of Hugging
+/// Face's eager_attention_forward (the scores in memory).
+enum class AttentionKernel { Sdpa, Eager };
+
+/// training.loss_kernel: eager (default): F.cross_entropy's log_softmax and nll_loss; fused:
+/// flash-attn's CrossEntropyLoss, the loss and its gradient in one kernel.
+enum class LossKernel { Eager, Fused };
+
+/// training.optimizer's spellings: "sgd" (momentum, the default), "sgd-plain", "adam", "adamw", each
+/// also with "-foreach" (the same: PyTorch's default on CUDA), "-fused" or "-for-loop".
+std::vector<std::string> optimizer_names();
+
 struct TrainingSpec {
   std::int64_t dataset_samples = 0;
   /// The per-GPU batch the strategies read, as batch_per_gpu means it (see BatchSpec); derived from
@@ -122,6 +135,12 @@ struct TrainingSpec {
   /// nothing of the next micro-step is issued before it ends; "step" (the default): only once per
   /// optimizer step (the gradient norm, the loss for the log).
   bool host_sync_each_micro_step = false;
+  std::string optimizer = "sgd";  ///< training.optimizer, one of optimizer_names()
+  AttentionKernel attention = AttentionKernel::Sdpa;
+  /// training.loss_dtype: bytes per logit of the cross entropy's own tensors, 4 for fp32 (the default,
+  /// logits.float()), 2 for bf16 or fp16 (F.cross_entropy on a half-precision model's output as it is).
+  double loss_bytes = 4;
+  LossKernel loss_kernel = LossKernel::Eager;
 };
 
 /// One --set override: "training.compute.single_gpu_throughput=367".

@@ -112,6 +112,15 @@ ComputeSpec parse_compute(const JsonReader& r)
 
 }  // namespace
 
+std::vector<std::string> optimizer_names()
+{
+  std::vector<std::string> names;
+  for (const char* base : {"sgd", "sgd-plain", "adam", "adamw"})
+    for (const char* variant : {"", "-foreach", "-fused", "-for-loop"})
+      names.push_back(std::string(base) + variant);
+  return names;
+}
+
 TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
@@ -143,11 +152,12 @@ TrainingSpec parse_training(const JsonReader& r)
                                  : v == "selective_op" ? ActivationCheckpointing::SelectiveOp
                                                        : ActivationCheckpointing::None;
   }
-  if (const auto attention = r.find("attention"))  // read by saved_tensors.cpp's attention_kernel
-    attention->as_choice({"sdpa", "eager"});
-  // The cross entropy's dtype (read by saved_tensors.cpp's loss_dtype_bytes): fp32 (logits.float(),
-  // the default), or the half type of a model that runs in it and feeds its output to
-  // F.cross_entropy as it is.
+  if (const auto optimizer = r.find("optimizer"))
+    t.optimizer = optimizer->as_choice(optimizer_names());
+  if (const auto attention = r.find("attention"))
+    t.attention = attention->as_choice({"sdpa", "eager"}) == "eager" ? AttentionKernel::Eager : AttentionKernel::Sdpa;
+  // The cross entropy's dtype: fp32 (logits.float(), the default), or the half type of a model that
+  // runs in it and feeds its output to F.cross_entropy as it is.
   if (const auto loss = r.find("loss_dtype")) {
     const std::string d = loss->as_choice({"fp32", "bf16", "fp16"});
     const std::string half = t.precision == Precision::Bf16 ? "bf16" : t.precision == Precision::Fp16 ? "fp16" : "";
@@ -155,9 +165,10 @@ TrainingSpec parse_training(const JsonReader& r)
       loss->fail(fmt::format("expected fp32{} with training.precision {} (the loss runs in half precision only on the "
                              "output of a model trained in it)",
                              half.empty() ? "" : " or " + half, to_string(t.precision)));
+    t.loss_bytes = d == "fp32" ? 4 : 2;
   }
-  if (const auto kernel = r.find("loss_kernel"))  // read by saved_tensors.cpp's fused_loss_kernel
-    kernel->as_choice({"eager", "fused"});
+  if (const auto kernel = r.find("loss_kernel"))
+    t.loss_kernel = kernel->as_choice({"eager", "fused"}) == "fused" ? LossKernel::Fused : LossKernel::Eager;
   if (const auto sync = r.find("host_sync"))
     t.host_sync_each_micro_step = sync->as_choice({"step", "micro_step"}) == "micro_step";
   t.compute = parse_compute(r.at("compute"));

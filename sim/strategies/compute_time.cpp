@@ -71,7 +71,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
                     gpu.memory_bandwidth * roofline_memory_efficiency(spec)};
         const Precision p = scenario.training.precision;
         rs.element_bytes = p == Precision::Fp32 || p == Precision::Tf32 ? 4 : 2;
-        rs.attention = attention_kernel(scenario);
+        rs.attention = scenario.training.attention;
         // Megatron-LM (hybrid) fuses its elementwise kernels, as memory_timeline's `megatron`
         rs.fused_elementwise = scenario.strategy_spec.kind == StrategyKind::Hybrid;
         rs.split = split;

@@ -7,15 +7,6 @@
 
 namespace dtsim {
 
-std::vector<std::string> optimizer_names()
-{
-  std::vector<std::string> names;
-  for (const char* base : {"sgd", "sgd-plain", "adam", "adamw"})
-    for (const char* variant : {"", "-foreach", "-fused", "-for-loop"})
-      names.push_back(std::string(base) + variant);
-  return names;
-}
-
 MemoryRules memory_rules(Precision p, std::string optimizer)
 {
   MemoryRules r;
@@ -39,11 +30,7 @@ MemoryRules memory_rules(Precision p, std::string optimizer)
 
 MemoryRules memory_rules(const Scenario& scenario)
 {
-  const auto training = scenario.reader().at("training");
-  std::string optimizer = "sgd";  // with momentum
-  if (const auto opt = training.find("optimizer"))
-    optimizer = opt->as_choice(optimizer_names());
-  return memory_rules(scenario.training.precision, optimizer);
+  return memory_rules(scenario.training.precision, scenario.training.optimizer);
 }
 
 double params_in(const Model& model, std::size_t first, std::size_t last)

@@ -33,13 +33,10 @@ struct MemoryRules {
   OptimizerStep step = OptimizerStep::Foreach;
 };
 
-/// From training.precision and training.optimizer: "sgd" (momentum, the default), "sgd-plain",
-/// "adam", "adamw", each also with "-foreach" (the same: PyTorch's default on CUDA), "-fused" or
-/// "-for-loop"; InputError at /training/optimizer otherwise.
+/// From training.precision and training.optimizer (parse_training checked its spelling).
 MemoryRules memory_rules(const Scenario& scenario);
-/// The same from a precision and one of optimizer_names() (no check).
+/// The same from a precision and one of optimizer_names() (scenario.hpp; no check).
 MemoryRules memory_rules(Precision precision, std::string optimizer);
-std::vector<std::string> optimizer_names();
 
 /// Parameters of layers [first, last).
 double params_in(const Model& model, std::size_t first, std::size_t last);

@@ -92,13 +92,11 @@ MemoryContext memory_context(Precision precision, const std::string& optimizer, 
 MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int tensor_parallel, bool sequence_parallel,
                              bool megatron)
 {
-  memory_rules(scenario);  // validates training.optimizer
-  const auto optimizer = scenario.reader().at("training").find("optimizer");
-  MemoryContext c = memory_context(scenario.training.precision, optimizer ? optimizer->json().get<std::string>() : "sgd",
-                                   attention_kernel(scenario), scenario.training.activation_checkpointing, gpu,
+  const TrainingSpec& t = scenario.training;
+  MemoryContext c = memory_context(t.precision, t.optimizer, t.attention, t.activation_checkpointing, gpu,
                                    tensor_parallel, sequence_parallel, megatron);
-  c.autograd.loss_bytes = loss_dtype_bytes(scenario);
-  c.autograd.fused_loss = fused_loss_kernel(scenario);
+  c.autograd.loss_bytes = t.loss_bytes;
+  c.autograd.fused_loss = t.loss_kernel == LossKernel::Fused;
   return c;
 }
 

@@ -367,28 +367,4 @@ ActivationPass activation_pass(const Model& model, std::size_t first, std::size_
   return pass;
 }
 
-double loss_dtype_bytes(const Scenario& scenario)
-{
-  const auto training = scenario.reader().at("training");
-  if (const auto d = training.find("loss_dtype"))
-    return d->as_choice({"fp32", "bf16", "fp16"}) == "fp32" ? 4.0 : 2.0;
-  return 4.0;
-}
-
-bool fused_loss_kernel(const Scenario& scenario)
-{
-  const auto training = scenario.reader().at("training");
-  if (const auto k = training.find("loss_kernel"))
-    return k->as_choice({"eager", "fused"}) == "fused";
-  return false;
-}
-
-AttentionKernel attention_kernel(const Scenario& scenario)
-{
-  const auto training = scenario.reader().at("training");
-  if (const auto a = training.find("attention"))
-    return a->as_choice({"sdpa", "eager"}) == "eager" ? AttentionKernel::Eager : AttentionKernel::Sdpa;
-  return AttentionKernel::Sdpa;
-}
-
 }  // namespace dtsim

@@ -14,10 +14,6 @@
 
 namespace dtsim {
 
-/// How attention runs: PyTorch's scaled_dot_product_attention (flash or memory-efficient kernel:
-/// no score matrix kept) or the eager softmax(QK^T)V of Hugging Face's eager_attention_forward.
-enum class AttentionKernel { Sdpa, Eager };
-
 struct AutogradSettings {
   Precision precision = Precision::Fp32;
   AttentionKernel attention = AttentionKernel::Sdpa;
@@ -80,15 +76,5 @@ struct ActivationPass {
 /// model input, or the previous stage's activation). `with_loss`: the pass ends in the loss.
 ActivationPass activation_pass(const Model& model, std::size_t first, std::size_t last, const AutogradSettings& s,
                                bool with_loss);
-
-/// "sdpa" (default) or "eager" from training.attention; InputError otherwise.
-AttentionKernel attention_kernel(const Scenario& scenario);
-
-/// Bytes per logit of the loss from training.loss_dtype: 4 for "fp32" (the default), 2 for "bf16" or
-/// "fp16" (parse_training checks them against the precision).
-double loss_dtype_bytes(const Scenario& scenario);
-
-/// Whether training.loss_kernel is "fused" (default "eager": F.cross_entropy's log_softmax and nll_loss).
-bool fused_loss_kernel(const Scenario& scenario);
 
 }  // namespace dtsim
