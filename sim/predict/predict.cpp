@@ -5,6 +5,7 @@
 #include "sim/engine/collective_replay.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/model/model.hpp"
+#include "sim/predict/simulation_settings.hpp"
 #include "sim/scenario/scenario_model.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
@@ -27,100 +28,11 @@ namespace dtsim {
 
 namespace {
 
-/// How collectives are simulated (simulation.collectives): each transfer of each one in the whole
-/// run ("full"), or each distinct one once on its own and replayed (collective_replay.hpp:
-/// "replay"); "auto" replays plans of more than kReplayAboveTransfers transfers.
-enum class CollectiveMode { Auto, Full, Replay };
-
-/// Which GPUs the plan simulates (simulation.ranks): every one ("all"), or one representative of
-/// each set of GPUs that run the same schedule, their communications timed on their own
-/// (folded_comms.hpp: "representatives"); "auto" folds from kFoldFromGpus GPUs on, and large FSDP runs below.
-enum class RankMode { Auto, All, Representatives };
-
-struct SimulationSettings {
-  int iterations = 4;
-  int warmup = 1;
-  bool iterations_given = false;  ///< the scenario sets simulation.iterations: all of them run
-  CollectiveMode collectives = CollectiveMode::Auto;
-  RankMode ranks = RankMode::Auto;
-};
-
-// Where "auto" starts replaying: the full run's cost is about 10 us of CPU per transfer on this
-// project's 2-core machine (tools/bench-scale: 1,024-GPU DDP, ~1.5 M transfers, 16 s), so plans of
-// more than 100,000 transfers (~1 s; 64 x 8 GPUs and up for ResNet-50 DDP) are replayed. Every
-// scenario and golden of the test suite stays below it and runs in full.
-constexpr int kReplayAboveTransfers = 100000;
-
-// In "auto", the collectives of at least this many tasks start their isolated runs while the plan
-// is still being built (IsolatedRunPool): a tenth of kReplayAboveTransfers, so that a plan that
-// will be replayed gets its large collectives simulated on the core the plan building leaves free,
-// and a smaller plan rarely starts one (when it does, the run is killed unused).
-constexpr int kEarlyRunAboveTasks = kReplayAboveTransfers / 10;
-
-// Where "auto" folds ranks (RankMode): from 64 GPUs, where the full run of a Megatron or FSDP plan
-// takes seconds to minutes on this project's 2-core machine (llama3-70b-h100-64gpu 7.7 s,
-// llama3-70b-hsdp-tp-h100-256gpu 87 s, a 3,072-GPU GPT 1T 675 s) and the folded one a fraction of
-// a second to 21 s. The cross-check (tests/unit/rank_folding_cross_check.cpp) and the shipped
-// scenarios give the same iteration time folded and in full (to 6 digits where no two different
-// communications share a link). Builders without the symmetry (single, dp, ddp, pipeline, zero) ignore it.
-constexpr int kFoldFromGpus = 64;
-
-// Below kFoldFromGpus, "auto" folds an FSDP run whose unfolded plan is large: its collectives' transfers
-// grow with the square of the ranks (a ring's steps x its ranks), with the micro-steps (FSDP1 and
-// FSDP2 gather and reduce every unit in each) and with the layers (units and their compute pieces).
-// From kFoldFsdpFromWork of gpus^2 x micro-steps x layers on: Llama 3 8B (323 layers) on 32 H100 with
-// 8 micro-steps is 2.6 M (6.5 s and 2.5 GB unfolded on this project's 2-core machine), MPT 70B on 32
-// H100 with 16 micro-steps 13 M (39 s and 7.9 GB; folded 0.2 s, the same iteration to 6 digits); a
-// single micro-step of Llama 3 8B on 32 GPUs (0.33 M, 1 s) and the FSDP goldens stay below it. Every
-// validation table gives the same figures as before this rule.
-constexpr double kFoldFsdpFromWork = 1e6;
-
-/// Whether simulation.ranks "auto" folds this run's ranks (folded_comms.hpp).
-bool auto_folds(const Scenario& s, const Model& model)
-{
-  if (s.gpus >= kFoldFromGpus)
-    return true;
-  const double n = s.gpus;
-  return s.strategy_spec.kind == StrategyKind::Fsdp &&
-         n * n * s.training.batch.accumulation * static_cast<double>(model.layers.size()) >= kFoldFsdpFromWork;
-}
-
 // Two consecutive measured iterations this close (relative) mean the steady state has converged:
 // far below the 6 digits reports quote and the 1% the cross-check test allows. Measured spreads of
 // the 3 measured iterations (dtsim run --json, iteration_spread): 3e-16 (ResNet-50 DDP, 8 H100),
 // 2.9e-7 (64), 2.3e-7 (256: these converge); 3.8e-6 (imagenet-resnet50-32gpu: it does not).
 constexpr double kSteadyTolerance = 1e-6;
-
-SimulationSettings parse_settings(const Scenario& s)
-{
-  SimulationSettings out;
-  const auto r = s.reader().find("simulation");
-  if (!r)
-    return out;
-  r->reject_unknown({"iterations", "warmup", "collectives", "ranks"});
-  if (r->has("ranks")) {
-    const std::string mode = r->at("ranks").as_choice({"auto", "all", "representatives"});
-    out.ranks = mode == "all" ? RankMode::All : mode == "representatives" ? RankMode::Representatives : RankMode::Auto;
-  }
-  if (r->has("collectives")) {
-    const std::string mode = r->at("collectives").as_choice({"auto", "full", "replay"});
-    out.collectives = mode == "full" ? CollectiveMode::Full : mode == "replay" ? CollectiveMode::Replay : CollectiveMode::Auto;
-  }
-  out.warmup = r->count_or("warmup", out.warmup, 99);  // fewer than the at most 100 iterations below
-  out.iterations = r->count_or("iterations", out.iterations);
-  out.iterations_given = r->has("iterations");
-  if (out.iterations <= out.warmup)
-    r->at("iterations").fail(fmt::format("expected more iterations than warm-up ({}), got {}", out.warmup, out.iterations));
-  if (out.iterations > 100)
-    r->at("iterations").fail(fmt::format("expected at most 100 simulated iterations, got {}", out.iterations));
-  // Every iteration repeats each micro-batch (pipeline) or accumulation step (DDP) in the plan: the
-  // bound keeps the largest plans (1024 of them on 32 GPUs, 4 iterations: 15 s) within a minute.
-  const int repeats = s.training.batch.accumulation;
-  if (out.iterations * repeats > 4096)
-    r->at("iterations").fail(fmt::format("expected at most {} iterations with {} micro-batches or accumulation steps "
-                                         "each (4096 in all), got {}", 4096 / repeats, repeats, out.iterations));
-  return out;
-}
 
 Plan build_plan(const Scenario& s, const Topology& topology, const Model& model, const SimulationSettings& sim,
                 const CollectiveOptions& options)
@@ -322,7 +234,7 @@ namespace {
 
 Prediction predict_scenario(const Scenario& s)
 {
-  const SimulationSettings sim = parse_settings(s);
+  const SimulationSettings sim = parse_simulation_settings(s);
   Prediction p;
   p.topology = build_topology(s.cluster());
   // The cluster's calibration reaches the links (by class) and every collective (NCCL parameters).
@@ -402,7 +314,7 @@ Prediction predict_scenario(const Scenario& s)
 
 Prediction plan_only(const Scenario& s)
 {
-  const SimulationSettings sim = parse_settings(s);
+  const SimulationSettings sim = parse_simulation_settings(s);
   Prediction p;
   p.topology = build_topology(s.cluster());
   CollectiveOptions collectives;

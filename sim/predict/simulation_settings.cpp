@@ -1,0 +1,70 @@
+// See simulation_settings.hpp.
+#include "sim/predict/simulation_settings.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+namespace {
+
+// Where "auto" folds ranks (RankMode): from 64 GPUs, where the full run of a Megatron or FSDP plan
+// takes seconds to minutes on this project's 2-core machine (llama3-70b-h100-64gpu 7.7 s,
+// llama3-70b-hsdp-tp-h100-256gpu 87 s, a 3,072-GPU GPT 1T 675 s) and the folded one a fraction of
+// a second to 21 s. The cross-check (tests/unit/rank_folding_cross_check.cpp) and the shipped
+// scenarios give the same iteration time folded and in full (to 6 digits where no two different
+// communications share a link). Builders without the symmetry (single, dp, ddp, pipeline, zero) ignore it.
+constexpr int kFoldFromGpus = 64;
+
+// Below kFoldFromGpus, "auto" folds an FSDP run whose unfolded plan is large: its collectives' transfers
+// grow with the square of the ranks (a ring's steps x its ranks), with the micro-steps (FSDP1 and
+// FSDP2 gather and reduce every unit in each) and with the layers (units and their compute pieces).
+// From kFoldFsdpFromWork of gpus^2 x micro-steps x layers on: Llama 3 8B (323 layers) on 32 H100 with
+// 8 micro-steps is 2.6 M (6.5 s and 2.5 GB unfolded on this project's 2-core machine), MPT 70B on 32
+// H100 with 16 micro-steps 13 M (39 s and 7.9 GB; folded 0.2 s, the same iteration to 6 digits); a
+// single micro-step of Llama 3 8B on 32 GPUs (0.33 M, 1 s) and the FSDP goldens stay below it. Every
+// validation table gives the same figures as before this rule.
+constexpr double kFoldFsdpFromWork = 1e6;
+
+}  // namespace
+
+bool auto_folds(const Scenario& s, const Model& model)
+{
+  if (s.gpus >= kFoldFromGpus)
+    return true;
+  const double n = s.gpus;
+  return s.strategy_spec.kind == StrategyKind::Fsdp &&
+         n * n * s.training.batch.accumulation * static_cast<double>(model.layers.size()) >= kFoldFsdpFromWork;
+}
+
+SimulationSettings parse_simulation_settings(const Scenario& s)
+{
+  SimulationSettings out;
+  const auto r = s.reader().find("simulation");
+  if (!r)
+    return out;
+  r->reject_unknown({"iterations", "warmup", "collectives", "ranks"});
+  if (r->has("ranks")) {
+    const std::string mode = r->at("ranks").as_choice({"auto", "all", "representatives"});
+    out.ranks = mode == "all" ? RankMode::All : mode == "representatives" ? RankMode::Representatives : RankMode::Auto;
+  }
+  if (r->has("collectives")) {
+    const std::string mode = r->at("collectives").as_choice({"auto", "full", "replay"});
+    out.collectives = mode == "full" ? CollectiveMode::Full : mode == "replay" ? CollectiveMode::Replay : CollectiveMode::Auto;
+  }
+  out.warmup = r->count_or("warmup", out.warmup, 99);  // fewer than the at most 100 iterations below
+  out.iterations = r->count_or("iterations", out.iterations);
+  out.iterations_given = r->has("iterations");
+  if (out.iterations <= out.warmup)
+    r->at("iterations").fail(fmt::format("expected more iterations than warm-up ({}), got {}", out.warmup, out.iterations));
+  if (out.iterations > 100)
+    r->at("iterations").fail(fmt::format("expected at most 100 simulated iterations, got {}", out.iterations));
+  // Every iteration repeats each micro-batch (pipeline) or accumulation step (DDP) in the plan: the
+  // bound keeps the largest plans (1024 of them on 32 GPUs, 4 iterations: 15 s) within a minute.
+  const int repeats = s.training.batch.accumulation;
+  if (out.iterations * repeats > 4096)
+    r->at("iterations").fail(fmt::format("expected at most {} iterations with {} micro-batches or accumulation steps "
+                                         "each (4096 in all), got {}", 4096 / repeats, repeats, out.iterations));
+  return out;
+}
+
+}  // namespace dtsim
