@@ -80,6 +80,12 @@ struct ParallelBuild {
   std::string stage_name(int vs) const;
 };
 
+/// The bytes of each data-parallel gradient bucket of GPU stage `s` (one tensor rank's share):
+/// cfg.bucket_cap_mb each, the last one the rest. Megatron-LM's distributed optimizer gathers the
+/// updated parameters in the same buckets (megatron/core/distributed/param_and_grad_buffer.py: a
+/// bucket holds both its parameters' and their gradients' views), each of its parameters' bytes.
+std::vector<double> gradient_buckets(const ParallelBuild& b, int s);
+
 /// Per replica and iteration: what each virtual stage's micro-batches wait for.
 struct ReplicaFlow {
   ReplicaFlow(int virtual_stages, int microbatches, int tensor);

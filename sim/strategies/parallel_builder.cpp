@@ -62,14 +62,7 @@ void count_traffic(const ParallelBuild& b)
   if (D > 1)
     for (int s = 0; s < P; ++s) {
       const double bytes = b.stage_params[static_cast<std::size_t>(s)] / T * b.grad_elem;
-      const double wanted = std::ceil(bytes / (cfg.bucket_cap_mb * kMiB));
-      // Each bucket is a collective of every replica in the plan: a tiny bucket_cap_mb gave
-      // millions (0.0001 MB on ResNet-50: minutes before any output). DDP's buckets hold whole tensors.
-      if (wanted > kMaxBucketsPerStage)
-        b.scenario.strategy_options().at("bucket_cap_mb").fail(fmt::format(
-            "expected at least {:.3g} MB: {} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
-            bytes / kMiB / kMaxBucketsPerStage, cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage));
-      const int buckets = std::max(1, static_cast<int>(wanted));
+      const int buckets = static_cast<int>(gradient_buckets(b, s).size());
       if (!cfg.distributed_optimizer) {
         traffic.push_back({fmt::format("stage {} gradients", s), "all_reduce", bytes, buckets, T});
         continue;
@@ -81,6 +74,23 @@ void count_traffic(const ParallelBuild& b)
 }
 
 }  // namespace
+
+std::vector<double> gradient_buckets(const ParallelBuild& b, int s)
+{
+  const double bytes = b.stage_params[static_cast<std::size_t>(s)] / b.T * b.grad_elem;
+  const double cap = b.cfg.bucket_cap_mb * kMiB;
+  const double wanted = std::ceil(bytes / cap);
+  // Each bucket is a collective of every replica in the plan: a tiny bucket_cap_mb gave
+  // millions (0.0001 MB on ResNet-50: minutes before any output). DDP's buckets hold whole tensors.
+  if (wanted > kMaxBucketsPerStage)
+    b.scenario.strategy_options().at("bucket_cap_mb").fail(fmt::format(
+        "expected at least {:.3g} MB: {} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
+        bytes / kMiB / kMaxBucketsPerStage, b.cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage));
+  std::vector<double> sizes(static_cast<std::size_t>(std::max(1.0, wanted)));
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    sizes[k] = std::min(cap, bytes - cap * static_cast<double>(k));
+  return sizes;
+}
 
 std::string ParallelBuild::stage_name(int vs) const
 {

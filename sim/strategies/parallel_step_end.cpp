@@ -7,41 +7,56 @@
 #include "sim/strategies/parallel_build.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/strategies/roofline.hpp"
-#include "sim/util/units.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 namespace dtsim {
 
 namespace {
 
+/// One collective of (stage s, tensor rank t)'s replicas, each replica d < Dn after start[d]; folded,
+/// every tensor rank's group of the stage at once.
+void dp_collective(ParallelBuild& b, CollectiveOp op, int s, int t, double bytes, const std::string& name,
+                   TaskCategory category, std::vector<std::vector<int>>& start)
+{
+  TaskGraph& g = b.plan.graph;
+  const auto group_of = [&](int tensor_rank) {
+    std::vector<int> group;
+    for (int d = 0; d < b.D; ++d)
+      group.push_back(b.dev(d, s, tensor_rank));
+    return group;
+  };
+  if (b.fold) {
+    std::vector<ClockedComm> set;
+    for (int r = 0; r < b.T; ++r)
+      set.push_back({CollectiveCall{op, group_of(r), bytes, 0, name, category}});
+    start[0] = {b.folded->add(g, set, {{0, 0, b.dev(0, s, 0), start[0]}}, name, category)[0]};
+    return;
+  }
+  const auto done = add_collective(g, b.topology, CollectiveCall{op, group_of(t), bytes, 0, name, category}, start, b.collectives).done;
+  for (int d = 0; d < b.D; ++d)
+    start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
+}
+
 /// The data-parallel gradients of every (stage, tensor rank); returns synced[s][t][d], each simulated
 /// replica's task after which they are reduced.
-std::vector<std::vector<std::vector<int>>> sync_gradients(ParallelBuild& b,
-                                                          const std::function<void(CollectiveOp, int, int, double, const std::string&,
-                                                                                   TaskCategory, std::vector<std::vector<int>>&)>& dp_collective)
+std::vector<std::vector<std::vector<int>>> sync_gradients(ParallelBuild& b)
 {
   const int D = b.D, P = b.P, T = b.T, Dn = b.Dn, Tn = b.Tn;
-  const double cap = b.cfg.bucket_cap_mb * kMiB;
   std::vector<std::vector<std::vector<int>>> synced(static_cast<std::size_t>(P),
                                                     std::vector<std::vector<int>>(static_cast<std::size_t>(T)));
   for (int s = 0; s < P; ++s) {
+    const std::vector<double> buckets = D > 1 ? gradient_buckets(b, s) : std::vector<double>{};
     for (int t = 0; t < Tn; ++t) {
       std::vector<std::vector<int>> start;
       for (int d = 0; d < Dn; ++d)
         start.push_back({b.last[b.idx(d, s, t)]});
-      if (D > 1) {
-        const double bytes = b.stage_params[static_cast<std::size_t>(s)] / T * b.grad_elem;
-        const int buckets = std::max(1, static_cast<int>(std::ceil(bytes / cap)));
-        for (int k = 0; k < buckets; ++k)
-          dp_collective(b.cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, s, t,
-                        std::min(cap, bytes - cap * k), fmt::format("stage {} tp {} gradient bucket {}", s, t, k),
-                        TaskCategory::AllReduce, start);
-      }
+      for (std::size_t k = 0; k < buckets.size(); ++k)
+        dp_collective(b, b.cfg.distributed_optimizer ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce, s, t,
+                      buckets[k], fmt::format("stage {} tp {} gradient bucket {}", s, t, k), TaskCategory::AllReduce, start);
       for (int d = 0; d < Dn; ++d)
         synced[static_cast<std::size_t>(s)][static_cast<std::size_t>(t)].push_back(start[static_cast<std::size_t>(d)].front());
     }
@@ -86,29 +101,7 @@ void add_step_end(ParallelBuild& b, int it)
 {
   TaskGraph& g = b.plan.graph;
   const int D = b.D, P = b.P, T = b.T, Dn = b.Dn, Tn = b.Tn;
-  const double cap = b.cfg.bucket_cap_mb * kMiB;
-  // One collective of (stage s, tensor rank t)'s replicas, each replica d < Dn after start[d]; folded,
-  // every tensor rank's group of the stage at once.
-  const auto dp_collective = [&](CollectiveOp op, int s, int t, double bytes, const std::string& name, TaskCategory category,
-                                 std::vector<std::vector<int>>& start) {
-    const auto group_of = [&](int tensor_rank) {
-      std::vector<int> group;
-      for (int d = 0; d < D; ++d)
-        group.push_back(b.dev(d, s, tensor_rank));
-      return group;
-    };
-    if (b.fold) {
-      std::vector<ClockedComm> set;
-      for (int r = 0; r < T; ++r)
-        set.push_back({CollectiveCall{op, group_of(r), bytes, 0, name, category}});
-      start[0] = {b.folded->add(g, set, {{0, 0, b.dev(0, s, 0), start[0]}}, name, category)[0]};
-      return;
-    }
-    const auto done = add_collective(g, b.topology, CollectiveCall{op, group_of(t), bytes, 0, name, category}, start, b.collectives).done;
-    for (int d = 0; d < D; ++d)
-      start[static_cast<std::size_t>(d)] = {done[static_cast<std::size_t>(d)]};
-  };
-  auto synced = sync_gradients(b, dp_collective);
+  auto synced = sync_gradients(b);
   if (b.embedding_sync)
     sync_embedding(b, synced);
   std::vector<int> all;
@@ -128,10 +121,10 @@ void add_step_end(ParallelBuild& b, int it)
                                     : g.add_delay(b.dev(d, s, t), 0.0, name, TaskCategory::Optimizer, {after})});
       }
       if (D > 1 && b.cfg.distributed_optimizer) {
-        const double bytes = b.stage_params[static_cast<std::size_t>(s)] / T * b.param_elem;
-        const int buckets = std::max(1, static_cast<int>(std::ceil(bytes / cap)));
-        for (int k = 0; k < buckets; ++k)
-          dp_collective(CollectiveOp::AllGather, s, t, std::min(cap, bytes - cap * k),
+        // The gradients' buckets, each of its parameters' bytes (gradient_buckets).
+        const std::vector<double> buckets = gradient_buckets(b, s);
+        for (std::size_t k = 0; k < buckets.size(); ++k)
+          dp_collective(b, CollectiveOp::AllGather, s, t, buckets[k] * b.param_elem / b.grad_elem,
                         fmt::format("stage {} tp {} parameter bucket {}", s, t, k), TaskCategory::AllGather, start);
       }
       for (int d = 0; d < Dn; ++d) {
