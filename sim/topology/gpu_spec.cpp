@@ -3,7 +3,9 @@
 // 1935 GB/s A100 PCIe 80 GB, 3350 GB/s H100 SXM, 2000 GB/s H100 PCIe, 4800 GB/s H200; GDDR boards
 // from their whitepapers/datasheets) and SM count (architecture whitepapers: V100 80, A100 108,
 // H100 SXM5 132, H100 PCIe 114, H200 132 (same GH100 configuration as H100 SXM5), TU102 boards
-// 68 (RTX 2080 Ti) and 72 (TITAN RTX), AD102 RTX 4090 128, GA102 RTX A6000 84, GP102 Tesla P40 30).
+// 68 (RTX 2080 Ti) and 72 (TITAN RTX), AD102 RTX 4090 128, GA102 RTX A6000 84, GP102 Tesla P40 30;
+// B200 148: two dies of 74 enabled SMs each, Chips and Cheese, "Nvidia's B200: Keeping the CUDA
+// Juggernaut Rolling", 2025).
 //
 // Figures are NVIDIA's published dense (non-sparse) peaks at boost clock:
 //  - V100 SXM2/PCIe, A100 SXM4/PCIe, H100 SXM/PCIe, H200: the Tesla/data-center datasheets
@@ -13,6 +15,12 @@
 //  - RTX 4090: Ada architecture whitepaper (FP16/BF16 tensor with FP32 accumulate, dense).
 //  - RTX A6000: RTX A6000 datasheet (309.7 TFLOPS sparse tensor -> 154.8 dense).
 //  - P40: Tesla P40 datasheet (no tensor cores; FP16 math runs at FP32 rate in practice).
+//  - B200 (HGX / DGX B200, 1,000 W): NVIDIA's Blackwell datasheet, HGX B200 per GPU: FP32 80 TFLOPS,
+//    TF32 tensor 2.2 PFLOPS sparse (1.1 dense), FP16/BF16 4.5 sparse (2.25 dense); HBM3e 8 TB/s
+//    (DGX B200 datasheet: 64 TB/s for 8 GPUs); memory 180 GB (DGX B200 user guide: "8 x NVIDIA B200
+//    GPUs that provide 1,440 GB total GPU memory"), taken as 180e9 bytes as H200's 141 GB is 141e9;
+//    compute capability 10.0 (sm_100). The GB200 superchip's B200 runs at 1,200 W with higher
+//    peaks (2.5 PFLOPS BF16 dense): not this entry.
 // A zero entry means the GPU has no fast path for that precision; peak_flops() then falls back to
 // the FP32 rate (the work is done with FP32 math).
 #include "sim/topology/gpu_spec.hpp"
@@ -72,6 +80,7 @@ const std::vector<GpuEntry>& table()
       {make("H100-SXM-96GB", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 96 * GiB, 90, 2400 * G, 132), {"H100-96GB"}},
       {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90, 2000 * G, 114), {"H100-PCIe-80GB"}},
       {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90, 4800 * G, 132), {"H200-SXM"}},
+      {make("B200", 80 * T, 1100 * T, 2250 * T, 2250 * T, 180e9, 100, 8000 * G, 148), {"B200-SXM", "B200-SXM-180GB"}},
       {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75, 616 * G, 68), {"RTX2080Ti", "RTX-2080-Ti"}},
       {make("RTX-4090", 82.6 * T, 82.6 * T, 165.2 * T, 165.2 * T, 24 * GiB, 89, 1008 * G, 128), {"RTX4090"}},
       {make("RTX-A6000", 38.7 * T, 77.4 * T, 154.8 * T, 154.8 * T, 48 * GiB, 86, 768 * G, 84), {"A6000"}},

@@ -25,6 +25,15 @@ TEST_CASE("published peaks and memory")
   CHECK(gpu_spec("H100-SXM").peak_flops(Precision::Amp) == doctest::Approx(989.4e12));
   CHECK(gpu_spec("RTX-4090").memory_bytes == doctest::Approx(24.0 * (1 << 30)));
   CHECK(gpu_spec("RTX-2080Ti").compute_capability == 75);
+
+  const GpuSpec b200 = gpu_spec("B200-SXM");
+  CHECK(b200.name == "B200");
+  CHECK(b200.peak_flops(Precision::Bf16) == doctest::Approx(2250e12));
+  CHECK(b200.peak_flops(Precision::Tf32) == doctest::Approx(1100e12));
+  CHECK(b200.memory_bytes == doctest::Approx(180e9));
+  CHECK(b200.memory_bandwidth == doctest::Approx(8000e9));
+  CHECK(b200.compute_capability == 100);
+  CHECK(b200.sms == 148);
 }
 
 TEST_CASE("precisions without a fast path fall back to FP32")

@@ -64,7 +64,7 @@ std::vector<std::vector<std::string>> dgx1_matrix_from_validation_file()
 TEST_CASE("every preset builds and passes the checks, on one node and on three")
 {
   const auto names = topology_preset_names();
-  CHECK(names == std::vector<std::string>{"dgx-a100", "dgx1-v100", "dgx2-v100", "hgx-h100", "pcie-box"});
+  CHECK(names == std::vector<std::string>{"dgx-a100", "dgx-b200", "dgx1-v100", "dgx2-v100", "hgx-h100", "pcie-box"});
   for (const auto& name : names) {
     for (int nodes : {1, 3}) {
       CAPTURE(name);
@@ -146,6 +146,23 @@ TEST_CASE("hgx-h100 on 4 nodes: 32 GPUs, 32 NICs, rail-optimised leaves")
   CHECK_FALSE(route_crosses(t, "n0.gpu5", "n3.gpu5", "fabric.spine"));
   CHECK(t.route(dev(t, "n0.gpu5"), dev(t, "n3.gpu5")).size() == 6);
   CHECK(bisection_bandwidth(t) == doctest::Approx(16 * 50e9));
+}
+
+TEST_CASE("dgx-b200 on 2 nodes: NVLink5 through the NVSwitch, a 400 Gb/s rail per GPU")
+{
+  const Topology t = load_topology("dgx-b200", 2);
+  CHECK(t.gpu.name == "B200");
+  CHECK(t.gpus().size() == 16);
+  CHECK(path_type(t, t.gpus()[0], t.gpus()[7]) == "NV18");
+  CHECK(path_type(t, t.gpus()[0], t.gpus()[8]) == "NET");
+  CHECK(path_type(t, dev(t, "n0.gpu3"), dev(t, "n0.nic3")) == "PIX");
+  const auto inj = injection_bandwidth(t, 0);
+  CHECK(inj.nvlink == doctest::Approx(900e9));  // 18 x 50 GB/s per direction
+  CHECK(inj.network == doctest::Approx(50e9));
+  CHECK(route_crosses(t, "n0.gpu5", "n1.gpu5", "fabric.rail5"));
+  // NCCL's topology search counts a Blackwell (SM100) NVLink at 40.1 GB/s.
+  const Link& nvs = t.link(t.links_between(t.gpus()[0], t.device_index("n0.nvswitch")).at(0));
+  CHECK(nccl_link_bandwidth(t, nvs) == doctest::Approx(18 * 40.1e9));
 }
 
 TEST_CASE("dgx-a100 and dgx2-v100 on NVSwitch")
