@@ -125,10 +125,10 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 }
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
-                                           const ZeroOptions& opt, const std::vector<int>& ranks, double micro,
-                                           double input_bytes_per_sample, double largest_gathered)
+                                           const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
+                                           double micro, double input_bytes_per_sample, double largest_gathered)
 {
-  const double N = static_cast<double>(ranks.size());
+  const double N = static_cast<double>(partitions);
   const double params = static_cast<double>(model.params());
   MemoryContext ctx = memory_context(scenario, gpu);
   const Precision p = scenario.training.precision;

@@ -29,10 +29,11 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
                                            const GpuSpec& gpu, const FsdpOptions& opt, const std::vector<int>& ranks,
                                            int tensor, double micro, double input_bytes_per_sample);
 
-/// Per GPU of `ranks` (one replica each) under DeepSpeed ZeRO. `largest_gathered` is the parameters
-/// of the largest module fetched at once (stage 3).
+/// Per GPU of `ranks` (one replica each) under DeepSpeed ZeRO, its states partitioned over
+/// `partitions` ranks (every data-parallel rank, also when `ranks` holds only a folded plan's
+/// representative). `largest_gathered` is the parameters of the largest module fetched at once (stage 3).
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
-                                           const ZeroOptions& opt, const std::vector<int>& ranks, double micro,
-                                           double input_bytes_per_sample, double largest_gathered);
+                                           const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
+                                           double micro, double input_bytes_per_sample, double largest_gathered);
 
 }  // namespace dtsim

@@ -269,7 +269,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
   else
     jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
-  plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, micro, loader.input_bytes_per_sample,
+  plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0);
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
