@@ -105,7 +105,7 @@ std::string breakdown_section(const RunResult& r)
   out += stacked_bar(fmt::format("iteration {} = compute + exposed communication + waiting + input", ms(r.iteration_time_s)),
                      parts, {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac", svg::colour_of("input")},
                      "steady state, busiest GPU");
-  out += fmt::format("<p class=\"note\">Communication is in flight {} of the iteration; {} of it is hidden behind "
+  out += fmt::format("<p class=\"note\">The first GPU's communication is in flight {} of the iteration; {} of it is hidden behind "
                      "compute{}. Mean of {} simulated iterations after {} warm-up (spread {:.2f}%).</p>",
                      ms(r.comm_time_s), ms(std::max(0.0, r.comm_time_s - r.exposed_comm_time_s)),
                      r.nccl_slowdown_s > 0 ? fmt::format(", and that compute is {} longer for running beside the NCCL kernels",

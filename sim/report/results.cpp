@@ -30,9 +30,14 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
 
   std::vector<std::vector<Span>> transfers(static_cast<std::size_t>(iterations));
   const auto& tasks = plan.graph.tasks();
+  // The first GPU's communication, as compute is one GPU's: a folded plan simulates only its
+  // representatives, and the union over every GPU grows with the ranks' jitter.
+  const int first = plan.ranks.front();
   const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    return is_communication(t) && t.iteration >= plan.warmup_iterations && i > static_cast<std::size_t>(plan.setup_end);
+    const bool touches = t.kind == TaskKind::Transfer ? (t.src == first || t.dst == first) : t.device == first;
+    return is_communication(t) && touches && t.iteration >= plan.warmup_iterations &&
+           i > static_cast<std::size_t>(plan.setup_end);
   };
   std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale
   for (std::size_t i = 0; i < tasks.size(); ++i)
