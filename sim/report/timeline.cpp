@@ -92,9 +92,15 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
     const Span& s = spans[i];
-    if (s.end <= s.start || s.end <= tl.start_s || s.start >= t1 || t.category == TaskCategory::Marker || t.kind == TaskKind::Delay)
+    if (s.end <= s.start || s.end <= tl.start_s || s.start >= t1 || t.category == TaskCategory::Marker)
       continue;
     TimelineBlock b{std::max(s.start, tl.start_s) - tl.start_s, std::min(s.end, t1) - tl.start_s, t.category, t.name};
+    if (t.kind == TaskKind::Delay) {
+      // A folded or replayed plan's communication (is_communication): on its GPU's row, on no link.
+      if (is_communication(t) && shown_set.count(t.device))
+        comm[t.device].push_back(b);
+      continue;
+    }
     if (t.kind == TaskKind::Compute) {
       if (shown_set.count(t.device))
         compute[t.device].push_back(b);
