@@ -149,9 +149,14 @@ std::string timeline_section(const Timeline& tl)
   const double height = top + row_h * static_cast<double>(tl.rows.size()) + 30 + legend_h;
   const double width = label_w + plot_w + 20;
   std::string out = "<h2>Timeline of one iteration</h2>";
-  out += fmt::format("<p class=\"sub\">Iteration {} ({}), {} of {} GPUs shown (<code>--gpus-shown</code>), {} of {} busy "
-                     "link directions carrying their transfers. Hover a block for its tasks.</p>",
-                     tl.iteration, ms(tl.length_s), tl.gpus_shown, tl.gpus_total, tl.links_shown, tl.links_busy);
+  out += fmt::format("<p class=\"sub\">Iteration {} ({}), {} of {} GPUs shown (<code>--gpus-shown</code>){}, {} of {} busy "
+                     "link directions carrying their transfers.{} Hover a block for its tasks.</p>",
+                     tl.iteration, ms(tl.length_s), tl.gpus_shown, tl.gpus_total,
+                     tl.folded_from_gpus > 0 ? fmt::format(" standing for all {} (ranks folded)", tl.folded_from_gpus) : "",
+                     tl.links_shown, tl.links_busy,
+                     tl.timed_apart > 0 ? " Collectives timed on their own (folded or replayed) are drawn on their GPU's "
+                                          "row and on no link."
+                                        : "");
   out += fmt::format("<svg class=\"chart timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
                      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"timeline\">",
                      num(width), num(height));

@@ -83,6 +83,7 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   }
   const std::set<int> shown_set(shown.begin(), shown.end());
   tl.gpus_total = static_cast<int>(plan.ranks.size());
+  tl.folded_from_gpus = plan.folded_from_gpus;
   tl.gpus_shown = static_cast<int>(shown.size());
 
   std::map<int, std::vector<TimelineBlock>> compute, comm;
@@ -97,8 +98,10 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
     TimelineBlock b{std::max(s.start, tl.start_s) - tl.start_s, std::min(s.end, t1) - tl.start_s, t.category, t.name};
     if (t.kind == TaskKind::Delay) {
       // A folded or replayed plan's communication (is_communication): on its GPU's row, on no link.
-      if (is_communication(t) && shown_set.count(t.device))
+      if (is_communication(t) && shown_set.count(t.device)) {
         comm[t.device].push_back(b);
+        ++tl.timed_apart;
+      }
       continue;
     }
     if (t.kind == TaskKind::Compute) {
