@@ -1,5 +1,7 @@
 #include "sim/report/gpu_usage.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -50,7 +52,7 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
 std::vector<GpuMemoryRow> memory_rows(const Topology& topology, const Plan& plan)
 {
   std::vector<GpuMemoryRow> rows;
-  std::string last_name;
+  std::vector<int> merged;  // plan.memory entries per row
   for (const auto& m : plan.memory) {
     const std::string name = topology.device(m.device).name;
     const bool same = !rows.empty() && std::abs(rows.back().memory.total() - m.total()) < 1.0 &&
@@ -59,12 +61,19 @@ std::vector<GpuMemoryRow> memory_rows(const Topology& topology, const Plan& plan
                       rows.back().memory.peak_at == m.peak_at;
     if (same) {
       rows.back().devices = rows.back().devices.substr(0, rows.back().devices.find(" .. ")) + " .. " + name;
+      ++merged.back();
       continue;
     }
     // What must fit is the device memory the process uses: the allocator's segments and the CUDA context.
     const double used = std::max(m.total(), m.device_used);
     rows.push_back({name, m, plan.gpu_memory_bytes <= 0 || used <= plan.gpu_memory_bytes});
+    merged.push_back(1);
   }
+  // Folded: each simulated GPU stands for as many GPUs (folded_comms.hpp), which hold the same.
+  const auto simulated = static_cast<int>(plan.memory.size());
+  if (plan.folded_from_gpus > 0 && simulated > 0 && plan.folded_from_gpus % simulated == 0)
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      rows[r].devices += fmt::format(" (for {})", merged[r] * (plan.folded_from_gpus / simulated));
   return rows;
 }
 
