@@ -72,6 +72,12 @@ inline bool is_communication(const Task& t)
   return t.kind == TaskKind::Transfer || (t.kind == TaskKind::Delay && t.bytes > 0);
 }
 
+/// Whether task `t` runs on GPU `device`: a transfer it sends or receives, any other task its own.
+inline bool on_device(const Task& t, int device)
+{
+  return t.kind == TaskKind::Transfer ? (t.src == device || t.dst == device) : t.device == device;
+}
+
 /// The tasks one collective expanded into: ids [first, end), added one after the other, so that it
 /// can be recognised, simulated once on its own and replayed (collective_replay.hpp). done[i] is the
 /// task after which its rank i has the result; no task outside the range waits on another of it.

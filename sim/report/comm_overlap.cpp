@@ -38,9 +38,8 @@ std::vector<CommOverlap> comm_overlap_on(const Plan& plan, const std::vector<Spa
       continue;
     if (t.kind == TaskKind::Compute)
       continue;
-    const bool touches = t.kind == TaskKind::Transfer ? (t.src == device || t.dst == device) : t.device == device;
     const TaskCategory category = t.category;
-    if (touches && category != TaskCategory::Marker && category != TaskCategory::Optimizer &&
+    if (on_device(t, device) && category != TaskCategory::Marker && category != TaskCategory::Optimizer &&
         category != TaskCategory::None)
       comm[category].push_back(spans[i]);
   }

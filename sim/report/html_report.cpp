@@ -154,7 +154,7 @@ std::string timeline_section(const Timeline& tl)
                      tl.iteration, ms(tl.length_s), tl.gpus_shown, tl.gpus_total,
                      tl.folded_from_gpus > 0 ? fmt::format(" standing for all {} (ranks folded)", tl.folded_from_gpus) : "",
                      tl.links_shown, tl.links_busy,
-                     tl.timed_apart > 0 ? " The folded ranks' collectives, timed on their own, are drawn on their GPU's "
+                     tl.folded_from_gpus > 0 ? " The folded ranks' collectives, timed on their own, are drawn on their GPU's "
                                           "row and on no link."
                                         : "");
   out += fmt::format("<svg class=\"chart timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
@@ -198,12 +198,12 @@ std::string timeline_section(const Timeline& tl)
   return out;
 }
 
-/// `timed_apart`: the plan's ranks were folded: their collectives were timed on their own and put no
-/// bytes on these links.
-std::string links_section(const std::vector<LinkUse>& links, bool timed_apart)
+/// `folded`: the plan's ranks were folded: their collectives were timed on their own and put no bytes
+/// on these links.
+std::string links_section(const std::vector<LinkUse>& links, bool folded)
 {
   std::string out = "<h2>Link utilisation</h2>";
-  if (timed_apart)
+  if (folded)
     out += "<p class=\"note\">The folded ranks' collectives, timed on their own, are not counted here "
            "(<code>simulation.ranks</code> \"all\" simulates them on the links).</p>";
   if (links.empty())
@@ -472,7 +472,7 @@ std::string html_report(const HtmlReportInput& in)
     const Timeline tl = build_timeline(*in.run.topology, *in.run.plan, *in.run.spans, in.timeline);
     body += timeline_section(tl);
     body += links_section(link_utilisation(*in.run.topology, *in.run.plan, *in.run.spans, r->iteration_time_s),
-                          tl.timed_apart > 0);
+                          tl.folded_from_gpus > 0);
     body += per_gpu_section(*r);
     body += memory_section(*in.run.plan, *in.run.topology, r->gpu_memory_bytes);
   }

@@ -35,8 +35,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   const int first = plan.ranks.front();
   const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    const bool touches = t.kind == TaskKind::Transfer ? (t.src == first || t.dst == first) : t.device == first;
-    return is_communication(t) && touches && t.iteration >= plan.warmup_iterations &&
+    return is_communication(t) && on_device(t, first) && t.iteration >= plan.warmup_iterations &&
            i > static_cast<std::size_t>(plan.setup_end);
   };
   std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale

@@ -98,10 +98,8 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
     TimelineBlock b{std::max(s.start, tl.start_s) - tl.start_s, std::min(s.end, t1) - tl.start_s, t.category, t.name};
     if (t.kind == TaskKind::Delay) {
       // A folded plan's communication (is_communication), timed on its own: on its GPU's row, on no link.
-      if (is_communication(t) && shown_set.count(t.device)) {
+      if (is_communication(t) && shown_set.count(t.device))
         comm[t.device].push_back(b);
-        ++tl.timed_apart;
-      }
       continue;
     }
     if (t.kind == TaskKind::Compute) {

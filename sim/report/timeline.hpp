@@ -30,8 +30,7 @@ struct Timeline {
   double length_s = 0;
   std::vector<TimelineRow> rows;
   int gpus_total = 0, gpus_shown = 0, links_busy = 0, links_shown = 0;
-  int folded_from_gpus = 0;   ///< > 0: the plan's ranks were folded, its GPUs stand for this many
-  int timed_apart = 0;        ///< communications drawn that were timed on their own (folded ranks: on no link)
+  int folded_from_gpus = 0;   ///< > 0: the plan's ranks were folded (its collectives drawn on their GPU's row, on no link)
 };
 
 struct TimelineOptions {

@@ -112,6 +112,8 @@ void add_step_end(ParallelBuild& b, int it)
         : b.roofline     ? optimizer_seconds(shard, b.mem, b.half_weights, b.topology.gpu, b.half_weights ? kMegatronStepPassBytes : 0,
                                              roofline_memory_efficiency(b.scenario.training.compute))
                          : optimizer_seconds(shard, b.mem, b.half_weights, b.topology.gpu);
+    // The distributed optimizer gathers the parameters in the gradients' buckets, each of its parameters' bytes.
+    const std::vector<double> gathers = D > 1 && b.cfg.distributed_optimizer ? gradient_buckets(b, s) : std::vector<double>{};
     for (int t = 0; t < Tn; ++t) {
       std::vector<std::vector<int>> start;
       for (int d = 0; d < Dn; ++d) {
@@ -120,13 +122,9 @@ void add_step_end(ParallelBuild& b, int it)
         start.push_back({step_s > 0 ? g.add_compute(b.dev(d, s, t), step_s, name, TaskCategory::Optimizer, {after})
                                     : g.add_delay(b.dev(d, s, t), 0.0, name, TaskCategory::Optimizer, {after})});
       }
-      if (D > 1 && b.cfg.distributed_optimizer) {
-        // The gradients' buckets, each of its parameters' bytes (gradient_buckets).
-        const std::vector<double> buckets = gradient_buckets(b, s);
-        for (std::size_t k = 0; k < buckets.size(); ++k)
-          dp_collective(b, CollectiveOp::AllGather, s, t, buckets[k] * b.param_elem / b.grad_elem,
-                        fmt::format("stage {} tp {} parameter bucket {}", s, t, k), TaskCategory::AllGather, start);
-      }
+      for (std::size_t k = 0; k < gathers.size(); ++k)
+        dp_collective(b, CollectiveOp::AllGather, s, t, gathers[k] * b.param_elem / b.grad_elem,
+                      fmt::format("stage {} tp {} parameter bucket {}", s, t, k), TaskCategory::AllGather, start);
       for (int d = 0; d < Dn; ++d) {
         b.last[b.idx(d, s, t)] = start[static_cast<std::size_t>(d)].front();
         all.push_back(b.last[b.idx(d, s, t)]);
