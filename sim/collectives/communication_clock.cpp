@@ -60,16 +60,20 @@ int CommunicationClock::add(const std::vector<ClockedComm>& set)
       s.done.push_back(add_collective(graph_, topology_, c.call, after, options_).done);
     }
     done_all.insert(done_all.end(), s.done.back().begin(), s.done.back().end());
-    std::vector<double> sent(c.call.ranks.size(), 0.0);
+    std::vector<double> sent(c.call.ranks.size(), 0.0), received(c.call.ranks.size(), 0.0);
     for (int id = before; id < graph_.size(); ++id) {
       const Task& t = graph_[id];
-      if (t.kind != TaskKind::Transfer)
+      if (t.kind != TaskKind::Transfer || t.src == t.dst)
         continue;
-      for (std::size_t p = 0; p < c.call.ranks.size(); ++p)
+      for (std::size_t p = 0; p < c.call.ranks.size(); ++p) {
         if (c.call.ranks[p] == t.src)
           sent[p] += t.bytes;
+        if (c.call.ranks[p] == t.dst)
+          received[p] += t.bytes;
+      }
     }
     s.sent.push_back(std::move(sent));
+    s.received.push_back(std::move(received));
   }
   graph_.unmark_collectives_from(first);
   graph_.mark_collective(first, done_all);
@@ -110,6 +114,12 @@ double CommunicationClock::bytes_sent(int id, int item, int position) const
 {
   const Set& s = sets_.at(static_cast<std::size_t>(id));
   return s.sent.at(static_cast<std::size_t>(item)).at(static_cast<std::size_t>(position));
+}
+
+double CommunicationClock::bytes_received(int id, int item, int position) const
+{
+  const Set& s = sets_.at(static_cast<std::size_t>(id));
+  return s.received.at(static_cast<std::size_t>(item)).at(static_cast<std::size_t>(position));
 }
 
 }  // namespace dtsim

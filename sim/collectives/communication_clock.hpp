@@ -51,6 +51,8 @@ public:
   double seconds(int id, int item, int position);
   /// Bytes that rank sends in the set's run (the payloads of the transfers it is the source of).
   double bytes_sent(int id, int item, int position) const;
+  /// Bytes that rank receives in the set's run (the payloads of the transfers it is the destination of).
+  double bytes_received(int id, int item, int position) const;
 
   int sets() const { return static_cast<int>(sets_.size()); }
   /// Tasks of the distinct sets, and of those how many SimGrid ran (fewer where folded).
@@ -63,7 +65,8 @@ private:
     std::vector<std::vector<int>> done;  ///< per item and position: the task after which it has its result
     bool timed = false;
     std::vector<std::vector<double>> seconds;  ///< once timed
-    std::vector<std::vector<double>> sent;
+    std::vector<std::vector<double>> sent;      ///< per item and position: bytes that rank sends
+    std::vector<std::vector<double>> received;  ///< and receives
   };
   void time(Set& set);
 

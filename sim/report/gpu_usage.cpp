@@ -13,15 +13,21 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
 {
   std::vector<int> slot(topology.devices().size(), -1);  // per device: its row, or -1
   std::vector<GpuUsage> out;
+  const int stands_for = plan.folded_from_gpus > 0 && !plan.ranks.empty()
+                             ? plan.folded_from_gpus / static_cast<int>(plan.ranks.size())
+                             : 1;
   for (int dev : plan.ranks) {
     slot[static_cast<std::size_t>(dev)] = static_cast<int>(out.size());
     out.push_back({topology.device(dev).name});
+    out.back().stands_for = stands_for;
   }
   const auto row = [&slot](int device) { return device >= 0 ? slot[static_cast<std::size_t>(device)] : -1; };
   const int measured = static_cast<int>(plan.iteration_end.size()) - plan.warmup_iterations;
   if (measured <= 0)
     return out;
-  std::vector<std::vector<Span>> busy(out.size());
+  // Compute per row and measured iteration: a folded plan's row ran at its slowest image's pace
+  // (plan.folded_jitter); the GPUs it stands for are busy that time over the factor on average.
+  std::vector<std::vector<std::vector<Span>>> busy(out.size(), std::vector<std::vector<Span>>(static_cast<std::size_t>(measured)));
   const auto& tasks = plan.graph.tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
@@ -32,18 +38,24 @@ std::vector<GpuUsage> gpu_usage(const Topology& topology, const Plan& plan, cons
         out[static_cast<std::size_t>(k)].bytes_sent += t.bytes;
       if (const int k = row(t.dst); k >= 0)
         out[static_cast<std::size_t>(k)].bytes_received += t.bytes;
-    } else if (t.kind == TaskKind::Delay && t.bytes > 0) {  // a folded plan's communication: what its rank sends
+    } else if (is_communication(t)) {  // a folded plan's delay: what its rank sends, and who receives
       if (const int k = row(t.device); k >= 0)
         out[static_cast<std::size_t>(k)].bytes_sent += t.bytes;
+      if (const auto r = plan.folded_received.find(static_cast<int>(i)); r != plan.folded_received.end())
+        if (const int k = row(r->second.device); k >= 0)
+          out[static_cast<std::size_t>(k)].bytes_received += r->second.bytes;
     } else if (t.kind == TaskKind::Compute) {
-      if (const int k = row(t.device); k >= 0)
-        busy[static_cast<std::size_t>(k)].push_back(spans[i]);
+      if (const int k = row(t.device); k >= 0 && t.iteration < plan.warmup_iterations + measured)
+        busy[static_cast<std::size_t>(k)][static_cast<std::size_t>(t.iteration - plan.warmup_iterations)].push_back(spans[i]);
     }
   }
   for (std::size_t k = 0; k < out.size(); ++k) {
     out[k].bytes_sent /= measured;
     out[k].bytes_received /= measured;
-    out[k].busy_s = union_length(std::move(busy[k])) / measured;
+    for (std::size_t m = 0; m < busy[k].size(); ++m)
+      out[k].busy_s += union_length(std::move(busy[k][m])) /
+                       (plan.folded_jitter.empty() ? 1.0 : plan.folded_jitter[k][m + static_cast<std::size_t>(plan.warmup_iterations)]);
+    out[k].busy_s /= measured;
     out[k].idle_s = std::max(0.0, iteration_time_s - out[k].busy_s);
   }
   return out;

@@ -1,5 +1,6 @@
 // Per-GPU figures of the measured iterations: bytes each GPU sent and received, its busy (computing)
-// and idle time, and its memory; these show DataParallel's hub (GPU0) and a pipeline's bubble.
+// and idle time, and its memory; these show DataParallel's hub (GPU0) and a pipeline's bubble. A
+// folded plan's row stands for the GPUs its representative stands for.
 #pragma once
 
 #include "sim/plan/task_graph.hpp"
@@ -17,6 +18,9 @@ struct GpuUsage {
   double bytes_received = 0;
   double busy_s = 0;        ///< computing, per iteration
   double idle_s = 0;        ///< iteration time - busy
+  /// Folded plan: how many GPUs this simulated GPU stands for; its busy time is their mean (it ran
+  /// at the pace of the slowest of them). 1 otherwise.
+  int stands_for = 1;
 };
 
 struct GpuMemoryRow {

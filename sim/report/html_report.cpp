@@ -244,7 +244,8 @@ std::string per_gpu_section(const RunResult& r)
   const std::size_t shown = std::min<std::size_t>(r.per_gpu.size(), 16);
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& u = r.per_gpu[i];
-    out += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td></tr>", escape(u.device),
+    const std::string name = u.stands_for > 1 ? fmt::format("{} (for {})", u.device, u.stands_for) : u.device;
+    out += fmt::format("<tr><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{}</td><td>{}</td></tr>", escape(name),
                        u.bytes_sent / 1e6, u.bytes_received / 1e6, ms(u.busy_s), ms(u.idle_s));
   }
   out += "</table>";

@@ -73,13 +73,19 @@ std::string per_gpu_text(const RunResult& r)
 {
   if (r.per_gpu.empty())
     return "";
-  std::string out = "Per GPU, one iteration\n";
-  out += fmt::format("  {:<12} {:>12} {:>12} {:>11} {:>11} {:>7}\n", "GPU", "sent MB", "received MB", "busy ms",
-                     "idle ms", "idle %");
+  const auto label = [](const GpuUsage& u) {
+    return u.stands_for > 1 ? fmt::format("{} (for {})", u.device, u.stands_for) : u.device;
+  };
   const std::size_t shown = r.per_gpu.size() <= 16 ? r.per_gpu.size() : 8;
+  std::size_t width = 12;
+  for (std::size_t i = 0; i < shown; ++i)
+    width = std::max(width, label(r.per_gpu[i]).size());
+  std::string out = "Per GPU, one iteration\n";
+  out += fmt::format("  {:<{}} {:>12} {:>12} {:>11} {:>11} {:>7}\n", "GPU", width, "sent MB", "received MB", "busy ms",
+                     "idle ms", "idle %");
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& u = r.per_gpu[i];
-    out += fmt::format("  {:<12} {:>12.2f} {:>12.2f} {:>11.3f} {:>11.3f} {:>6.1f}%\n", u.device, u.bytes_sent / 1e6,
+    out += fmt::format("  {:<{}} {:>12.2f} {:>12.2f} {:>11.3f} {:>11.3f} {:>6.1f}%\n", label(u), width, u.bytes_sent / 1e6,
                        u.bytes_received / 1e6, u.busy_s * 1e3, u.idle_s * 1e3,
                        100 * u.idle_s / r.iteration_time_s);
   }
@@ -144,7 +150,7 @@ nlohmann::json per_gpu_json(const RunResult& r)
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& u : r.per_gpu)
     rows.push_back({{"gpu", u.device}, {"bytes_sent", u.bytes_sent}, {"bytes_received", u.bytes_received},
-                    {"busy_s", u.busy_s}, {"idle_s", u.idle_s}});
+                    {"busy_s", u.busy_s}, {"idle_s", u.idle_s}, {"stands_for", u.stands_for}});
   return rows;
 }
 

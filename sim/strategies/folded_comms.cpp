@@ -36,11 +36,24 @@ std::vector<int> FoldedComms::add(TaskGraph& graph, const std::vector<ClockedCom
   return out;
 }
 
-void FoldedComms::finish(TaskGraph& graph)
+int FoldedComms::add_send(TaskGraph& graph, const std::vector<ClockedComm>& set, const Member& sender, int receiver_device,
+                          const std::string& name, TaskCategory category)
+{
+  const int task = add(graph, set, {sender}, name, category).front();
+  pending_.back().receiver_device = receiver_device;
+  return task;
+}
+
+void FoldedComms::finish(Plan& plan)
 {
   for (const Pending& p : pending_) {
-    graph[p.task].seconds = clock_.seconds(p.set, p.item, p.position);
-    graph[p.task].bytes = clock_.bytes_sent(p.set, p.item, p.position);
+    Task& t = plan.graph[p.task];
+    t.seconds = clock_.seconds(p.set, p.item, p.position);
+    t.bytes = clock_.bytes_sent(p.set, p.item, p.position);
+    const bool send = p.receiver_device >= 0;
+    const double received = clock_.bytes_received(p.set, p.item, send ? 1 : p.position);
+    if (received > 0)
+      plan.folded_received.emplace(p.task, FoldedReceive{send ? p.receiver_device : t.device, received});
   }
 }
 
@@ -51,7 +64,7 @@ std::pair<std::string, std::string> finish_one_representative(Plan& plan, Folded
   for (int r = 0; r < n; ++r)
     everyone[static_cast<std::size_t>(r)] = r;
   std::string jitter_note = apply_folded_step_jitter(plan.graph, {plan.ranks[0]}, {everyone}, jitter, n, plan.folded_jitter);
-  comms.finish(plan.graph);
+  comms.finish(plan);
   plan.ranks = {plan.ranks[0]};
   plan.folded_from_gpus = n;
   return {std::move(jitter_note), folded_note(comms, n, 1, fmt::format("all {} ranks", n))};

@@ -3,7 +3,7 @@
 // part, a delay of that rank's time in an isolated flow-level run of the communication and the
 // images of it that run beside it; representatives of one communication first wait for each other
 // (a gate: the collective starts when its last rank has joined). The delays carry the bytes their
-// rank sends, so that reports count them as communication.
+// rank sends, so that reports count them as communication, and the plan the bytes it receives.
 #pragma once
 
 #include "sim/collectives/communication_clock.hpp"
@@ -33,8 +33,14 @@ public:
   /// the task after which it has its result. Durations are set by finish().
   std::vector<int> add(TaskGraph& graph, const std::vector<ClockedComm>& set, const std::vector<Member>& members,
                        const std::string& name, TaskCategory category);
-  /// Sets every delay added so far to its time (waits for the isolated runs).
-  void finish(TaskGraph& graph);
+  /// Adds `set` whose item 0 is a point-to-point send (plain transfer) from `sender` (its position
+  /// 0) to the representative on `receiver_device` (its position 1), which waits for the returned task
+  /// (on the sender's device) rather than on one of its own: the bytes it receives are its own.
+  int add_send(TaskGraph& graph, const std::vector<ClockedComm>& set, const Member& sender, int receiver_device,
+               const std::string& name, TaskCategory category);
+  /// Sets every delay added so far in plan.graph to its time (waits for the isolated runs) and
+  /// bytes sent, and records the bytes its rank receives in plan.folded_bytes_received.
+  void finish(Plan& plan);
 
   int sets() const { return clock_.sets(); }
   long long delays() const { return static_cast<long long>(pending_.size()); }
@@ -44,6 +50,7 @@ public:
 private:
   struct Pending {
     int task, set, item, position;
+    int receiver_device = -1;  ///< add_send: the receiving representative (position 1 of the item)
   };
   CommunicationClock clock_;
   std::vector<Pending> pending_;

@@ -114,7 +114,7 @@ void add_jitter_and_fold(ParallelBuild& b)
     images[static_cast<std::size_t>(stage_of_rank[r])].push_back(static_cast<int>(r));
   const int all_gpus = static_cast<int>(plan.ranks.size());
   plan.notes.push_back(apply_folded_step_jitter(plan.graph, plan.stage_devices, images, jitter, all_gpus, plan.folded_jitter));
-  b.folded->finish(plan.graph);
+  b.folded->finish(plan);
   plan.ranks = plan.stage_devices;
   plan.folded_from_gpus = all_gpus;
   plan.notes.push_back(

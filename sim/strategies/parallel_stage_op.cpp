@@ -119,7 +119,7 @@ void add_stage_op(ParallelBuild& b, int d, int s, const ChunkOp& op, ReplicaFlow
       for (int t = 0; t < T; ++t)
         set.push_back({CollectiveCall{CollectiveOp::SendRecv, {b.dev(r, s, t), b.dev(r, b.stage_of(to_vs), t)}, bytes, 0, name, category},
                        true});
-    return b.folded->add(g, set, {{0, 0, b.dev(0, s, 0), {end[0]}}}, name, category)[0];
+    return b.folded->add_send(g, set, {0, 0, b.dev(0, s, 0), {end[0]}}, b.dev(0, b.stage_of(to_vs), 0), name, category);
   };
   if (fold) {
     b.last[b.idx(0, s, 0)] = end[0];

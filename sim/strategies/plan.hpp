@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace dtsim {
@@ -49,6 +50,12 @@ struct MemoryPoint {
   double other = 0;         ///< input/output and workspaces
 };
 
+/// Bytes a representative of a folded plan receives in a communication (Plan::folded_received).
+struct FoldedReceive {
+  int device = -1;
+  double bytes = 0;
+};
+
 struct Plan {
   TaskGraph graph;
   std::vector<int> ranks;               ///< device indices of the GPUs used
@@ -78,6 +85,10 @@ struct Plan {
   /// of the slowest rank it stands for; their mean is 1), so that the report can tell the
   /// stragglers' wait from communication.
   std::vector<std::vector<double>> folded_jitter;
+  /// Folded: per delay standing for a communication (its `bytes` are what its own rank sends), the
+  /// representative that receives in it (its own rank, or a point-to-point send's destination) and
+  /// how many bytes, where any.
+  std::unordered_map<int, FoldedReceive> folded_received;
 };
 
 }  // namespace dtsim
