@@ -59,7 +59,10 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
     const Task& t = tasks[i];
     if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
       continue;
-    const bool transfer = is_communication(t);  // a transfer, or a folded plan's delay standing for one
+    // A transfer, a folded plan's delay standing for one, or a collective's start-up on its rank (NCCL's
+    // launch and per-hop latency, a delay in the collective's category: sim/collectives/collective.cpp),
+    // when the rank is in that communication rather than waiting.
+    const bool transfer = is_communication(t) || (t.kind == TaskKind::Delay && t.seconds > 0);
     const int device = t.kind == TaskKind::Transfer ? t.src : t.device;
     if (device < 0 || (t.kind == TaskKind::Transfer && t.src == t.dst))
       continue;

@@ -17,6 +17,8 @@ struct StageUsage {
   int stage = 0;
   std::string device;         ///< the GPU read, e.g. "n0.gpu0"
   double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;
+  /// Communication columns: a collective's transfers from this GPU and its NCCL start-up on it (or a
+  /// folded plan's delay standing for both).
   double tensor_parallel_s = 0;  ///< its tensor-parallel collectives in flight, outside its compute
   double pipeline_s = 0;         ///< its activation / gradient sends to the next or previous stage in flight, outside the above
   double data_parallel_s = 0;    ///< gradient and parameter collectives (and the embedding's) in flight, outside the above

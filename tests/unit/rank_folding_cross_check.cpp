@@ -7,8 +7,8 @@
 // collectives on one node's NVLink, 0.3% here): the iteration within 2%. With jitter the folded
 // run gives each representative its slowest image's pace: within 1% of the full run (0.3% here).
 // Measured when written: the Megatron and FSDP runs without tensor-parallel sharing agree to 6 digits.
-// The peak memory per GPU is the same either way, and so are the bytes the first GPU sends and
-// receives.
+// The per-stage parts agree alike; the peak memory per GPU is the same either way, and so are the
+// bytes the first GPU sends and receives.
 #include "sim/predict/predict.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -63,7 +63,7 @@ bool folded(const Prediction& p)
          std::any_of(p.plan.notes.begin(), p.plan.notes.end(), [](const std::string& n) { return n.rfind("ranks folded", 0) == 0; });
 }
 
-void check(const nlohmann::json& doc, double within)
+void check(const nlohmann::json& doc, double within, double stage_within = 0.03)
 {
   const Prediction all = run(doc, "all");
   const Prediction rep = run(doc, "representatives");
@@ -77,6 +77,18 @@ void check(const nlohmann::json& doc, double within)
   CHECK(std::abs(rep.result.exposed_comm_time_s - all.result.exposed_comm_time_s) <= within * a);
   CHECK(rep.plan.ranks.size() < all.plan.ranks.size());
   CHECK(rep.result.comm_time_s > 0);
+  // Per pipeline stage, the same parts within `stage_within` of the iteration (a collective's NCCL
+  // start-up counts as its communication on each GPU; the full run once showed 5.2 of the
+  // tensor-parallel 11.8 ms, 19% of the iteration, and put the rest under waiting). With jitter the
+  // representative computes at its slowest image's pace, so it waits less than the full run's GPU.
+  REQUIRE(rep.result.stages.size() == all.result.stages.size());
+  for (std::size_t s = 0; s < all.result.stages.size(); ++s) {
+    const auto& x = all.result.stages[s];
+    const auto& y = rep.result.stages[s];
+    CHECK(std::abs(y.tensor_parallel_s - x.tensor_parallel_s) <= stage_within * a);
+    CHECK(std::abs(y.data_parallel_s - x.data_parallel_s) <= stage_within * a);
+    CHECK(std::abs(y.waiting_s - x.waiting_s) <= stage_within * a);
+  }
   // Memory: the representatives hold what the ranks they stand for hold (sharded states stay
   // partitioned over every rank: ZeRO's once came out whole, a 64-GPU Llama 3 8B ZeRO-3 peak of 187 GiB).
   const auto peak = [](const Plan& p) {
@@ -102,7 +114,7 @@ TEST_CASE("a folded Megatron 3-D run keeps the full run's iteration time")
   check(hybrid(false, false, 0), 0.02);
   check(hybrid(true, true, 0), 0.02);
   check(hybrid(false, false, 0, 2), 0.02);  // interleaved 1F1B
-  check(hybrid(false, false, 0.015), 0.01);
+  check(hybrid(false, false, 0.015), 0.01, 0.05);
 }
 
 TEST_CASE("a folded FSDP run keeps the full run's iteration time")
