@@ -72,6 +72,15 @@ inline bool is_communication(const Task& t)
   return t.kind == TaskKind::Transfer || (t.kind == TaskKind::Delay && t.bytes > 0);
 }
 
+/// Whether a task is a collective's start-up on one of its ranks (NCCL's launch and per-hop latency:
+/// a delay in the collective's category, one of the communication categories from Scatter on;
+/// sim/collectives/collective.cpp): that rank is in the communication, though no transfer of it is
+/// in flight yet.
+inline bool is_collective_startup(const Task& t)
+{
+  return t.kind == TaskKind::Delay && t.bytes == 0 && t.seconds > 0 && t.category >= TaskCategory::Scatter;
+}
+
 /// Whether task `t` runs on GPU `device`: a transfer it sends or receives, any other task its own.
 inline bool on_device(const Task& t, int device)
 {

@@ -31,11 +31,12 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   std::vector<std::vector<Span>> transfers(static_cast<std::size_t>(iterations));
   const auto& tasks = plan.graph.tasks();
   // The first GPU's communication, as compute is one GPU's: a folded plan simulates only its
-  // representatives, and the union over every GPU grows with the ranks' jitter.
+  // representatives, and the union over every GPU grows with the ranks' jitter. Its collectives'
+  // start-ups count, as a folded plan's delays (each a whole collective) hold them.
   const int first = plan.ranks.front();
   const auto counted = [&](std::size_t i) {
     const Task& t = tasks[i];
-    return is_communication(t) && on_device(t, first) && t.iteration >= plan.warmup_iterations &&
+    return (is_communication(t) || is_collective_startup(t)) && on_device(t, first) && t.iteration >= plan.warmup_iterations &&
            i > static_cast<std::size_t>(plan.setup_end);
   };
   std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale

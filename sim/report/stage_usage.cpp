@@ -62,7 +62,7 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
     // A transfer, a folded plan's delay standing for one, or a collective's start-up on its rank (NCCL's
     // launch and per-hop latency, a delay in the collective's category: sim/collectives/collective.cpp),
     // when the rank is in that communication rather than waiting.
-    const bool transfer = is_communication(t) || (t.kind == TaskKind::Delay && t.seconds > 0);
+    const bool transfer = is_communication(t) || is_collective_startup(t);
     const int device = t.kind == TaskKind::Transfer ? t.src : t.device;
     if (device < 0 || (t.kind == TaskKind::Transfer && t.src == t.dst))
       continue;

@@ -80,7 +80,7 @@ std::string text_report(const RunResult& r)
   if (r.nccl_slowdown_s > 0)
     line(fmt::format("    slowed beside NCCL     {:>12.6f} s   (part of compute: kernels sharing SMs and HBM with NCCL's collectives)",
                      r.nccl_slowdown_s));
-  line(fmt::format("  communication            {:>12.6f} s   (time with a transfer of the first GPU in flight)", r.comm_time_s));
+  line(fmt::format("  communication            {:>12.6f} s   (time the first GPU has a collective or transfer under way)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
   for (const auto& c : r.comm_overlap)
