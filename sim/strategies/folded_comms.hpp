@@ -39,7 +39,7 @@ public:
   int add_send(TaskGraph& graph, const std::vector<ClockedComm>& set, const Member& sender, int receiver_device,
                const std::string& name, TaskCategory category);
   /// Sets every delay added so far in plan.graph to its time (waits for the isolated runs) and
-  /// bytes sent, and records the bytes its rank receives in plan.folded_bytes_received.
+  /// bytes sent, and records who receives how many bytes in plan.folded_received.
   void finish(Plan& plan);
 
   int sets() const { return clock_.sets(); }
