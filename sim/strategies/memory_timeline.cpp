@@ -164,7 +164,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   base.optimizer = params * r.optimizer_bytes * req.share.optimizer;
   base.io = req.io_bytes;
   base.workspace = ctx.workspace_bytes + req.extra_bytes;
-  base.grads = req.grad_buckets_bytes;
+  base.grads = req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes;
   const double all_grads = params * r.grad_bytes * req.share.grads;
   if (req.grads_persist)
     base.grads += all_grads;
@@ -184,6 +184,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   };
 
   GpuMemory cur = base;
+  const double backward_buckets = req.buckets_in_backward_only ? req.grad_buckets_bytes : 0;
   for (std::size_t k = 0; k < n; ++k) {
     const LayerPass& l = pass.layers[k];
     cur.activations += made[k] * micro;
@@ -197,17 +198,28 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     now.activations += pass.loss_fwd_transient * micro;
     consider(now, 1, req.last - 1);
     cur.activations += pass.loss_saved * micro;
+    cur.grads += backward_buckets;
     now = cur;
     now.activations += pass.loss_bwd_transient * micro;
     consider(now, 2, req.last - 1);
     cur.activations -= pass.loss_saved * micro;
   }
+  if (!pass.has_loss)
+    cur.grads += backward_buckets;
+  const bool grads_whole = !req.grads_persist && req.grads_whole_after_params >= 0;
+  double produced = 0;  // parameters whose gradients backward has produced so far
+  bool grads_allocated = false;
   for (std::size_t k = n; k-- > 0;) {
     const LayerPass& l = pass.layers[k];
     const int b = block_of[k];
     if (b >= 0 && req.first + k + 1 == blocks[static_cast<std::size_t>(b)].second)
       cur.activations += block_saved[static_cast<std::size_t>(b)] * micro;  // recomputed forward of the layer
-    const double grads = req.grads_persist ? 0 : l.param_elems * r.grad_bytes * req.share.grads;
+    if (grads_whole && !grads_allocated && produced > req.grads_whole_after_params) {
+      cur.grads += all_grads;
+      grads_allocated = true;
+    }
+    produced += l.param_elems;
+    const double grads = req.grads_persist || grads_whole ? 0 : l.param_elems * r.grad_bytes * req.share.grads;
     GpuMemory now = cur;
     now.grads += grads;
     // The layer's weight gradients come out in the compute dtype and are cast to the fp32 .grad
@@ -228,6 +240,12 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     GpuMemory now = cur;
     now.activations = 0;  // every micro-batch's backward has run
     now.grads = base.grads + (req.grads_persist ? 0 : all_grads);
+    if (req.step_cast_bytes > 0) {
+      GpuMemory cast = now;
+      cast.grads += req.step_cast_bytes + req.step_grad_bytes;
+      consider(cast, 4, req.last - 1);
+    }
+    now.grads += req.step_grad_bytes;
     double largest = 0;
     for (std::size_t i = req.first; i < req.last; ++i)
       for (const auto t : model.layers[i].param_tensors)

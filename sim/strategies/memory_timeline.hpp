@@ -55,15 +55,25 @@ struct StageMemoryRequest {
   double micro_batch = 1;            ///< samples per micro-batch (per forward)
   double micro_batches_held = 1;     ///< micro-batches whose activations are alive at once (1F1B: min(p - s, m) on stage s)
   bool grads_persist = false;        ///< gradients live from the iteration's start (accumulation over micro-batches)
+  /// Without grads_persist: >= 0 allocates the gradients whole (all of them, at their share) once
+  /// backward has produced the gradients of more than this many parameters (DeepSpeed ZeRO-2's flat
+  /// partition, made at its first bucket reduction); < 0 allocates them layer by layer as produced.
+  double grads_whole_after_params = -1;
+  /// The optimizer step's gradient copies (DeepSpeed ZeRO: the step flattens the partition's
+  /// half-precision gradients and casts them to the fp32 copy the optimizer reads): `step_cast_bytes`
+  /// alive only while cast, `step_grad_bytes` through the step.
+  double step_cast_bytes = 0;
+  double step_grad_bytes = 0;
   double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
   double grad_buckets_bytes = 0;     ///< DDP's flat bucket copies of the gradients (allocated once, kept)
+  bool buckets_in_backward_only = false;  ///< the buckets exist from backward's start to its end (DeepSpeed's IPG buffers)
   double io_bytes = 0;               ///< the input batch and other buffers outside autograd
 };
 
 /// The peak of allocated bytes over one iteration, what holds it (GpuMemory's terms, summing to it),
 /// when it happens, the reserved bytes and the device memory in use.
 /// `curve`, when given, receives every moment the walk looks at, in order (forward per layer, the
-/// loss, backward per layer, the optimizer step).
+/// loss, backward per layer, the optimizer step: its gradient cast first when there is one).
 GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
                      std::vector<MemoryPoint>* curve = nullptr);
 

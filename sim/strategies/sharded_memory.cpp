@@ -10,6 +10,10 @@ namespace dtsim {
 
 namespace {
 
+/// DeepSpeed ZeRO-3's optimizer sub-group: the fp32 gradient copy the step makes at once
+/// (deepspeed/runtime/zero/config.py, sub_group_size default pp_int(1e9)).
+constexpr double kZeroSubGroupElems = 1e9;
+
 /// The same memory on each of `ranks` (every rank of a sharded scheme holds the same).
 std::vector<GpuMemory> on_each(GpuMemory m, const std::vector<int>& ranks)
 {
@@ -126,7 +130,8 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
                                            const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
-                                           double micro, double input_bytes_per_sample, double largest_gathered)
+                                           double micro, double input_bytes_per_sample, double largest_gathered,
+                                           std::vector<MemoryPoint>* curve)
 {
   const double N = static_cast<double>(partitions);
   const double params = static_cast<double>(model.params());
@@ -145,26 +150,41 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   req.io_bytes = input_bytes_per_sample * micro;
   req.share = {1, 1, 1 / N};
   const double bucket = std::min(params, opt.reduce_bucket_elems) * model_bytes;  // DeepSpeed's IPG buffer
+  // The gradients DeepSpeed keeps are in the module's dtype (stage_1_and_2.py: grads_in_partition of
+  // self.dtype; stage3.py: grad_partitions_flat_buffer of gradient_accumulation_dtype, which
+  // engine.py get_data_types makes the model's dtype under ZeRO unless data_types.grad_accum_dtype
+  // is set). The step then flattens each parameter group's partition and casts it to the fp32 copy
+  // the optimizer reads (step(): flatten(averaged_gradients[i]).to(fp32); stage 3 per sub-group of
+  // at most sub_group_size = 1e9 elements, config.py), freed after the group's step. DeepSpeed's own
+  // estimator counts the same 2 + 4 bytes of gradients per partitioned parameter (18/N above).
+  const double step_group = opt.stage == 3 ? std::min(params / N, kZeroSubGroupElems) : params / N;
+  req.step_cast_bytes = half ? step_group * model_bytes : 0;  // an fp32 model's flat copy is the one the step reads
+  req.step_grad_bytes = step_group * 4;
+  ctx.rules.grad_bytes = model_bytes;
+  // The IPG buffers (contiguous_gradients, default true): one bucket of gradients, two with
+  // overlap_comm, allocated by the optimizer's backward() and released at the end of backward
+  // (_release_ipg_buffers), at stages 1 and 2.
+  req.grad_buckets_bytes = bucket * (opt.overlap_comm ? 2 : 1);
+  req.buckets_in_backward_only = opt.stage < 3;
   switch (opt.stage) {
-    case 1:  // the full half-precision gradients, and the fp32 gradient partition the step reads
-      ctx.rules.grad_bytes = model_bytes;
-      req.extra_bytes = half ? params / N * 4 : 0;
+    case 1:  // the full gradients, as autograd produces them; reduced at the accumulation boundary only
+      req.grads_persist = scenario.training.batch.accumulation > 1;
       break;
-    case 2:  // a bucket (two with overlap_comm) of full gradients, the fp32 partition kept
-      ctx.rules.grad_bytes = 4;
+    case 2:  // the flat partition of the gradients
       req.share.grads = 1 / N;
-      req.grads_persist = true;
-      req.grad_buckets_bytes = bucket * (opt.overlap_comm ? 2 : 1);
+      // Made at the first bucket's reduction (copy_grads_in_partition), kept across micro-steps by
+      // the .grad views into it, freed by the step.
+      req.grads_persist = scenario.training.batch.accumulation > 1;
+      req.grads_whole_after_params = std::min(params, opt.reduce_bucket_elems);
       break;
-    default:  // partitioned weights, plus the module fetched and the prefetch window
-      ctx.rules.grad_bytes = 4;
+    default:  // partitioned weights and gradients (allocated at init), the module fetched and the prefetch window
       req.share = {1 / N, 1 / N, 1 / N};
       req.grads_persist = true;
-      req.grad_buckets_bytes = bucket;
+      req.grad_buckets_bytes = bucket;  // stage3.py's __ipg_bucket_flat_buffer, made at init
       req.extra_bytes = (largest_gathered + opt.prefetch_bucket_elems) * model_bytes;
       break;
   }
-  return on_each(gpu_memory(model, ctx, req), ranks);
+  return on_each(gpu_memory(model, ctx, req, curve), ranks);
 }
 
 }  // namespace dtsim

@@ -8,9 +8,9 @@
 // the root for the whole iteration, and at most two other units at a time under the rate limiter
 // (every unit until its backward when parameters stay after forward). The unit being reduced holds
 // its unsharded gradient. DeepSpeed keeps the module's half-precision weights (partitioned at
-// stage 3, with the fetched modules and the prefetch window), its gradients (stage 1) or a bucket
-// and the fp32 gradient partition (stages 2, 3), and the fp32 master weights with the optimizer
-// states on 1/N.
+// stage 3, with the fetched modules and the prefetch window), its half-precision gradients (stage
+// 1) or a bucket and their partition (stages 2, 3), the fp32 copy of the partition's gradients its
+// step makes, and the fp32 master weights with the optimizer states on 1/N.
 #pragma once
 
 #include "sim/model/model.hpp"
@@ -32,8 +32,10 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 /// Per GPU of `ranks` (one replica each) under DeepSpeed ZeRO, its states partitioned over
 /// `partitions` ranks (every data-parallel rank, also when `ranks` holds only a folded plan's
 /// representative). `largest_gathered` is the parameters of the largest module fetched at once (stage 3).
+/// `curve`, when given, receives the iteration's memory moments (gpu_memory's curve).
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
                                            const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
-                                           double micro, double input_bytes_per_sample, double largest_gathered);
+                                           double micro, double input_bytes_per_sample, double largest_gathered,
+                                           std::vector<MemoryPoint>* curve = nullptr);
 
 }  // namespace dtsim

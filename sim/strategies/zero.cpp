@@ -270,7 +270,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   else
     jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? largest : 0);
+                                    opt.stage == 3 ? largest : 0, &plan.memory_curve);
+  plan.memory_curve_device = plan.ranks.front();
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
   if (opt.stage < 3)

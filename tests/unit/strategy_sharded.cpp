@@ -293,6 +293,47 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   CHECK(z3.memory.front().total() < z2.memory.front().total());
 }
 
+TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient partition, IPG buckets in backward, fp32 copy at the step")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const double bucket = 1e7 * 2;  // reduce_bucket_size elements in bf16
+  const auto plan_of = [](int stage, int accumulation) {
+    nlohmann::json doc = gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7}}, 8);
+    doc["training"]["global_batch"] = 8 * 4 * accumulation;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  const auto at = [](const Plan& p, const std::string& prefix) {
+    for (const auto& m : p.memory_curve)
+      if (m.at.rfind(prefix, 0) == 0)
+        return m;
+    FAIL("no moment " << prefix);
+    return MemoryPoint{};
+  };
+  // Stage 2 (stage_1_and_2.py): nothing in forward; the IPG bucket from backward's start; the flat
+  // partition of bf16 gradients (grads_in_partition) from its first reduction; at the step the
+  // flattened partition cast to the fp32 copy the optimizer reads, the buckets released.
+  const Plan z2 = plan_of(2, 1);
+  REQUIRE(z2.memory_curve.size() > 4);
+  CHECK(z2.memory_curve.front().grads == 0);
+  CHECK(at(z2, "the loss's backward").grads == doctest::Approx(bucket));
+  const MemoryPoint& cast = z2.memory_curve[z2.memory_curve.size() - 2];
+  const MemoryPoint& step = z2.memory_curve.back();
+  CHECK(cast.at == "the optimizer step");
+  CHECK(cast.grads == doctest::Approx(P / 8 * (2 + 2 + 4)));
+  CHECK(step.grads == doctest::Approx(P / 8 * (2 + 4)));
+  CHECK(z2.memory_curve[z2.memory_curve.size() - 3].grads == doctest::Approx(P / 8 * 2 + bucket));  // backward's last layer
+  // Accumulating, the partition stays from one micro-step to the next (the .grad views into it).
+  CHECK(plan_of(2, 2).memory_curve.front().grads == doctest::Approx(P / 8 * 2));
+  // Stage 1 reduces at the accumulation boundary only (engine.py allreduce_gradients): the full bf16
+  // gradients stay between micro-steps.
+  CHECK(plan_of(1, 1).memory_curve.front().grads == 0);
+  CHECK(plan_of(1, 2).memory_curve.front().grads == doctest::Approx(P * 2));
+  // Stage 3 (stage3.py): the bf16 gradient partition and the IPG bucket are made at init and kept.
+  const Plan z3 = plan_of(3, 1);
+  CHECK(z3.memory_curve.front().grads == doctest::Approx(P / 8 * 2 + bucket));
+  CHECK(z3.memory_curve.back().grads == doctest::Approx(P / 8 * (2 + 4) + bucket));
+}
+
 TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
 {
   const auto error_of = [](const nlohmann::json& strategy, int gpus) {
