@@ -161,8 +161,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   const double memory_bound = memory_bound_share(model, topology.gpu, scenario.training.precision, batch);
   int nccl_channels = 0;  // most channels (CTAs) a bucket's AllReduce runs on
 
-  plan.single_gpu_iteration_s = times.step() * opt.gradient_accumulation;
-  plan.compute_per_iteration_s = plan.single_gpu_iteration_s + copies.total_s();
+  plan.single_gpu_iteration_s = times.step();
+  plan.compute_per_iteration_s = times.step() * opt.gradient_accumulation + copies.total_s();
   plan.samples_per_iteration = batch * static_cast<double>(n) * opt.gradient_accumulation;
   if (sync_buffers)
     plan.comm_per_iteration.push_back({"buffers", "broadcast", buffer_bytes});

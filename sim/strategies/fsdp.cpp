@@ -321,7 +321,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
   plan.single_gpu_iteration_s =
-      (T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step()) * M;
+      T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step();
   plan.samples_per_iteration = micro * D * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
   plan.notes.push_back(loader.describe() + " (one DataLoader per process)");

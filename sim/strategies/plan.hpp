@@ -63,7 +63,7 @@ struct Plan {
   int setup_end = -1;                   ///< task closing the one-off set-up (e.g. parameter broadcast)
   int warmup_iterations = 1;            ///< iterations not used for the steady-state figure
   double compute_per_iteration_s = 0;   ///< busiest GPU's compute time in one iteration
-  double single_gpu_iteration_s = 0;    ///< one GPU alone doing the same per-GPU work
+  double single_gpu_iteration_s = 0;    ///< one GPU alone doing training.batch_per_gpu samples (a micro-batch; a pipeline's whole batch)
   double samples_per_iteration = 0;     ///< global batch
   double input_seconds_per_iteration = 0;  ///< one process's DataLoader time for its batch(es) of one iteration
   double nccl_slowdown_per_iteration_s = 0;  ///< compute time added by NCCL kernels running beside it (interference.hpp)

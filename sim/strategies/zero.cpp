@@ -257,7 +257,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   for (const auto& [key, sum] : tally)
     plan.comm_per_iteration.push_back({key.first, key.second, sum.first, sum.second, 1});
   plan.compute_per_iteration_s = compute_s * M + optimizer_s;
-  plan.single_gpu_iteration_s = mt.step() * M;
+  plan.single_gpu_iteration_s = mt.step();  // per batch_per_gpu samples (one micro-batch)
   plan.samples_per_iteration = micro * n * M;
   plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
   plan.notes.push_back(loader.describe() + " (one DataLoader per process)");

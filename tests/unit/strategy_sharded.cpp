@@ -334,6 +334,25 @@ TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient part
   CHECK(z3.memory_curve.back().grads == doctest::Approx(P / 8 * (2 + 4) + bucket));
 }
 
+TEST_CASE("sharded strategies: the one-GPU reference is one micro-batch, whatever the accumulation")
+{
+  // results.cpp divides training.batch_per_gpu (the micro-batch) by the one-GPU iteration: with 4
+  // micro-steps per optimizer step the speedup and the one-GPU days must not grow 4 x.
+  for (const nlohmann::json& strategy : {fsdp(), nlohmann::json{{"kind", "zero"}, {"stage", 2}}}) {
+    CAPTURE(strategy.dump());
+    const auto predicted = [&](int accumulation) {
+      nlohmann::json doc = gpt2_scenario(strategy, 8);
+      doc["training"]["global_batch"] = 8 * 4 * accumulation;
+      return predict(parse_scenario(doc, "s.json"));
+    };
+    const Prediction one = predicted(1), four = predicted(4);
+    CHECK(four.plan.single_gpu_iteration_s == doctest::Approx(one.plan.single_gpu_iteration_s));
+    CHECK(four.result.single_gpu_throughput == doctest::Approx(one.result.single_gpu_throughput));
+    CHECK(four.result.scaling_efficiency < 1.0);
+    CHECK(four.result.scaling_efficiency == doctest::Approx(one.result.scaling_efficiency).epsilon(0.1));
+  }
+}
+
 TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
 {
   const auto error_of = [](const nlohmann::json& strategy, int gpus) {
