@@ -333,7 +333,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
   else
     jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
-  plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample);
+  plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
+                                    &plan.memory_curve);
+  plan.memory_curve_device = plan.ranks.front();
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));

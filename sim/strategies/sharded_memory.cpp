@@ -29,7 +29,8 @@ std::vector<GpuMemory> on_each(GpuMemory m, const std::vector<int>& ranks)
 
 std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits& units, const Scenario& scenario,
                                            const GpuSpec& gpu, const FsdpOptions& opt, const std::vector<int>& ranks,
-                                           int tensor, double micro, double input_bytes_per_sample)
+                                           int tensor, double micro, double input_bytes_per_sample,
+                                           std::vector<MemoryPoint>* curve)
 {
   const double T = tensor;
   MemoryContext ctx = memory_context(scenario, gpu, tensor, opt.sequence_parallel);
@@ -59,12 +60,18 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     m.grads += grads;
     m.peak_reserved += added;
     m.device_used += added;
+    if (curve)
+      for (auto& point : *curve) {
+        point.weights += e * ctx.rules.stored_weight_bytes;
+        point.optimizer += e * ctx.rules.optimizer_bytes;
+        point.grads += grads;
+      }
   };
   const bool sharded = opt.sharding != Sharding::NoShard && opt.shard_group > 1;
   if (!sharded) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
     req.share = {1 / T, 1 / T, 1 / T};
     req.grads_persist = scenario.training.batch.accumulation > 1;  // accumulated in .grad
-    GpuMemory m = gpu_memory(model, ctx, req);
+    GpuMemory m = gpu_memory(model, ctx, req, curve);
     add_embedding_shard(m, 1);
     return on_each(m, ranks);
   }
@@ -109,7 +116,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
                                      ? (root + others) * accumulated_bytes
                                      : largest * std::max(ubytes, rbytes);
   req.extra_bytes = gathered + unsharded_grads;
-  GpuMemory m = gpu_memory(model, ctx, req);
+  GpuMemory m = gpu_memory(model, ctx, req, curve);
   add_embedding_shard(m, S);
   if (opt.version == 2) {
     // FSDP2's side streams keep their own blocks (fsdp_stream_pools.hpp): the sharded gradients

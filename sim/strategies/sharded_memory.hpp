@@ -25,9 +25,11 @@
 namespace dtsim {
 
 /// Per GPU of `ranks` (each the same) under FSDP with `tensor` tensor ranks per data rank.
+/// `curve`, when given, receives the iteration's memory moments (gpu_memory's curve).
 std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits& units, const Scenario& scenario,
                                            const GpuSpec& gpu, const FsdpOptions& opt, const std::vector<int>& ranks,
-                                           int tensor, double micro, double input_bytes_per_sample);
+                                           int tensor, double micro, double input_bytes_per_sample,
+                                           std::vector<MemoryPoint>* curve = nullptr);
 
 /// Per GPU of `ranks` (one replica each) under DeepSpeed ZeRO, its states partitioned over
 /// `partitions` ranks (every data-parallel rank, also when `ranks` holds only a folded plan's

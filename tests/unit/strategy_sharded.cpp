@@ -334,6 +334,24 @@ TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient part
   CHECK(z3.memory_curve.back().grads == doctest::Approx(P / 8 * (2 + 4) + bucket));
 }
 
+TEST_CASE("sharded strategies: the report's memory curve peaks at the peak the memory table gives")
+{
+  for (const nlohmann::json& strategy :
+       {fsdp(), fsdp({{"sharding", "no_shard"}}), fsdp({{"sharding", "shard_grad_op"}}), fsdp({{"tensor_parallel", 2}}),
+        fsdp({{"version", 2}, {"tensor_parallel", 2}}), fsdp({{"tensor_parallel", 2}, {"replicate_embedding", true}}),
+        nlohmann::json{{"kind", "zero"}, {"stage", 1}},
+        nlohmann::json{{"kind", "zero"}, {"stage", 2}}, nlohmann::json{{"kind", "zero"}, {"stage", 3}}}) {
+    CAPTURE(strategy.dump());
+    const Plan p = plan_scenario(parse_scenario(gpt2_scenario(strategy, 8), "s.json")).plan;
+    REQUIRE(p.memory_curve.size() > 2);
+    CHECK(p.memory_curve_device == p.ranks.front());
+    double top = 0;
+    for (const auto& m : p.memory_curve)
+      top = std::max(top, m.weights + m.grads + m.optimizer + m.activations + m.other);
+    CHECK(top == doctest::Approx(p.memory.front().total()));
+  }
+}
+
 TEST_CASE("sharded strategies: the one-GPU reference is one micro-batch, whatever the accumulation")
 {
   // results.cpp divides training.batch_per_gpu (the micro-batch) by the one-GPU iteration: with 4
