@@ -280,6 +280,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           continue;
         if (gather_backward)
           free_after(run.compute_last_all());
+        // backward_post: the next unit's AllGather once this unit's gradients are computed, as
+        // torch/distributed/fsdp/api.py (BackwardPrefetch) describes it: what overlaps is this unit's
+        // ReduceScatter and the next unit's gradient computation, not this unit's. (_runtime_utils.py issues
+        // it from the post-backward hook, on the host, with the limiter holding the host a unit
+        // ahead, so it could overlap this backward; measured runs overlap less still:
+        // tests/data/training/fsdp_microbatch_foundry.csv, whose worst row goes from +19.8% to
+        // +30.2% with it issued beside this backward.)
         if (opt.backward_prefetch == BackwardPrefetch::Post)
           gather_for_backward(next, true);
         if (sync)
