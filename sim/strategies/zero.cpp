@@ -215,7 +215,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       for (double x : fwd)
         f += x;
       run.compute_all(f, "forward", TaskCategory::Forward);
-      const bool reduce_now = distributed && (hooks ? true : m + 1 == M);
+      // Stage 2 reduces every micro-step (its partition needs them); stage 1 at the accumulation
+      // boundary only, with or without the hooks (stage_1_and_2.py
+      // reduce_ready_partitions_and_remove_grads; engine.py allreduce_gradients).
+      const bool reduce_now = distributed && (opt.stage == 2 || m + 1 == M);
       // Backward, cut where buckets fill (with the hooks); each bucket's AllReduce after it.
       std::size_t next_layer = L;
       const auto backward_to = [&](std::size_t layer, const std::string& what) {

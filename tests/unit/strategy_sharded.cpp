@@ -289,6 +289,17 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   // weights too. (Stage 2 against stage 1 depends on when the peak falls: GPT-2's is in the loss's
   // backward, before stage 1's full gradients exist.)
   CHECK(z1.memory.front().optimizer >= P * 12 / 8 * (1 - 1e-9));
+  // Accumulating over 2 micro-steps: stage 2 reduces in each, stage 1 at the boundary only, also
+  // with overlap_comm's hooks.
+  const auto accumulating = [](const nlohmann::json& strategy) {
+    nlohmann::json doc = gpt2_scenario(strategy, 8);
+    doc["training"]["global_batch"] = 8 * 4 * 2;
+    return comm_of(plan_scenario(parse_scenario(doc, "s.json")).plan)["gradients all_reduce"].bytes;
+  };
+  CHECK(accumulating({{"kind", "zero"}, {"stage", 2}, {"reduce_bucket_size", 1e7}}) == doctest::Approx(2 * P * 2));
+  CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}}) == doctest::Approx(P * 2));
+  CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}, {"overlap_comm", true}}) ==
+        doctest::Approx(P * 2));
   CHECK(z3.memory.front().total() < z1.memory.front().total());
   CHECK(z3.memory.front().total() < z2.memory.front().total());
 }
