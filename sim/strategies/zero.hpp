@@ -3,9 +3,10 @@
 //
 // - Stages 1 and 2 (deepspeed/runtime/zero/stage_1_and_2.py): every rank runs the whole model.
 //   Gradients are AllReduced in buckets of reduce_bucket_size elements (average_tensor; its
-//   per-rank partitions are reduced with one AllReduce of the bucket). Stage 2 (and stage 1 with
-//   overlap_comm, which also registers the gradient hooks) reduces each bucket as soon as it fills
-//   during backward, every micro-step; stage 1 otherwise after the last micro-step's backward.
+//   per-rank partitions are reduced with one AllReduce of the bucket). Stage 2 reduces each bucket
+//   as soon as it fills during backward, every micro-step; stage 1 in the last micro-step only
+//   (reduce_ready_partitions_and_remove_grads), as its buckets fill with overlap_comm (which also
+//   registers the gradient hooks), otherwise after that micro-step's backward.
 //   Without overlap_comm the reduction runs on the compute stream and backward waits for it.
 //   Each rank steps the optimizer on its 1/N partition, then the updated parameters are
 //   AllGathered (all_gather_dp_groups) in allgather_bucket_size pieces before the next forward.
