@@ -23,10 +23,16 @@ std::string suggestions(const GpuMemory& m, double capacity)
     if (largest >= 1)
       out += fmt::format("a micro batch of at most about {:.0f} samples; ", largest);
   }
-  if (m.dominant == "activations")
+  if (m.dominant == "activations") {
     out += "activation recomputation (training.activation_checkpointing: selective or full); more tensor-parallel "
            "ranks with sequence parallelism (activations / t) or pipeline stages";
-  else
+    // The states alone could make room: they hold more than the excess.
+    const double states = m.params + m.grads + m.optimizer;
+    if (states > std::max(m.total(), m.device_used) - capacity)
+      out += fmt::format("; or sharding more of the weights, gradients and optimizer state ({:.2f} GiB here: ZeRO-2 "
+                         "or 3, FSDP, Megatron's distributed optimizer)",
+                         states / kGiB);
+  } else
     out += "sharding the optimizer state, gradients and weights (ZeRO / FSDP, or Megatron's distributed optimizer); "
            "more tensor- or pipeline-parallel ranks (weights / t or / p)";
   return out;
