@@ -100,7 +100,7 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())
     training["attention"] = row.get("attention");
-  for (const char* column : {"loss_dtype", "loss_kernel", "host_sync"})
+  for (const char* column : {"attention_kernel", "loss_dtype", "loss_kernel", "host_sync"})
     if (!row.get(column).empty())
       training[column] = row.get(column);
 

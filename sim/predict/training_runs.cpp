@@ -37,7 +37,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "strategy_options", "optimizer",
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
-                                           "compute_model", "attention", "loss_dtype", "loss_kernel", "host_sync",
+                                           "compute_model", "attention", "attention_kernel", "loss_dtype", "loss_kernel",
+                                           "host_sync",
                                            // simulation.ranks: folding a symmetric run (a simulator setting)
                                            "ranks",
                                            // measured peak memory per GPU (training_memory.hpp)
@@ -201,7 +202,8 @@ namespace {
       {"/strategy/tensor_parallel", "tensor_parallel"}, {"/strategy/pipeline_stages", "pipeline_stages"},
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},
       {"/strategy/distributed_optimizer", "distributed_optimizer"}, {"/strategy/virtual_stages", "virtual_stages"},
-      {"/training/compute/model", "compute_model"}, {"/training/attention", "attention"},
+      {"/training/compute/model", "compute_model"}, {"/training/attention_kernel", "attention_kernel"},
+      {"/training/attention", "attention"},
       {"/training/loss_dtype", "loss_dtype"}, {"/training/loss_kernel", "loss_kernel"},
       {"/training/host_sync", "host_sync"}, {"/simulation/ranks", "ranks"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},

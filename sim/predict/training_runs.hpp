@@ -33,6 +33,8 @@
 //                      e.g. fsdp's sharding and mixed_precision, zero's stage; not kind nor a column's own.
 //   compute_model      training.compute.model beside compute=efficiency=F: flops | roofline
 //   attention          training.attention: sdpa (fused, flash) | eager (the scores in memory)
+//   attention_kernel   training.attention_kernel: auto | flash2 | flash3 | cudnn (sdpa's kernel, by its
+//                      tensor-core instructions: flash2 runs at 2/3 of the GEMMs' rate on Hopper)
 //   loss_dtype         training.loss_dtype: fp32 (logits.float()) | bf16 | fp16 (the loss on the model's output)
 //   loss_kernel        training.loss_kernel: eager (F.cross_entropy) | fused (flash-attn's CrossEntropyLoss)
 //   ranks              simulation.ranks: auto | all | representatives (fold a run whose ranks are alike

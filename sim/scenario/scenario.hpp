@@ -112,6 +112,15 @@ enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
 /// Face's eager_attention_forward (the scores in memory).
 enum class AttentionKernel { Sdpa, Eager };
 
+/// training.attention_kernel: which fused kernel runs sdpa attention, by the tensor-core instructions
+/// it is built from (sim/strategies/attention_rate.hpp): flash2 (FlashAttention 1 or 2, PyTorch SDPA's
+/// flash or memory-efficient backend, Triton flash attention without Hopper support: mma.sync, at 2/3
+/// of the GEMMs' rate on Hopper), flash3 or cudnn (FlashAttention-3, cuDNN's fused attention: wgmma,
+/// at the GEMMs' rate). auto (the default): the GEMMs' rate, as PyTorch SDPA's cuDNN backend runs on
+/// Hopper where PyTorch prefers it (sm_90 with cuDNN 9.15.1 or later, aten sdp_utils.cpp
+/// check_prefer_cudnn_attention); older PyTorch picks its FlashAttention-2 backend there: flash2.
+enum class FusedAttentionKernel { Auto, Flash2, Flash3, Cudnn };
+
 /// training.loss_kernel: eager (default): F.cross_entropy's log_softmax and nll_loss; fused:
 /// flash-attn's CrossEntropyLoss, the loss and its gradient in one kernel.
 enum class LossKernel { Eager, Fused };
@@ -137,6 +146,7 @@ struct TrainingSpec {
   bool host_sync_each_micro_step = false;
   std::string optimizer = "sgd";  ///< training.optimizer, one of optimizer_names()
   AttentionKernel attention = AttentionKernel::Sdpa;
+  FusedAttentionKernel attention_kernel = FusedAttentionKernel::Auto;
   /// training.loss_dtype: bytes per logit of the cross entropy's own tensors, 4 for fp32 (the default,
   /// logits.float()), 2 for bf16 or fp16 (F.cross_entropy on a half-precision model's output as it is).
   double loss_bytes = 4;

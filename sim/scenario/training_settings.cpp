@@ -125,7 +125,7 @@ TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
                     "loader", "optimizer", "activation_checkpointing", "attention", "loss_dtype",
-                    "loss_kernel", "host_sync"});
+                    "loss_kernel", "host_sync", "attention_kernel"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -156,6 +156,15 @@ TrainingSpec parse_training(const JsonReader& r)
     t.optimizer = optimizer->as_choice(optimizer_names());
   if (const auto attention = r.find("attention"))
     t.attention = attention->as_choice({"sdpa", "eager"}) == "eager" ? AttentionKernel::Eager : AttentionKernel::Sdpa;
+  if (const auto kernel = r.find("attention_kernel")) {
+    const std::string v = kernel->as_choice({"auto", "flash2", "flash3", "cudnn"});
+    if (t.attention != AttentionKernel::Sdpa)
+      kernel->fail("expected no attention_kernel with training.attention eager (it names the fused kernel of sdpa)");
+    t.attention_kernel = v == "flash2"   ? FusedAttentionKernel::Flash2
+                         : v == "flash3" ? FusedAttentionKernel::Flash3
+                         : v == "cudnn"  ? FusedAttentionKernel::Cudnn
+                                         : FusedAttentionKernel::Auto;
+  }
   // The cross entropy's dtype: fp32 (logits.float(), the default), or the half type of a model that
   // runs in it and feeds its output to F.cross_entropy as it is.
   if (const auto loss = r.find("loss_dtype")) {

@@ -1,5 +1,6 @@
 #include "sim/strategies/compute_time.hpp"
 
+#include "sim/strategies/attention_rate.hpp"
 #include "sim/strategies/roofline.hpp"
 #include "sim/strategies/saved_tensors.hpp"
 
@@ -45,6 +46,18 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
   if (!(total_flops > 0))
     where.fail(fmt::format("model \"{}\" has no forward FLOPs to spread compute time over", model.name));
 
+  // The GPU whose FLOPs the times are: the compute source's (training.compute.gpu) or the cluster's.
+  const GpuSpec gpu = spec.source == ComputeSpec::Source::Flops && !spec.gpu.empty()
+                          ? gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu")
+                          : cluster_gpu;
+  // Seconds per FLOP of each layer against the GEMMs': the fused attention kernel may run slower
+  // (attention_rate.hpp); a measured step is spread over the layers by these weighted FLOPs too.
+  const double attention_slowdown = 1 / attention_rate_factor(scenario.training, gpu);
+  const auto weight = [&](const Layer& l) { return l.kind == "attention" ? attention_slowdown : 1.0; };
+  double weighted_flops = 0;
+  for (const auto& l : model.layers)
+    weighted_flops += l.fwd_flops * weight(l);
+
   LayerTimes t;
   t.fwd.resize(model.layers.size());
   t.bwd.resize(model.layers.size());
@@ -58,7 +71,6 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
       fwd_seconds = spec.compute_share_of_step * batch / spec.single_gpu_throughput / (1 + kBackwardOverForward) * samples / batch;
       break;
     case ComputeSpec::Source::Flops: {
-      const GpuSpec gpu = spec.gpu.empty() ? cluster_gpu : gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu");
       const double peak = gpu.peak_flops(scenario.training.precision);
       if (!(peak > 0))
         where.fail(fmt::format("GPU {} has no peak FLOP/s for precision {}", gpu.name,
@@ -72,6 +84,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
         const Precision p = scenario.training.precision;
         rs.element_bytes = p == Precision::Fp32 || p == Precision::Tf32 ? 4 : 2;
         rs.attention = scenario.training.attention;
+        rs.attention_rate = attention_rate_factor(scenario.training, gpu);
         // Megatron-LM (hybrid) fuses its elementwise kernels, as memory_timeline's `megatron`
         rs.fused_elementwise = scenario.strategy_spec.kind == StrategyKind::Hybrid;
         rs.split = split;
@@ -83,7 +96,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
           }
         return r;
       }
-      fwd_seconds = total_flops * samples / (peak * spec.efficiency);
+      fwd_seconds = weighted_flops * samples / (peak * spec.efficiency);
       break;
     }
     case ComputeSpec::Source::Profile:
@@ -94,7 +107,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
     fwd_seconds *= spec.source == ComputeSpec::Source::Flops ? (samples + h) / samples : (samples + h) / (samples * (batch + h) / batch);
   }
   for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    t.fwd[i] = fwd_seconds * model.layers[i].fwd_flops / total_flops;
+    t.fwd[i] = fwd_seconds * model.layers[i].fwd_flops * weight(model.layers[i]) / weighted_flops;
     t.bwd[i] = kBackwardOverForward * t.fwd[i];
   }
   return t;
@@ -124,13 +137,17 @@ std::string describe_compute_source(const Scenario& scenario)
   return "";
 }
 
-std::string compute_spread_note(const Scenario& scenario)
+std::string compute_spread_note(const Scenario& scenario, const GpuSpec& cluster_gpu)
 {
   const auto& spec = scenario.training.compute;
+  const GpuSpec gpu = spec.source == ComputeSpec::Source::Flops && !spec.gpu.empty() ? gpu_spec(spec.gpu) : cluster_gpu;
+  const std::string attention = attention_rate_note(scenario.training, gpu);
+  const std::string tail = attention.empty() ? "" : "; " + attention;
   if (spec.source == ComputeSpec::Source::Flops && spec.model == ComputeSpec::Model::Roofline)
     return "each kernel the longer of its FLOPs and its HBM bytes (GEMMs, attention, LayerNorm, elementwise ops; "
-           "sim/strategies/roofline.hpp)";
-  return "backward = 2 x forward, spread over layers by FLOP share";
+           "sim/strategies/roofline.hpp)" + tail;
+  return (attention.empty() ? "backward = 2 x forward, spread over layers by FLOP share"
+                            : "backward = 2 x forward, spread over layers by FLOP share, each at its rate") + tail;
 }
 
 }  // namespace dtsim

@@ -49,8 +49,9 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
 std::string describe_compute_source(const Scenario& scenario);
 
 /// How the compute times are spread over the layers, for the report's "compute:" note
-/// ("backward = 2 x forward, spread over layers by FLOP share", or the roofline's).
-std::string compute_spread_note(const Scenario& scenario);
+/// ("backward = 2 x forward, spread over layers by FLOP share", or the roofline's), with the
+/// attention kernel's rate on `cluster_gpu` when it is not the GEMMs' (attention_rate.hpp).
+std::string compute_spread_note(const Scenario& scenario, const GpuSpec& cluster_gpu);
 
 /// The Profile source: measured per-layer times scaled from the profile's batch to `samples`
 /// (anchored at that batch when half_efficiency_samples > 0); layers the profile lacks get the

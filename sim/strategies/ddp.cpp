@@ -264,7 +264,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
 
   plan.notes.push_back(!times.note.empty() ? times.note
                                            : fmt::format("compute: {}; {}", describe_compute_source(scenario),
-                                                         compute_spread_note(scenario)));
+                                                         compute_spread_note(scenario, topology.gpu)));
   if (n > 1)
     plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                      buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));

@@ -228,7 +228,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
     }
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
+  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
   plan.notes.push_back(fmt::format(
       "DataParallel: GPU0 scatters inputs, replicates {:.1f} MiB of parameters+buffers and reduces {:.1f} MiB of "
       "gradients every iteration ({} MiB chunks); Python (one thread at a time, GIL): replicate {:.0f} us per module per "

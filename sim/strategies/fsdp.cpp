@@ -345,7 +345,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.memory_curve_device = plan.ranks.front();
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
 
-  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
+  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
   plan.notes.push_back(fmt::format(
       "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}{}; parameters gathered in {}, gradients reduced in {}; {}",
       opt.version, to_string(opt.sharding), U, U - 1, S,

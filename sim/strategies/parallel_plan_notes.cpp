@@ -46,7 +46,7 @@ void add_notes(ParallelBuild& b, const LoaderSpec& loader)
                           b.model.layers[r.first].name, b.model.layers[r.last - 1].name,
                           (b.sc[static_cast<std::size_t>(s)].fwd + b.sc[static_cast<std::size_t>(s)].bwd) * M * 1e3);
   }
-  plan.notes.push_back(fmt::format("compute: {}; {}{}", describe_compute_source(b.scenario), compute_spread_note(b.scenario),
+  plan.notes.push_back(fmt::format("compute: {}; {}{}", describe_compute_source(b.scenario), compute_spread_note(b.scenario, b.topology.gpu),
                                    cfg.half_efficiency_samples > 0
                                        ? fmt::format("; a GPU runs b samples at b/(b+{}) of its large-batch rate",
                                                      cfg.half_efficiency_samples)

@@ -119,7 +119,7 @@ LayerTimes roofline_layer_times(const Model& model, const RooflineSettings& s, d
       const double scores = n * seq * seq;
       if (s.attention == AttentionKernel::Sdpa) {
         const KernelWork flash{n * 4 * seq * seq * d, n * 4 * seq * d * e};
-        fwd = sec(flash);
+        fwd = kernel_seconds(flash, {s.rates.flops_per_s * s.attention_rate, s.rates.bytes_per_s});
         bwd = 2 * fwd;
       } else {
         const KernelWork bmm{n * 2 * seq * seq * d, n * (seq * seq + 2 * seq * d) * e};  // QK^T, P V, and backward's four

@@ -20,7 +20,8 @@
 //                four), the scores' softmax (Megatron's fused scale-mask-softmax: read + write, 2 e
 //                s^2; unfused: scale, mask and softmax, 6 e s^2; backward reads y and dy, writes dx)
 //                and their dropout (2 e + 1 per score each way) when the model has dropout;
-//                "sdpa": one fused kernel (4 s^2 d FLOPs, q k v o), backward twice its FLOPs
+//                "sdpa": one fused kernel (4 s^2 d FLOPs, q k v o), backward twice its FLOPs, at
+//                the GEMMs' FLOP rate x training.attention_kernel's factor (attention_rate.hpp)
 //   layernorm    read x, write y: 2 e per element; backward reads x and dy, writes dx: 3 e
 //   embedding    a gather, read and write each row: 2 e per element; backward 3 e
 //   then ops     fused (Megatron's bias_gelu and bias_dropout_add jit fusions, as memory_timeline's
@@ -85,6 +86,7 @@ struct RooflineSettings {
   RooflineRates rates;
   double element_bytes = 2;   ///< activations' bytes per element
   AttentionKernel attention = AttentionKernel::Sdpa;
+  double attention_rate = 1.0;  ///< the sdpa kernel's FLOP rate over the GEMMs' (attention_rate.hpp)
   bool fused_elementwise = false;  ///< Megatron-LM's fused elementwise kernels
   TensorSplit split;
 };

@@ -276,7 +276,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                     opt.stage == 3 ? largest : 0, &plan.memory_curve);
   plan.memory_curve_device = plan.ranks.front();
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario)));
+  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
   if (opt.stage < 3)
     plan.notes.push_back(fmt::format(
         "ZeRO-{}: {} gradient buckets of {:.3g} elements AllReduced {}{}; optimizer on 1/{} of the parameters, then "

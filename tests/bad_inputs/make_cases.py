@@ -26,6 +26,7 @@ sets = [
     (DDP, "training.precision", ["fp8", "32"]),
     (DDP, "training.optimizer", ["lamb", "adamw-fast", "1"]),
     (DDP, "training.attention", ["flash3", "1"]),
+    (DDP, "training.attention_kernel", ["flash4", "triton", "1"]),
     (DDP, "training.loss_dtype", ["bf16", "fp8", "1"]),
     (DDP, "training.loss_kernel", ["liger", "1"]),
     (DDP, "training.host_sync", ["always", "1"]),
@@ -91,6 +92,9 @@ case("set_pipeline_plan_too_large", "seed-2gpu-pipelined.json", "/simulation/ite
      f"run {PIPE} --set strategy.microbatches=1024 --set simulation.iterations=100")
 case("set_ddp_accumulation_plan_too_large", "seed-4gpu-ddp.json", "/simulation/iterations",
      f"run {DDP} --set strategy.gradient_accumulation=1024 --set simulation.iterations=5")
+# attention_kernel names the fused kernel of sdpa attention: contradictory beside eager attention
+case("set_attention_kernel_with_eager", "seed-4gpu-ddp.json", "/training/attention_kernel",
+     f"run {DDP} --set training.attention=eager --set training.attention_kernel=flash2")
 
 # Sharded data parallelism (issue 31's listed bad inputs and each option's own): the scenario and the
 # JSON pointer of the member at fault. Parsed before any simulation, so each is quick on the 64-GPU scenario.
