@@ -141,7 +141,9 @@ std::string compute_spread_note(const Scenario& scenario, const GpuSpec& cluster
 {
   const auto& spec = scenario.training.compute;
   const GpuSpec gpu = spec.source == ComputeSpec::Source::Flops && !spec.gpu.empty() ? gpu_spec(spec.gpu) : cluster_gpu;
-  const std::string attention = attention_rate_note(scenario.training, gpu);
+  // (a measured per-layer profile holds the kernels' own times: no rate applies)
+  const std::string attention =
+      spec.source == ComputeSpec::Source::Profile ? std::string() : attention_rate_note(scenario.training, gpu);
   const std::string tail = attention.empty() ? "" : "; " + attention;
   if (spec.source == ComputeSpec::Source::Flops && spec.model == ComputeSpec::Model::Roofline)
     return "each kernel the longer of its FLOPs and its HBM bytes (GEMMs, attention, LayerNorm, elementwise ops; "
