@@ -268,11 +268,24 @@ std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, 
   return parts->total();
 }
 
+int nccl_comm_channels(const NcclSystem& s)
+{
+  // NCCL 2.19-2.22's MAXCHANNELS (src/include/device.h).
+  constexpr int kMaxChannels = 32;
+  const int search = std::max(1, s.channels);
+  // "Duplication should be complete now": every ring and tree channel is run twice.
+  int nc = std::min(kMaxChannels, 2 * search);
+  // "Use 4 compute channels per search channel to reach peak BW on <8 PPN".
+  if (s.compute_capability >= 90 && s.nodes > 1 && s.bw_intra > 45.0 && nc < 16)
+    nc = std::min(kMaxChannels, 2 * nc);
+  return nc;
+}
+
 int nccl_op_channels(NcclAlgo a, NcclProto p, const NcclSystem& s, double bytes)
 {
   if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree)
     return s.nvls_channels;
-  int nc = std::max(1, s.channels);
+  int nc = nccl_comm_channels(s);
   int nt = p == NcclProto::LL128 ? 640 : 512;
   if (a == NcclAlgo::Tree || a == NcclAlgo::Pat)
     nt = 640;

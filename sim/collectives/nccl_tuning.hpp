@@ -93,7 +93,13 @@ std::optional<NcclCost> nccl_cost(CollectiveOp op, NcclAlgo a, NcclProto p, cons
 /// The cheapest allowed pair, scanned in NCCL's index order with strict '<'. Falls back to
 /// Ring/Simple when nothing is allowed.
 NcclCost nccl_choose(CollectiveOp op, const NcclSystem& s, double bytes, const NcclFilter& filter = {});
-/// Channels one operation runs on (enqueue.cc: drop channels while bytes < nc * threads * threshold).
+/// Channels (one CTA each) a communicator runs its ring and tree operations on: ncclTopoPostset
+/// (src/graph/connect.cc) duplicates the search's channels, and on Hopper across nodes doubles
+/// them again while fewer than 16 and the ring graph's bwIntra is above 45 GB/s. The search's own
+/// count (NcclSystem::channels) stays what tuning.cc's bandwidths multiply.
+int nccl_comm_channels(const NcclSystem& s);
+/// Channels one operation runs on (enqueue.cc: from nccl_comm_channels, drop channels while
+/// bytes < nc * threads * threshold).
 int nccl_op_channels(NcclAlgo a, NcclProto p, const NcclSystem& s, double bytes);
 
 /// NCCL's per-link NVLink bandwidth used by its topology search (GB/s): SM60 18, SM70 20,

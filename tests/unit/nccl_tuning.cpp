@@ -78,9 +78,33 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO restrict the choice; NVLS only with NVSwitch S
 TEST_CASE("channels drop for small operations (enqueue.cc threshold)")
 {
   const auto s = a100x8();
-  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 1e9) == 12);
+  // From the 24 channels ncclTopoPostset leaves (12 searched, each run twice).
+  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 1e9) == 24);
   CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 64 * 1024) == 2);  // 64 KiB = 2 x 512 threads x 64 B
   CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 3 * 32768) == 3);
+  CHECK(nccl_op_channels(NcclAlgo::Ring, NcclProto::Simple, s, 20 * 32768) == 20);
+}
+
+TEST_CASE("a communicator runs twice its searched channels, four times on Hopper across nodes below 16 (connect.cc)")
+{
+  auto s = a100x8();
+  CHECK(nccl_comm_channels(s) == 24);
+  s.channels = 16;  // 18 NVLinks of an H100, the search's 16 channels
+  s.compute_capability = 90;
+  CHECK(nccl_comm_channels(s) == 32);  // MAXCHANNELS
+  s.nodes = 2;
+  s.ranks = 16;
+  s.channels = 4;  // 4 NICs of 50 GB/s: 8 after duplication, then 16
+  s.bw_intra = s.bw_inter = 50;
+  CHECK(nccl_comm_channels(s) == 16);
+  s.channels = 8;  // 8 NICs: 16 after duplication, no more
+  CHECK(nccl_comm_channels(s) == 16);
+  s.channels = 4;
+  s.bw_intra = s.bw_inter = 25;  // 200 Gb/s NICs: bwIntra not above 45
+  CHECK(nccl_comm_channels(s) == 8);
+  s.compute_capability = 80;
+  s.bw_intra = s.bw_inter = 50;
+  CHECK(nccl_comm_channels(s) == 8);
 }
 
 TEST_CASE("latency split into intra-node and inter-node hops (2 nodes x 8 A100); only intra hops are scaled")
