@@ -12,7 +12,18 @@ namespace dtsim {
 
 namespace {
 constexpr double kBackwardOverForward = 2.0;
+
+/// The GPU whose FLOPs the compute times are: the compute source's (training.compute.gpu, for a
+/// FLOP source) or the cluster's.
+GpuSpec compute_gpu(const Scenario& scenario, const GpuSpec& cluster_gpu)
+{
+  const auto& spec = scenario.training.compute;
+  if (spec.source != ComputeSpec::Source::Flops || spec.gpu.empty())
+    return cluster_gpu;
+  const JsonReader where = scenario.reader().at("training").at("compute");
+  return gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu");
 }
+}  // namespace
 
 double LayerTimes::fwd_total() const
 {
@@ -46,10 +57,7 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
   if (!(total_flops > 0))
     where.fail(fmt::format("model \"{}\" has no forward FLOPs to spread compute time over", model.name));
 
-  // The GPU whose FLOPs the times are: the compute source's (training.compute.gpu) or the cluster's.
-  const GpuSpec gpu = spec.source == ComputeSpec::Source::Flops && !spec.gpu.empty()
-                          ? gpu_spec(spec.gpu, where.file(), where.pointer() + "/gpu")
-                          : cluster_gpu;
+  const GpuSpec gpu = compute_gpu(scenario, cluster_gpu);
   // Seconds per FLOP of each layer against the GEMMs': the fused attention kernel may run slower
   // (attention_rate.hpp); a measured step is spread over the layers by these weighted FLOPs too.
   const double attention_slowdown = 1 / attention_rate_factor(scenario.training, gpu);
@@ -140,7 +148,7 @@ std::string describe_compute_source(const Scenario& scenario)
 std::string compute_spread_note(const Scenario& scenario, const GpuSpec& cluster_gpu)
 {
   const auto& spec = scenario.training.compute;
-  const GpuSpec gpu = spec.source == ComputeSpec::Source::Flops && !spec.gpu.empty() ? gpu_spec(spec.gpu) : cluster_gpu;
+  const GpuSpec gpu = compute_gpu(scenario, cluster_gpu);
   // (a measured per-layer profile holds the kernels' own times: no rate applies)
   const std::string attention =
       spec.source == ComputeSpec::Source::Profile ? std::string() : attention_rate_note(scenario.training, gpu);
