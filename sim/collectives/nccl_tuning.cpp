@@ -270,8 +270,9 @@ std::optional<double> nccl_latency_us(CollectiveOp op, NcclAlgo a, NcclProto p, 
 
 int nccl_comm_channels(const NcclSystem& s)
 {
-  // NCCL 2.19-2.22's MAXCHANNELS (src/include/device.h).
-  constexpr int kMaxChannels = 32;
+  // MAXCHANNELS of the NCCL this file follows (src/include/device.h: 64; 32 in older releases). An
+  // NVLink search finds at most 16 channels here (comm_layout.cpp), so the cap does not bind today.
+  constexpr int kMaxChannels = 64;
   const int search = std::max(1, s.channels);
   // "Duplication should be complete now": every ring and tree channel is run twice.
   int nc = std::min(kMaxChannels, 2 * search);

@@ -94,9 +94,9 @@ std::optional<NcclCost> nccl_cost(CollectiveOp op, NcclAlgo a, NcclProto p, cons
 /// Ring/Simple when nothing is allowed.
 NcclCost nccl_choose(CollectiveOp op, const NcclSystem& s, double bytes, const NcclFilter& filter = {});
 /// Channels (one CTA each) a communicator runs its ring and tree operations on: ncclTopoPostset
-/// (src/graph/connect.cc) duplicates the search's channels, and on Hopper across nodes doubles
-/// them again while fewer than 16 and the ring graph's bwIntra is above 45 GB/s. The search's own
-/// count (NcclSystem::channels) stays what tuning.cc's bandwidths multiply.
+/// (src/graph/connect.cc) duplicates the search's channels (up to MAXCHANNELS, 64), and on Hopper
+/// across nodes doubles them again while fewer than 16 and the ring graph's bwIntra is above 45
+/// GB/s. The search's own count (NcclSystem::channels) stays what tuning.cc's bandwidths multiply.
 int nccl_comm_channels(const NcclSystem& s);
 /// Channels one operation runs on (enqueue.cc: from nccl_comm_channels, drop channels while
 /// bytes < nc * threads * threshold).

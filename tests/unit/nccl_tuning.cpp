@@ -91,7 +91,9 @@ TEST_CASE("a communicator runs twice its searched channels, four times on Hopper
   CHECK(nccl_comm_channels(s) == 24);
   s.channels = 16;  // 18 NVLinks of an H100, the search's 16 channels
   s.compute_capability = 90;
-  CHECK(nccl_comm_channels(s) == 32);  // MAXCHANNELS
+  CHECK(nccl_comm_channels(s) == 32);
+  s.channels = 40;  // more than NCCL's MAXCHANNELS / 2: capped at 64
+  CHECK(nccl_comm_channels(s) == 64);
   s.nodes = 2;
   s.ranks = 16;
   s.channels = 4;  // 4 NICs of 50 GB/s: 8 after duplication, then 16
