@@ -249,6 +249,12 @@ std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
     }();
     run.predicted_rate = p.result.throughput_samples_per_s;
     run.input_bound = p.result.input_bound;
+    run.predicted_iteration_s = p.result.iteration_time_s;
+    run.predicted_compute_s = p.result.compute_time_s;
+    run.predicted_nccl_slowdown_s = p.result.nccl_slowdown_s;
+    run.predicted_exposed_comm_s = p.result.exposed_comm_time_s;
+    for (const auto& c : p.result.comm_overlap)
+      run.predicted_sharded_comm_in_flight_s += c.in_flight_s;
     run.measured_allocated_gib = row.allocated_gib;
     run.measured_reserved_gib = row.reserved_gib;
     for (const auto& m : p.plan.memory) {

@@ -85,6 +85,12 @@ struct TrainingRun {
   double predicted_ratio = 0;
   double error = 0;           ///< predicted_ratio / measured_ratio - 1
   bool input_bound = false;
+  /// What dtsim's iteration is made of (run's figures, seconds per steady-state iteration): its
+  /// length, compute (with the part NCCL's kernels slowed, interference.hpp), communication compute
+  /// did not hide, and, for sharded runs (fsdp, zero), the first GPU's collectives in flight summed
+  /// over their kinds (comm_overlap.hpp).
+  double predicted_iteration_s = 0, predicted_compute_s = 0, predicted_nccl_slowdown_s = 0;
+  double predicted_exposed_comm_s = 0, predicted_sharded_comm_in_flight_s = 0;
   std::string summary;        ///< strategy, GPUs, model, precision
   /// Peak memory per GPU, GiB (largest over the GPUs): measured (0: not given) and predicted.
   double measured_allocated_gib = 0, predicted_allocated_gib = 0;

@@ -63,7 +63,11 @@ nlohmann::json training_runs_json(const std::string& file, const std::vector<Tra
                     {"measured_rate", r.measured_rate}, {"predicted_rate", r.predicted_rate},
                     {"measured_ratio", r.measured_ratio}, {"predicted_ratio", r.predicted_ratio},
                     {"error", r.baseline.empty() ? nlohmann::json() : nlohmann::json(r.error)},
-                    {"input_bound", r.input_bound}});
+                    {"input_bound", r.input_bound}, {"predicted_iteration_s", r.predicted_iteration_s},
+                    {"predicted_compute_s", r.predicted_compute_s},
+                    {"predicted_nccl_slowdown_s", r.predicted_nccl_slowdown_s},
+                    {"predicted_exposed_comm_s", r.predicted_exposed_comm_s},
+                    {"predicted_sharded_comm_in_flight_s", r.predicted_sharded_comm_in_flight_s}});
   }
   const AbsErrorSummary e = compared_errors(runs);
   nlohmann::json median, worst;  // null when no row has a baseline
