@@ -1,5 +1,6 @@
 #include "sim/strategies/ddp.hpp"
 
+#include "sim/scenario/strategy_members.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
@@ -18,8 +19,7 @@ namespace dtsim {
 
 DdpOptions parse_ddp_options(const JsonReader& strategy)
 {
-  strategy.reject_unknown({"kind", "bucket_cap_mb", "first_bucket_mb", "broadcast_buffers", "gradient_accumulation",
-                           "half_efficiency_samples"});
+  reject_unknown_strategy_members(strategy);
   DdpOptions o;
   o.bucket_cap_mb = strategy.positive_or("bucket_cap_mb", o.bucket_cap_mb);
   o.first_bucket_mb = strategy.positive_or("first_bucket_mb", o.first_bucket_mb);

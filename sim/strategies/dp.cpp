@@ -1,5 +1,6 @@
 #include "sim/strategies/dp.hpp"
 
+#include "sim/scenario/strategy_members.hpp"
 #include "sim/collectives/collective.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/jitter.hpp"
@@ -19,8 +20,7 @@ namespace dtsim {
 
 DpOptions parse_dp_options(const JsonReader& strategy)
 {
-  strategy.reject_unknown({"kind", "launch_overhead_us_per_layer", "replicate_us_per_module", "coalesce_mb",
-                           "half_efficiency_samples"});
+  reject_unknown_strategy_members(strategy);
   DpOptions o;
   // Host-side costs in microseconds: a kernel launch is ~5 us, replicate() ~100 us per module; a
   // second (1e6 us) is far above either, and beyond it the figures are nonsense, not a machine.

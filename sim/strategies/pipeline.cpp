@@ -1,5 +1,6 @@
 #include "sim/strategies/pipeline.hpp"
 
+#include "sim/scenario/strategy_members.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 
@@ -139,7 +140,7 @@ Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, con
                          int warmup, const CollectiveOptions& collectives)
 {
   const JsonReader o = scenario.strategy_options();
-  o.reject_unknown({"kind", "microbatches", "schedule", "balance", "half_efficiency_samples"});
+  reject_unknown_strategy_members(o);
   ParallelConfig c;
   c.stages = scenario.gpus;
   parse_common(o, c, model, scenario.training);
@@ -150,9 +151,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
                        int warmup, const CollectiveOptions& collectives)
 {
   const JsonReader o = scenario.strategy_options();
-  o.reject_unknown({"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
-                    "bucket_cap_mb", "half_efficiency_samples", "rank_order", "sequence_parallel",
-                    "distributed_optimizer", "virtual_stages", "tp_backward_overlap"});
+  reject_unknown_strategy_members(o);
   ParallelConfig c;
   c.tensor = scenario.strategy_spec.tensor;  // read with the scenario (its degrees are checked there)
   c.stages = scenario.strategy_spec.stages;

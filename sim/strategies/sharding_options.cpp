@@ -1,6 +1,7 @@
 // See sharding_options.hpp.
 #include "sim/strategies/sharding_options.hpp"
 
+#include "sim/scenario/strategy_members.hpp"
 #include "sim/strategies/compute_time.hpp"
 
 #include <fmt/format.h>
@@ -69,10 +70,7 @@ std::string half_type_of(Precision p)
 FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, int gpus_per_node)
 {
   const JsonReader o = scenario.strategy_options();
-  o.reject_unknown({"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
-                    "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
-                    "sequence_parallel", "replicate_embedding", "loss_parallel", "tensor_parallel_gather", "sharded_dtype", "gradient_accumulation",
-                    "half_efficiency_samples"});
+  reject_unknown_strategy_members(o);
   FsdpOptions f;
   if (const auto s = o.find("sharding")) {
     const std::string v = s->as_choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
@@ -171,9 +169,7 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
 ZeroOptions parse_zero_options(const Scenario& scenario)
 {
   const JsonReader o = scenario.strategy_options();
-  o.reject_unknown({"kind", "stage", "reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
-                    "stage3_param_persistence_threshold", "overlap_comm", "gradient_accumulation",
-                    "half_efficiency_samples"});
+  reject_unknown_strategy_members(o);
   ZeroOptions z;
   z.stage = static_cast<int>(o.at("stage").as_int_in(1, 3));
   const auto elements = [&](const char* key, double fallback) {

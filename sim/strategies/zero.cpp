@@ -128,10 +128,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
     return run.collective(op, all, bytes, label, category, std::move(start), ShardedRun::Stream::Shard);
   };
-  const auto calls_bound = [&](double calls, const char* key) {
+  const auto calls_bound = [&](double calls, const char* key, double elements) {
     if (calls > kMaxCallsPerIteration)
       scenario.strategy_options().at(key).fail(fmt::format(
-          "expected a bucket size giving at most {:.0f} collectives per iteration, got {:.3g}", kMaxCallsPerIteration, calls));
+          "expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per iteration for {:.3g} "
+          "parameters), got {:.6g} ({:.3g} collectives)",
+          std::ceil(params / kMaxCallsPerIteration), kMaxCallsPerIteration, params, elements, calls));
   };
 
   // Stages 1 and 2: DDP-like buckets of reduce_bucket_size elements.
@@ -153,7 +155,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
   // Buckets and fetches hold whole tensors and layers, so only the parameter gathers can be many.
   if (opt.stage < 3)
-    calls_bound(gather_pieces, "allgather_bucket_size");
+    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems);
 
   // Stage 3's fetches over one pass (forward or backward): before layer `layer` (position `pos`
   // in `order`) every module issued at `pos` is gathered, and the layer waits for its own.
