@@ -6,7 +6,6 @@
 #include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
 #include "sim/strategies/interference.hpp"
-#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/optimizer_step.hpp"
@@ -21,7 +20,6 @@
 #include <algorithm>
 #include <deque>
 #include <optional>
-#include <tuple>
 
 namespace dtsim {
 
@@ -329,23 +327,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
   plan.single_gpu_iteration_s =
       T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step();
-  plan.samples_per_iteration = micro * D * M;
-  plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
-  plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
-  if (const std::string host = loader.host_note(micro * M, plan.compute_per_iteration_s); !host.empty())
-    plan.notes.push_back(host);
-  plan.host = loader.host_summary(micro * M, plan.compute_per_iteration_s);
-  std::string jitter_note, fold_note;
-  if (folded)
-    std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
-  else
-    jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
+  const auto [jitter_note, fold_note] = run.finish(scenario, micro, D, M, n);
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
                                     &plan.memory_curve);
-  plan.memory_curve_device = plan.ranks.front();
-  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-
-  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
   plan.notes.push_back(fmt::format(
       "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}{}; parameters gathered in {}, gradients reduced in {}; {}",
       opt.version, to_string(opt.sharding), U, U - 1, S,

@@ -1,6 +1,8 @@
 // See sharded_run.hpp.
 #include "sim/strategies/sharded_run.hpp"
 
+#include "sim/strategies/compute_time.hpp"
+#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/task_util.hpp"
 
 #include <fmt/format.h>
@@ -270,6 +272,28 @@ void ShardedRun::end_iteration(int iteration)
   }
   plan_.iteration_end.push_back(
       plan_.graph.add_delay(plan_.ranks[0], 0.0, fmt::format("iteration {} done", iteration), TaskCategory::Marker, deps(all)));
+}
+
+std::pair<std::string, std::string> ShardedRun::finish(const Scenario& scenario, double micro, int replicas,
+                                                      int micro_steps, int ranks)
+{
+  const double per_loader = micro * micro_steps;
+  plan_.samples_per_iteration = per_loader * replicas;
+  plan_.input_seconds_per_iteration = loader_->batch_seconds(micro) * micro_steps;
+  plan_.notes.push_back(loader_->describe() + " (one DataLoader per process)");
+  if (const std::string host = loader_->host_note(per_loader, plan_.compute_per_iteration_s); !host.empty())
+    plan_.notes.push_back(host);
+  plan_.host = loader_->host_summary(per_loader, plan_.compute_per_iteration_s);
+  std::pair<std::string, std::string> notes;
+  if (folded_)
+    notes = finish_one_representative(plan_, *folded_, step_jitter(scenario, ranks));
+  else
+    notes.first = apply_step_jitter(plan_.graph, plan_.ranks, step_jitter(scenario, ranks));
+  plan_.memory_curve_device = plan_.ranks.front();
+  plan_.gpu_memory_bytes = topology_.gpu.memory_bytes;
+  plan_.notes.push_back(
+      fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology_.gpu)));
+  return notes;
 }
 
 }  // namespace dtsim

@@ -13,6 +13,7 @@
 #include "sim/topology/topology.hpp"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -67,6 +68,12 @@ public:
   void optimizer_step(double seconds);
   /// The marker closing iteration `iteration` (plan.iteration_end), after every rank's compute and streams.
   void end_iteration(int iteration);
+  /// Once every iteration is built and plan.compute_per_iteration_s is set: the samples per
+  /// iteration (micro x replicas x micro_steps), the DataLoader's time, notes and host use, the
+  /// step-time jitter of the `ranks` synchronising ranks (folded: the representative at the slowest
+  /// one's, plan.ranks narrowed to it), the GPU's capacity and the compute note. The plan's memory
+  /// comes after (it is the narrowed ranks'). Returns the jitter note and the fold note ("" unfolded).
+  std::pair<std::string, std::string> finish(const Scenario& scenario, double micro, int replicas, int micro_steps, int ranks);
 
 private:
   Plan& plan_;

@@ -5,7 +5,6 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/folded_comms.hpp"
-#include "sim/strategies/jitter.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/optimizer_step.hpp"
@@ -20,7 +19,6 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <tuple>
 
 namespace dtsim {
 
@@ -263,22 +261,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({key.first, key.second, sum.first, sum.second, 1});
   plan.compute_per_iteration_s = compute_s * M + optimizer_s;
   plan.single_gpu_iteration_s = mt.step();  // per batch_per_gpu samples (one micro-batch)
-  plan.samples_per_iteration = micro * n * M;
-  plan.input_seconds_per_iteration = loader.batch_seconds(micro) * M;
-  plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
-  if (const std::string host = loader.host_note(micro * M, plan.compute_per_iteration_s); !host.empty())
-    plan.notes.push_back(host);
-  plan.host = loader.host_summary(micro * M, plan.compute_per_iteration_s);
-  std::string jitter_note, fold_note;
-  if (folded)
-    std::tie(jitter_note, fold_note) = finish_one_representative(plan, *folded, step_jitter(scenario, n));
-  else
-    jitter_note = apply_step_jitter(g, plan.ranks, step_jitter(scenario, n));
+  const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0, &plan.memory_curve);
-  plan.memory_curve_device = plan.ranks.front();
-  plan.gpu_memory_bytes = topology.gpu.memory_bytes;
-  plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
   if (opt.stage < 3)
     plan.notes.push_back(fmt::format(
         "ZeRO-{}: {} gradient buckets of {:.3g} elements AllReduced {}{}; optimizer on 1/{} of the parameters, then "
