@@ -7,6 +7,7 @@
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
+#include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/util/units.hpp"
@@ -144,8 +145,10 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.warmup_iterations = warmup;
   const auto n = plan.ranks.size();
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
+  // Recomputation (training.activation_checkpointing) runs in each layer's backward.
   const LayerTimes times =
-      layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options()));
+      with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options())),
+                         batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing);
   const HostExtras extras = host_extras(topology, plan.ranks, times.step() > 0 ? batch / times.step() : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
@@ -265,6 +268,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.notes.push_back(!times.note.empty() ? times.note
                                            : fmt::format("compute: {}; {}", describe_compute_source(scenario),
                                                          compute_spread_note(scenario, topology.gpu)));
+  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
+    plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
   if (n > 1)
     plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                      buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));

@@ -6,6 +6,7 @@
 #include "sim/strategies/jitter.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
+#include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/task_util.hpp"
@@ -87,7 +88,8 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   plan.warmup_iterations = warmup;
   const int gpu0 = plan.ranks[0];
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
-  const LayerTimes times = layer_times(model, scenario, topology.gpu, batch, half_eff);
+  const LayerTimes times = with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_eff), batch,
+                                              memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing);
   // One process: its main thread is the GIL's one Python lane (parallel_apply's threads take turns on
   // it); autograd's per-device threads run backward's launches without the GIL, one per GPU.
   HostExtras extras;
@@ -229,6 +231,8 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
+  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
+    plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing));
   plan.notes.push_back(fmt::format(
       "DataParallel: GPU0 scatters inputs, replicates {:.1f} MiB of parameters+buffers and reduces {:.1f} MiB of "
       "gradients every iteration ({} MiB chunks); Python (one thread at a time, GIL): replicate {:.0f} us per module per "

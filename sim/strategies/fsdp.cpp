@@ -324,9 +324,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   }
   const double copy_out_s = sharded && copy_out ? copy_seconds(all_gathered, topology.gpu) : 0.0;
   plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
-  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
+  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
+  // it recomputes as the ranks do.
   plan.single_gpu_iteration_s =
-      T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples).step() : mt.step();
+      with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples) : mt,
+                         micro, mem.activation_bytes, scenario.training.activation_checkpointing)
+          .step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, D, M, n);
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
                                     &plan.memory_curve);

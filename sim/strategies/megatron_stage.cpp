@@ -266,4 +266,19 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   return {whole};
 }
 
+LayerTimes with_recomputation(const Model& model, LayerTimes times, double micro, double activation_bytes,
+                              ActivationCheckpointing recompute)
+{
+  if (recompute == ActivationCheckpointing::None)
+    return times;
+  const TensorParallelOptions one{1, false, recompute};
+  std::vector<double> extra(times.bwd.size(), 0.0);
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    for (const auto& p : stage_pieces(model, times, {i, i + 1}, micro, activation_bytes, one))
+      extra[i] += p.recompute_s;
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    times.bwd[i] += extra[i];
+  return times;
+}
+
 }  // namespace dtsim

@@ -91,6 +91,13 @@ struct TensorParallelOptions {
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp);
 
+/// `times` (one GPU, one micro-batch) with each layer's recomputation under `recompute` added to
+/// its backward, as stage_pieces adds it on one tensor rank: a data-parallel replica's compute under
+/// training.activation_checkpointing (torch.utils.checkpoint re-runs the forward in the backward).
+/// Unchanged with ActivationCheckpointing::None.
+LayerTimes with_recomputation(const Model& model, LayerTimes times, double micro, double activation_bytes,
+                              ActivationCheckpointing recompute);
+
 /// The report's note on training.activation_checkpointing (not None).
 std::string checkpointing_note(ActivationCheckpointing recompute);
 

@@ -177,9 +177,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   for (const double c : b.stage_compute)
     busiest = std::max(busiest, c * M);
   plan.compute_per_iteration_s = busiest;
-  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank).
-  plan.single_gpu_iteration_s = T > 1 ? layer_times(model, scenario, topology.gpu, b.batch, cfg.half_efficiency_samples).step()
-                                      : b.full.step();
+  // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
+  // it recomputes as the ranks do.
+  plan.single_gpu_iteration_s =
+      with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, b.batch, cfg.half_efficiency_samples) : b.full,
+                         b.batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing)
+          .step();
   plan.samples_per_iteration = b.batch * D;
   count_traffic(b);
 

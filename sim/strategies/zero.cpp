@@ -75,18 +75,13 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const int M = scenario.training.batch.accumulation;
   const double micro = static_cast<double>(scenario.training.batch_per_gpu);
   const MemoryRules mem = memory_rules(scenario);
-  const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
-  const TensorParallelOptions one{1, false, scenario.training.activation_checkpointing};
+  // Per layer, recomputation in backward.
+  const LayerTimes mt = with_recomputation(model, layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples),
+                                           micro, mem.activation_bytes, scenario.training.activation_checkpointing);
   const std::size_t L = model.layers.size();
-  std::vector<double> fwd(L), bwd(L);  // per layer, recomputation in backward
-  double compute_s = 0;
-  for (std::size_t i = 0; i < L; ++i) {
-    for (const auto& p : stage_pieces(model, mt, {i, i + 1}, micro, mem.activation_bytes, one)) {
-      fwd[i] += p.fwd_s;
-      bwd[i] += p.bwd_s + p.recompute_s;
-    }
-    compute_s += fwd[i] + bwd[i];
-  }
+  const std::vector<double>& fwd = mt.fwd;
+  const std::vector<double>& bwd = mt.bwd;
+  const double compute_s = mt.fwd_total() + mt.bwd_total();
   const bool half = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const double model_bytes = half ? 2.0 : 4.0;
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);

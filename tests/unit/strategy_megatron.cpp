@@ -173,6 +173,26 @@ TEST_CASE("recomputation: full re-runs the layers' forward and collectives, sele
   CHECK(selective == doctest::Approx(core_fwd / 2));
 }
 
+TEST_CASE("a data-parallel replica's recomputation: each block layer's forward again in its own backward")
+{
+  const Model gpt2 = load_model("gpt2");
+  const LayerTimes t = unit_times(gpt2);
+  std::vector<bool> in_block(gpt2.layers.size(), false);
+  for (const auto& b : transformer_layers(gpt2))
+    for (std::size_t i = b.first; i < b.last; ++i)
+      in_block[i] = true;
+  const LayerTimes none = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::None);
+  const LayerTimes full = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::Full);
+  const LayerTimes selective = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::Selective);
+  for (std::size_t i = 0; i < gpt2.layers.size(); ++i) {
+    CAPTURE(gpt2.layers[i].name);
+    CHECK(none.bwd[i] == t.bwd[i]);
+    CHECK(full.fwd[i] == t.fwd[i]);
+    CHECK(full.bwd[i] == doctest::Approx(t.bwd[i] + (in_block[i] ? t.fwd[i] : 0.0)));
+    CHECK(selective.bwd[i] == doctest::Approx(t.bwd[i] + (gpt2.layers[i].kind == "attention" ? t.fwd[i] : 0.0)));
+  }
+}
+
 TEST_CASE("Megatron's split: layers evenly, embeddings first, head last; balance counts transformer layers")
 {
   const Model gpt2 = load_model("gpt2");
