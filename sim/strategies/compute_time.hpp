@@ -19,7 +19,7 @@ namespace dtsim {
 struct LayerTimes {
   std::vector<double> fwd;   ///< seconds per layer (model order)
   std::vector<double> bwd;
-  double optimizer_s = 0;    ///< optimizer step per iteration (measured profiles only)
+  double optimizer_s = 0;    ///< optimizer step per iteration (a measured profile's; FLOPs: with_optimizer_step)
   std::string note;          ///< how the times were obtained, when a report should say so
   double fwd_total() const;
   double bwd_total() const;

@@ -8,6 +8,7 @@
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/util/units.hpp"
@@ -145,10 +146,12 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.warmup_iterations = warmup;
   const auto n = plan.ranks.size();
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
-  // Recomputation (training.activation_checkpointing) runs in each layer's backward.
-  const LayerTimes times =
+  // Recomputation (training.activation_checkpointing) runs in each layer's backward; each replica
+  // steps the optimizer over the whole model.
+  const LayerTimes times = with_optimizer_step(
       with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options())),
-                         batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing);
+                         batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing),
+      scenario, static_cast<double>(model.params()), topology.gpu);
   const HostExtras extras = host_extras(topology, plan.ranks, times.step() > 0 ? batch / times.step() : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
@@ -165,7 +168,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   int nccl_channels = 0;  // most channels (CTAs) a bucket's AllReduce runs on
 
   plan.single_gpu_iteration_s = times.step();
-  plan.compute_per_iteration_s = times.step() * opt.gradient_accumulation + copies.total_s();
+  plan.compute_per_iteration_s =
+      (times.fwd_total() + times.bwd_total()) * opt.gradient_accumulation + times.optimizer_s + copies.total_s();
   plan.samples_per_iteration = batch * static_cast<double>(n) * opt.gradient_accumulation;
   if (sync_buffers)
     plan.comm_per_iteration.push_back({"buffers", "broadcast", buffer_bytes});
@@ -308,7 +312,9 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
                                      n, copies.total_s() * 1e3, 100 * kCopyBandwidthFraction,
                                      topology.gpu.memory_bandwidth / 1e9));
   plan.notes.push_back(apply_step_jitter(g, plan.ranks, step_jitter(scenario, static_cast<int>(n))));
-  plan.notes.push_back(times.optimizer_s > 0 ? "optimizer step measured (profile)" : "optimizer step folded into the measured step time");
+  plan.notes.push_back(scenario.training.compute.source == ComputeSpec::Source::Flops ? optimizer_note(true, "whole model")
+                       : times.optimizer_s > 0                                         ? "optimizer step measured (profile)"
+                                                                                       : optimizer_note(false, ""));
   if (n > 1 && !buckets.empty())
     plan.notes.push_back(nccl_slowdown_note(topology.gpu, nccl_channels, memory_bound, plan.nccl_slowdown_per_iteration_s));
   return plan;

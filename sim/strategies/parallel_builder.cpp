@@ -3,6 +3,7 @@
 // parallel_build.hpp.
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/parallel_build.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/tp_overlap.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
@@ -178,11 +179,12 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     busiest = std::max(busiest, c * M);
   plan.compute_per_iteration_s = busiest;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
-  // it recomputes as the ranks do.
-  plan.single_gpu_iteration_s =
+  // it recomputes as the ranks do, and steps the optimizer over the whole model where the plan adds one.
+  const LayerTimes one_gpu =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, b.batch, cfg.half_efficiency_samples) : b.full,
-                         b.batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing)
-          .step();
+                         b.batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing);
+  plan.single_gpu_iteration_s =
+      (b.add_optimizer ? with_optimizer_step(one_gpu, scenario, static_cast<double>(model.params()), topology.gpu) : one_gpu).step();
   plan.samples_per_iteration = b.batch * D;
   count_traffic(b);
 

@@ -255,7 +255,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   for (const auto& [key, sum] : tally)
     plan.comm_per_iteration.push_back({key.first, key.second, sum.first, sum.second, 1});
   plan.compute_per_iteration_s = compute_s * M + optimizer_s;
-  plan.single_gpu_iteration_s = mt.step();  // per batch_per_gpu samples (one micro-batch)
+  // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
+  plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0, &plan.memory_curve);
