@@ -94,8 +94,10 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   training["precision"] = row.required("precision", "a precision such as fp32, tf32 or amp");
   training["compute"] = compute;
   training["loader"] = loader;
-  if (!row.get("activation_checkpointing").empty())
-    training["activation_checkpointing"] = row.get("activation_checkpointing");
+  if (const std::string ac = row.get("activation_checkpointing"); ac == "true" || ac == "false")
+    training["activation_checkpointing"] = ac == "true";  // full / none (training_settings.cpp)
+  else if (!ac.empty())
+    training["activation_checkpointing"] = ac;
   if (!row.get("optimizer").empty())
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())

@@ -146,7 +146,13 @@ TrainingSpec parse_training(const JsonReader& r)
                                     t.epochs, t.dataset_samples));
   t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
   if (const auto ac = r.find("activation_checkpointing")) {
-    const std::string v = ac->as_choice({"none", "selective", "full", "selective_op"});
+    // true / false as Composer's and llm-foundry's fsdp_config (`activation_checkpointing: true`
+    // checkpoints every block) and Hugging Face's gradient_checkpointing write it: full / none.
+    const std::vector<std::string> policies{"none", "selective", "full", "selective_op"};
+    if (!ac->json().is_boolean() && !ac->json().is_string())
+      ac->fail(fmt::format("expected one of {} (or true: full, false: none), got {}", fmt::join(policies, ", "),
+                           describe_json(ac->json())));
+    const std::string v = ac->json().is_boolean() ? (ac->as_bool() ? "full" : "none") : ac->as_choice(policies);
     t.activation_checkpointing = v == "full"           ? ActivationCheckpointing::Full
                                  : v == "selective"    ? ActivationCheckpointing::Selective
                                  : v == "selective_op" ? ActivationCheckpointing::SelectiveOp
