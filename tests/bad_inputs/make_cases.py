@@ -552,7 +552,7 @@ case("megatron_distributed_optimizer_number", "gpt3-175b-h100-128gpu.json", "/st
      f"run {GPT3} --set strategy.distributed_optimizer=1")
 case("megatron_tp_backward_overlap_string", "gpt3-175b-h100-128gpu.json", "/strategy/tp_backward_overlap",
      f"run {GPT3} --set strategy.tp_backward_overlap=sometimes")
-for i, v in enumerate(["partial", "true", "0"]):
+for i, v in enumerate(["partial", "selective-op", "0"]):
     case(f"megatron_activation_checkpointing_{i}", "gpt3-175b-h100-128gpu.json", "/training/activation_checkpointing",
          f"run {GPT3} --set training.activation_checkpointing={v}")
 
