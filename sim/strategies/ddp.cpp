@@ -150,7 +150,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   // steps the optimizer over the whole model.
   const LayerTimes times = with_optimizer_step(
       with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options())),
-                         batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing),
+                         scenario.training.activation_checkpointing),
       scenario, static_cast<double>(model.params()), topology.gpu);
   const HostExtras extras = host_extras(topology, plan.ranks, times.step() > 0 ? batch / times.step() : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);

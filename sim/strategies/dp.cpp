@@ -91,8 +91,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   // GPU0 alone steps the optimizer, over the whole model.
   const LayerTimes times = with_optimizer_step(
-      with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_eff), batch,
-                         memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing),
+      with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_eff), scenario.training.activation_checkpointing),
       scenario, static_cast<double>(model.params()), topology.gpu);
   // One process: its main thread is the GIL's one Python lane (parallel_apply's threads take turns on
   // it); autograd's per-device threads run backward's launches without the GIL, one per GPU.

@@ -328,7 +328,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
   plan.single_gpu_iteration_s =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples) : mt,
-                         micro, mem.activation_bytes, scenario.training.activation_checkpointing)
+                         scenario.training.activation_checkpointing)
           .step() +
       (shard_params > 0 ? optimizer_s * static_cast<double>(model.params()) / shard_params : 0.0);
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, D, M, n);

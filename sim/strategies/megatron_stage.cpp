@@ -45,6 +45,27 @@ std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int 
   return out;
 }
 
+/// Per layer: in a transformer layer, and (torchtitan's op-level checkpointing recomputes every second
+/// matmul of a transformer layer; the elementwise ops it also recomputes cost no FLOPs here:
+/// saved_tensors.cpp's op_saved) an even matmul of its layer.
+struct BlockLayers {
+  std::vector<bool> in_block, even_matmul;
+};
+
+BlockLayers block_layers(const Model& model, const std::vector<StageRange>& blocks)
+{
+  BlockLayers m{std::vector<bool>(model.layers.size(), false), std::vector<bool>(model.layers.size(), false)};
+  for (const auto& b : blocks) {
+    int matmuls = 0;
+    for (std::size_t i = b.first; i < b.last; ++i) {
+      m.in_block[i] = true;
+      if (model.layers[i].kind == "linear")
+        m.even_matmul[i] = ++matmuls % 2 == 0;
+    }
+  }
+  return m;
+}
+
 }  // namespace
 
 std::string checkpointing_note(ActivationCheckpointing recompute)
@@ -137,19 +158,10 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   const double T = tp.tensor;
   const auto blocks = transformer_layers(model);
   // Per layer: in a transformer layer? ends a row-parallel linear?
-  std::vector<bool> in_block(model.layers.size(), false);
+  const BlockLayers marks = block_layers(model, blocks);
+  const std::vector<bool>& in_block = marks.in_block;
+  const std::vector<bool>& even_matmul = marks.even_matmul;
   const std::vector<bool> row_parallel = row_parallel_linears(model);
-  // torchtitan's op-level checkpointing recomputes every second matmul of a transformer layer (the
-  // elementwise ops it also recomputes cost no FLOPs here): saved_tensors.cpp's op_saved.
-  std::vector<bool> even_matmul(model.layers.size(), false);
-  for (const auto& b : blocks) {
-    int matmuls = 0;
-    for (std::size_t i = b.first; i < b.last; ++i) {
-      in_block[i] = true;
-      if (model.layers[i].kind == "linear")
-        even_matmul[i] = ++matmuls % 2 == 0;
-    }
-  }
   const std::size_t first_block = blocks.empty() ? model.layers.size() : blocks.front().first;
   bool embedding = false;  // the model starts with (word) embeddings, Megatron's vocabulary-parallel ones
   for (std::size_t i = 0; i < first_block; ++i)
@@ -266,18 +278,19 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   return {whole};
 }
 
-LayerTimes with_recomputation(const Model& model, LayerTimes times, double micro, double activation_bytes,
-                              ActivationCheckpointing recompute)
+LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute)
 {
   if (recompute == ActivationCheckpointing::None)
     return times;
-  const TensorParallelOptions one{1, false, recompute};
-  std::vector<double> extra(times.bwd.size(), 0.0);
-  for (std::size_t i = 0; i < extra.size(); ++i)
-    for (const auto& p : stage_pieces(model, times, {i, i + 1}, micro, activation_bytes, one))
-      extra[i] += p.recompute_s;
-  for (std::size_t i = 0; i < extra.size(); ++i)
-    times.bwd[i] += extra[i];
+  // stage_pieces' rules, layer by layer (one pass: models have up to 100,000 layers).
+  const BlockLayers marks = block_layers(model, transformer_layers(model));
+  for (std::size_t i = 0; i < times.bwd.size() && i < model.layers.size(); ++i) {
+    const bool again = recompute == ActivationCheckpointing::Full        ? marks.in_block[i]
+                       : recompute == ActivationCheckpointing::Selective ? model.layers[i].kind == "attention"
+                                                                         : marks.even_matmul[i];
+    if (again)
+      times.bwd[i] += times.fwd[i];
+  }
   return times;
 }
 

@@ -92,11 +92,11 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
                                      double activation_bytes, const TensorParallelOptions& tp);
 
 /// `times` (one GPU, one micro-batch) with each layer's recomputation under `recompute` added to
-/// its backward, as stage_pieces adds it on one tensor rank: a data-parallel replica's compute under
-/// training.activation_checkpointing (torch.utils.checkpoint re-runs the forward in the backward).
-/// Unchanged with ActivationCheckpointing::None.
-LayerTimes with_recomputation(const Model& model, LayerTimes times, double micro, double activation_bytes,
-                              ActivationCheckpointing recompute);
+/// its backward, by stage_pieces' rules on one tensor rank (full: every transformer-layer row;
+/// selective: the attention cores; selective_op: every second matmul of a transformer layer): a
+/// data-parallel replica's compute under training.activation_checkpointing (torch.utils.checkpoint
+/// re-runs the forward in the backward). One pass over the layers. Unchanged with None.
+LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute);
 
 /// The report's note on training.activation_checkpointing (not None).
 std::string checkpointing_note(ActivationCheckpointing recompute);

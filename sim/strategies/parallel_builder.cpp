@@ -182,7 +182,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   // it recomputes as the ranks do, and steps the optimizer over the whole model where the plan adds one.
   const LayerTimes one_gpu =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, b.batch, cfg.half_efficiency_samples) : b.full,
-                         b.batch, memory_rules(scenario).activation_bytes, scenario.training.activation_checkpointing);
+                         scenario.training.activation_checkpointing);
   plan.single_gpu_iteration_s =
       (b.add_optimizer ? with_optimizer_step(one_gpu, scenario, static_cast<double>(model.params()), topology.gpu) : one_gpu).step();
   plan.samples_per_iteration = b.batch * D;

@@ -77,7 +77,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const MemoryRules mem = memory_rules(scenario);
   // Per layer, recomputation in backward.
   const LayerTimes mt = with_recomputation(model, layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples),
-                                           micro, mem.activation_bytes, scenario.training.activation_checkpointing);
+                                           scenario.training.activation_checkpointing);
   const std::size_t L = model.layers.size();
   const std::vector<double>& fwd = mt.fwd;
   const std::vector<double>& bwd = mt.bwd;

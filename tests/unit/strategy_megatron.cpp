@@ -181,15 +181,28 @@ TEST_CASE("a data-parallel replica's recomputation: each block layer's forward a
   for (const auto& b : transformer_layers(gpt2))
     for (std::size_t i = b.first; i < b.last; ++i)
       in_block[i] = true;
-  const LayerTimes none = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::None);
-  const LayerTimes full = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::Full);
-  const LayerTimes selective = with_recomputation(gpt2, t, 1, 2, ActivationCheckpointing::Selective);
+  const LayerTimes none = with_recomputation(gpt2, t, ActivationCheckpointing::None);
+  const LayerTimes full = with_recomputation(gpt2, t, ActivationCheckpointing::Full);
+  const LayerTimes selective = with_recomputation(gpt2, t, ActivationCheckpointing::Selective);
   for (std::size_t i = 0; i < gpt2.layers.size(); ++i) {
     CAPTURE(gpt2.layers[i].name);
     CHECK(none.bwd[i] == t.bwd[i]);
     CHECK(full.fwd[i] == t.fwd[i]);
     CHECK(full.bwd[i] == doctest::Approx(t.bwd[i] + (in_block[i] ? t.fwd[i] : 0.0)));
     CHECK(selective.bwd[i] == doctest::Approx(t.bwd[i] + (gpt2.layers[i].kind == "attention" ? t.fwd[i] : 0.0)));
+  }
+  // Block by block, what stage_pieces re-runs on one tensor rank, for every policy.
+  for (const auto policy : {ActivationCheckpointing::Full, ActivationCheckpointing::Selective, ActivationCheckpointing::SelectiveOp}) {
+    const LayerTimes with = with_recomputation(gpt2, t, policy);
+    for (const auto& b : transformer_layers(gpt2)) {
+      double pieces = 0, layers = 0;
+      for (const auto& p : stage_pieces(gpt2, t, b, 1, 2, {1, false, policy}))
+        pieces += p.recompute_s;
+      for (std::size_t i = b.first; i < b.last; ++i)
+        layers += with.bwd[i] - t.bwd[i];
+      CHECK(layers == doctest::Approx(pieces));
+      CHECK(layers > 0);
+    }
   }
 }
 
