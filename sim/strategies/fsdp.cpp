@@ -58,8 +58,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   tp.gather_per_linear = opt.gather_per_linear;
   std::vector<std::vector<StagePiece>> pieces;
   double compute_s = 0;
+  const StageMarks marks = stage_marks(model);
   for (const auto& seg : su.segments) {
-    pieces.push_back(stage_pieces(model, mt, seg.layers, micro, mem.activation_bytes, tp));
+    pieces.push_back(stage_pieces(model, marks, mt, seg.layers, micro, mem.activation_bytes, tp));
     for (const auto& p : pieces.back())
       compute_s += p.fwd_s + p.bwd_s + p.recompute_s;
   }

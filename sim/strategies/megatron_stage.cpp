@@ -45,27 +45,6 @@ std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int 
   return out;
 }
 
-/// Per layer: in a transformer layer, and (torchtitan's op-level checkpointing recomputes every second
-/// matmul of a transformer layer; the elementwise ops it also recomputes cost no FLOPs here:
-/// saved_tensors.cpp's op_saved) an even matmul of its layer.
-struct BlockLayers {
-  std::vector<bool> in_block, even_matmul;
-};
-
-BlockLayers block_layers(const Model& model, const std::vector<StageRange>& blocks)
-{
-  BlockLayers m{std::vector<bool>(model.layers.size(), false), std::vector<bool>(model.layers.size(), false)};
-  for (const auto& b : blocks) {
-    int matmuls = 0;
-    for (std::size_t i = b.first; i < b.last; ++i) {
-      m.in_block[i] = true;
-      if (model.layers[i].kind == "linear")
-        m.even_matmul[i] = ++matmuls % 2 == 0;
-    }
-  }
-  return m;
-}
-
 }  // namespace
 
 std::string checkpointing_note(ActivationCheckpointing recompute)
@@ -152,21 +131,55 @@ double StagePiece::bwd_main_s() const
   return std::max(0.0, s);
 }
 
+StageMarks stage_marks(const Model& model)
+{
+  StageMarks m;
+  const std::size_t L = model.layers.size();
+  const auto blocks = transformer_layers(model);
+  m.in_block.assign(L, false);
+  m.even_matmul.assign(L, false);
+  for (const auto& b : blocks) {
+    int matmuls = 0;
+    for (std::size_t i = b.first; i < b.last; ++i) {
+      m.in_block[i] = true;
+      if (model.layers[i].kind == "linear")
+        m.even_matmul[i] = ++matmuls % 2 == 0;
+    }
+  }
+  m.row_parallel = row_parallel_linears(model);
+  m.first_block = blocks.empty() ? L : blocks.front().first;
+  for (std::size_t i = 0; i < m.first_block; ++i)
+    m.embedding = m.embedding || model.layers[i].kind == "embedding";
+  m.head = output_layer(model);
+  m.linears_after.assign(L + 1, 1);
+  int count = 0;
+  for (std::size_t k = L; k-- > 0;) {
+    m.linears_after[k] = std::max(1, count);
+    const Layer& l = model.layers[k];
+    if (l.kind == "linear" && m.row_parallel[k])
+      count = 0;
+    else if (l.kind == "linear" && (m.in_block[k] || static_cast<int>(k) == m.head))
+      ++count;
+  }
+  return m;
+}
+
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp)
 {
+  return stage_pieces(model, stage_marks(model), times, range, micro, activation_bytes, tp);
+}
+
+std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks, const LayerTimes& times, StageRange range,
+                                     double micro, double activation_bytes, const TensorParallelOptions& tp)
+{
   const double T = tp.tensor;
-  const auto blocks = transformer_layers(model);
-  // Per layer: in a transformer layer? ends a row-parallel linear?
-  const BlockLayers marks = block_layers(model, blocks);
   const std::vector<bool>& in_block = marks.in_block;
   const std::vector<bool>& even_matmul = marks.even_matmul;
-  const std::vector<bool> row_parallel = row_parallel_linears(model);
-  const std::size_t first_block = blocks.empty() ? model.layers.size() : blocks.front().first;
-  bool embedding = false;  // the model starts with (word) embeddings, Megatron's vocabulary-parallel ones
-  for (std::size_t i = 0; i < first_block; ++i)
-    embedding = embedding || model.layers[i].kind == "embedding";
-  const int head = output_layer(model);
+  const std::vector<bool>& row_parallel = marks.row_parallel;
+  const std::size_t first_block = marks.first_block;
+  const bool embedding = marks.embedding;
+  const int head = marks.head;
 
   std::vector<StagePiece> pieces;
   StagePiece cur;
@@ -201,18 +214,7 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
   const bool overlap = tp.overlap_backward && T > 1;
   // Per layer: the column-parallel linears after it up to the next row-parallel one, each gathering
   // its own input under gather_per_linear (else one gather serves them all).
-  std::vector<int> gathers_after(model.layers.size() + 1, 1);
-  if (tp.gather_per_linear) {
-    int count = 0;
-    for (std::size_t k = model.layers.size(); k-- > 0;) {
-      gathers_after[k] = std::max(1, count);
-      const Layer& l = model.layers[k];
-      if (l.kind == "linear" && row_parallel[k])
-        count = 0;
-      else if (l.kind == "linear" && (in_block[k] || static_cast<int>(k) == head))
-        ++count;
-    }
-  }
+  const auto gathers_after = [&](std::size_t i) { return tp.gather_per_linear ? marks.linears_after[i] : 1; };
   for (std::size_t i = range.first; i < range.last; ++i) {
     const Layer& l = model.layers[i];
     if (cur.name.empty())
@@ -235,12 +237,12 @@ std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times
         overlapped(hidden_bytes, true);
         close(boundary(hidden_bytes, tp.sequence_parallel), {});
       } else {
-        close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], false),
-              boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], true));
+        close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after(i), false),
+              boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after(i), true));
       }
     } else if (T > 1 && i + 1 == first_block && embedding) {
       // The embeddings' sum: the vocabulary-parallel word embedding's AllReduce (forward only).
-      close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after[i], false), {});
+      close(boundary_of(hidden_bytes, tp.sequence_parallel, gathers_after(i), false), {});
     } else if (T > 1 && static_cast<int>(i) == head) {
       const double input_bytes = i > 0 ? model.layers[i - 1].activation_elems * micro * activation_bytes : 0;
       const double tokens = micro * arch_or(model, "seq_len", 1);
@@ -283,7 +285,7 @@ LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCh
   if (recompute == ActivationCheckpointing::None)
     return times;
   // stage_pieces' rules, layer by layer (one pass: models have up to 100,000 layers).
-  const BlockLayers marks = block_layers(model, transformer_layers(model));
+  const StageMarks marks = stage_marks(model);
   for (std::size_t i = 0; i < times.bwd.size() && i < model.layers.size(); ++i) {
     const bool again = recompute == ActivationCheckpointing::Full        ? marks.in_block[i]
                        : recompute == ActivationCheckpointing::Selective ? model.layers[i].kind == "attention"

@@ -85,11 +85,31 @@ struct TensorParallelOptions {
   bool gather_per_linear = false;
 };
 
+/// What stage_pieces reads of the whole model, per layer, found once (a model has up to 100,000 layers
+/// and FSDP cuts it into a piece list per unit).
+struct StageMarks {
+  std::vector<bool> in_block;     ///< in a transformer layer
+  /// An even matmul of its transformer layer: torchtitan's op-level checkpointing recomputes every
+  /// second one (the elementwise ops it also recomputes cost no FLOPs here: saved_tensors.cpp's op_saved).
+  std::vector<bool> even_matmul;
+  std::vector<bool> row_parallel;  ///< a row-parallel linear (row_parallel_linears)
+  std::size_t first_block = 0;    ///< the first transformer layer's first row (the layer count without any)
+  bool embedding = false;          ///< the model starts with (word) embeddings, Megatron's vocabulary-parallel ones
+  int head = -1;                   ///< output_layer
+  /// The column-parallel linears after each layer up to the next row-parallel one (at least 1): the
+  /// gathers of its output under gather_per_linear.
+  std::vector<int> linears_after;
+};
+StageMarks stage_marks(const Model& model);
+
 /// The pieces of layers [range.first, range.last) for one micro-batch of `micro` samples, from the
 /// per-layer times of one micro-batch on a whole GPU (`times`, divided by the tensor degree here).
 /// With one tensor rank the stage is one piece without collectives.
 std::vector<StagePiece> stage_pieces(const Model& model, const LayerTimes& times, StageRange range, double micro,
                                      double activation_bytes, const TensorParallelOptions& tp);
+/// The same with the model's marks found once (a builder cutting many ranges).
+std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks, const LayerTimes& times, StageRange range,
+                                     double micro, double activation_bytes, const TensorParallelOptions& tp);
 
 /// `times` (one GPU, one micro-batch) with each layer's recomputation under `recompute` added to
 /// its backward, by stage_pieces' rules on one tensor rank (full: every transformer-layer row;

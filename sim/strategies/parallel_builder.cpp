@@ -125,10 +125,11 @@ ParallelBuild::ParallelBuild(const Scenario& scenario_, const Topology& topology
   const TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing, cfg.tp_backward_overlap};
   sc.resize(static_cast<std::size_t>(V));
   overlap_slowdown.assign(static_cast<std::size_t>(P), 0.0);
+  const StageMarks marks = stage_marks(model);
   for (int s = 0; s < V; ++s) {
     auto& c = sc[static_cast<std::size_t>(s)];
     const auto& r = ranges[static_cast<std::size_t>(s)];
-    c.pieces = stage_pieces(model, mt, r, micro, mem.activation_bytes, tp);
+    c.pieces = stage_pieces(model, marks, mt, r, micro, mem.activation_bytes, tp);
     if (T > 1 && cfg.tp_backward_overlap) {
       std::vector<int> group;
       for (int t = 0; t < T; ++t)
