@@ -1,6 +1,8 @@
 #include "sim/strategies/compute_time.hpp"
 
 #include "sim/strategies/attention_rate.hpp"
+#include "sim/strategies/memory.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/roofline.hpp"
 #include "sim/strategies/saved_tensors.hpp"
 
@@ -158,6 +160,15 @@ std::string compute_spread_note(const Scenario& scenario, const GpuSpec& cluster
            "sim/strategies/roofline.hpp)" + tail;
   return (attention.empty() ? "backward = 2 x forward, spread over layers by FLOP share"
                             : "backward = 2 x forward, spread over layers by FLOP share, each at its rate") + tail;
+}
+
+LayerTimes with_optimizer_step(LayerTimes times, const Scenario& scenario, double params, const GpuSpec& gpu)
+{
+  if (scenario.training.compute.source != ComputeSpec::Source::Flops || times.optimizer_s > 0)
+    return times;
+  const Precision p = scenario.training.precision;
+  times.optimizer_s = optimizer_seconds(params, memory_rules(scenario), p == Precision::Fp16 || p == Precision::Bf16, gpu);
+  return times;
 }
 
 }  // namespace dtsim

@@ -45,6 +45,12 @@ struct TensorSplit {
 LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSpec& cluster_gpu, double samples,
                        double half_efficiency_samples = 0, const TensorSplit& split = {});
 
+/// `times` with, when compute comes from FLOPs and no profile measured the step, the optimizer step
+/// of one GPU holding all `params` (optimizer_step.hpp's optimizer_seconds, the scenario's memory
+/// rules): a DDP or DataParallel replica's, and the one GPU that speedups are measured against. A
+/// measured step or throughput already holds it; a measured profile gives its own.
+LayerTimes with_optimizer_step(LayerTimes times, const Scenario& scenario, double params, const GpuSpec& gpu);
+
 /// Describes the compute source in one line for reports ("measured step 7.2 s at batch 128").
 std::string describe_compute_source(const Scenario& scenario);
 

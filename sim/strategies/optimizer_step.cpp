@@ -25,15 +25,6 @@ double optimizer_seconds_in_dtype(double params, double element_bytes, double st
   return params * bytes / (gpu.memory_bandwidth * kMemoryBoundFraction);
 }
 
-LayerTimes with_optimizer_step(LayerTimes times, const Scenario& scenario, double params, const GpuSpec& gpu)
-{
-  if (scenario.training.compute.source != ComputeSpec::Source::Flops || times.optimizer_s > 0)
-    return times;
-  const Precision p = scenario.training.precision;
-  times.optimizer_s = optimizer_seconds(params, memory_rules(scenario), p == Precision::Fp16 || p == Precision::Bf16, gpu);
-  return times;
-}
-
 std::string optimizer_note(bool added, const std::string& what)
 {
   return added ? fmt::format("optimizer step on each rank's {}, memory-bound at {:.0f}% of HBM bandwidth", what,

@@ -5,7 +5,6 @@
 // memory rules (memory.hpp).
 #pragma once
 
-#include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/memory.hpp"
 #include "sim/topology/gpu_spec.hpp"
 
@@ -36,12 +35,6 @@ double optimizer_seconds(double params, const MemoryRules& mem, bool half_weight
 /// `element_bytes` (a module trained in half precision without fp32 master weights); `state_bytes`
 /// per parameter are the optimizer's states in fp32 (memory rules), scaled to that dtype.
 double optimizer_seconds_in_dtype(double params, double element_bytes, double state_bytes, const GpuSpec& gpu);
-
-/// `times` with, when compute comes from FLOPs and no profile measured the step, the optimizer step
-/// of one GPU holding all `params` (optimizer_seconds with the scenario's memory rules): a DDP or
-/// DataParallel replica's, and the one GPU that speedups are measured against. A measured step or
-/// throughput already holds it; a measured profile gives its own.
-LayerTimes with_optimizer_step(LayerTimes times, const Scenario& scenario, double params, const GpuSpec& gpu);
 
 /// The report's note on the optimizer step: added (memory-bound, on each rank's `what`, e.g.
 /// "1/8 shard") or folded into a measured step.

@@ -3,7 +3,6 @@
 // parallel_build.hpp.
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/parallel_build.hpp"
-#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/tp_overlap.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/util/units.hpp"
