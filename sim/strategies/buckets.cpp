@@ -1,5 +1,8 @@
 #include "sim/strategies/buckets.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace dtsim {
 
 std::vector<Bucket> assign_buckets(const Model& model, double bytes_per_element, double first_bucket_bytes,
@@ -26,6 +29,44 @@ std::vector<Bucket> assign_buckets(const Model& model, double bytes_per_element,
   if (has_open)
     buckets.push_back(open);
   return buckets;
+}
+
+std::vector<Bucket> assign_capped_buckets(const Model& model, double bytes_per_element, double cap_bytes)
+{
+  std::vector<Bucket> buckets;
+  Bucket open;
+  for (std::size_t l = model.layers.size(); l-- > 0;) {
+    const auto& tensors = model.layers[l].param_tensors;
+    for (auto t = tensors.rbegin(); t != tensors.rend(); ++t) {
+      const double bytes = static_cast<double>(*t) * bytes_per_element;
+      if (open.tensors > 0 && open.bytes + bytes > cap_bytes) {
+        buckets.push_back(open);
+        open = Bucket{};
+      }
+      open.bytes += bytes;
+      open.tensors += 1;
+      open.ready_after_layer = l;
+    }
+  }
+  if (open.tensors > 0)
+    buckets.push_back(open);
+  return buckets;
+}
+
+std::vector<std::pair<int, double>> partition_slices(double first, double last, double total, int ranks)
+{
+  std::vector<std::pair<int, double>> out;
+  if (ranks < 1 || total <= 0 || last <= first)
+    return out;
+  const double size = total / ranks;
+  for (int j = std::clamp(static_cast<int>(std::floor(first / size)), 0, ranks - 1); j < ranks; ++j) {
+    const double lo = std::max(first, j * size), hi = j + 1 == ranks ? last : std::min(last, (j + 1) * size);
+    if (hi > lo)
+      out.emplace_back(j, hi - lo);
+    if (hi >= last)
+      break;
+  }
+  return out;
 }
 
 }  // namespace dtsim

@@ -1,12 +1,18 @@
-// DDP's gradient buckets, as PyTorch's compute_bucket_assignment_by_size builds them: parameter
-// tensors walked in gradient-ready order (reverse registration order), a bucket closed as soon as
-// its size reaches the current limit (so it may exceed it by one tensor), the first limit
-// first_bucket_bytes (1 MiB) and every later one bucket_cap_bytes (25 MiB).
+// Gradient buckets.
+// DDP's, as PyTorch's compute_bucket_assignment_by_size builds them: parameter tensors walked in
+// gradient-ready order (reverse registration order), a bucket closed as soon as its size reaches
+// the current limit (so it may exceed it by one tensor), the first limit first_bucket_bytes (1 MiB)
+// and every later one bucket_cap_bytes (25 MiB).
+// DeepSpeed ZeRO's (deepspeed/runtime/zero/stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads,
+// stage3.py's reduce_ready_partitions_and_remove_grads): the bucket is reduced before a tensor that
+// would take it past reduce_bucket_size ("if bucket.elements + param.numel() > self.reduce_bucket_size"),
+// so it never exceeds the cap unless one tensor does.
 #pragma once
 
 #include "sim/model/model.hpp"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -22,5 +28,15 @@ struct Bucket {
 /// Buckets in reduction order (bucket 0 holds the last layers' gradients).
 std::vector<Bucket> assign_buckets(const Model& model, double bytes_per_element, double first_bucket_bytes,
                                    double bucket_cap_bytes);
+
+/// DeepSpeed ZeRO's buckets in reduction order (bucket 0 holds the last layers' gradients).
+std::vector<Bucket> assign_capped_buckets(const Model& model, double bytes_per_element, double cap_bytes);
+
+/// The part of each data rank's partition in a range of the flattened parameters. ZeRO-1/2 split
+/// the flat parameters (`total` elements) into `ranks` equal partitions in registration order
+/// (stage_1_and_2.py: partition_size = numel / dp world size, partition i on data rank i); returns,
+/// for the elements [first, last), (owner, elements) per partition the range touches, in flat
+/// order (stage_1_and_2.py average_tensor's rank_and_offsets, slices of one owner merged).
+std::vector<std::pair<int, double>> partition_slices(double first, double last, double total, int ranks);
 
 }  // namespace dtsim

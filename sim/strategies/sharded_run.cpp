@@ -192,7 +192,7 @@ void ShardedRun::stream_waits_for_compute(Stream stream)
 
 std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
                                         const std::string& label, TaskCategory category,
-                                        std::vector<std::vector<int>> start, Stream stream)
+                                        std::vector<std::vector<int>> start, Stream stream, int root)
 {
   const auto s = static_cast<int>(stream);
   start.resize(compute_.size());
@@ -200,7 +200,7 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
   if (folded_) {
     std::vector<ClockedComm> set;
     for (const auto& group : groups) {
-      CollectiveCall call{op, {}, bytes, 0, label, category};
+      CollectiveCall call{op, {}, bytes, root, label, category};
       for (int r : group)
         call.ranks.push_back(plan_.ranks[static_cast<std::size_t>(r)]);
       set.push_back({call});
@@ -222,7 +222,7 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
     return done;
   }
   for (const auto& group : groups) {
-    CollectiveCall call{op, {}, bytes, 0, label, category};
+    CollectiveCall call{op, {}, bytes, root, label, category};
     std::vector<std::vector<int>> after;
     for (int r : group) {
       const auto ri = static_cast<std::size_t>(r);

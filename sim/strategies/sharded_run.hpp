@@ -58,11 +58,12 @@ public:
   /// the compute stream, as FSDP's post-backward stream waits for the gradient computation).
   void stream_waits_for_compute(Stream stream);
   /// `op` of `bytes` (nccl-tests' count) on each group at once, queued on `stream` of its ranks,
-  /// each rank also after start[r] (may be empty). Returns per rank the task after which it has
-  /// its result (-1 for ranks in no group).
+  /// each rank also after start[r] (may be empty); a rooted op's root is each group's member at
+  /// position `root`. Returns per rank the task after which it has its result (-1 for ranks in no
+  /// group).
   std::vector<int> collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
                               const std::string& label, TaskCategory category, std::vector<std::vector<int>> start,
-                              Stream stream);
+                              Stream stream, int root = 0);
   /// The optimizer step of `seconds` on every rank after its compute and both streams (every
   /// gradient reduced); the streams' next collectives wait for it.
   void optimizer_step(double seconds);

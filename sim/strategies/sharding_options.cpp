@@ -185,6 +185,8 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);
+  z.reduce_scatter = o.bool_or("reduce_scatter", z.reduce_scatter);
+  z.multi_rank_bucket_allreduce = o.bool_or("use_multi_rank_bucket_allreduce", z.multi_rank_bucket_allreduce);
   z.half_efficiency_samples = half_efficiency_samples_of(o);
   return z;
 }

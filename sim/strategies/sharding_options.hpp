@@ -52,6 +52,14 @@
 //   stage3_prefetch_bucket_size  5e7 elements
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
 //   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default)
+//   reduce_scatter             true: stages 1-2 reduce each bucket towards the partitions' owners
+//                              (stage_1_and_2.py average_tensor); false: one AllReduce of the bucket
+//                              (gradient_reduction_w_predivide). Stage 3 always reduce-scatters (stage3.py)
+//   use_multi_rank_bucket_allreduce  true: with reduce_scatter, the owners' slices of a bucket are
+//                              reduced together by one AllReduce (allreduce_and_scatter); false: one
+//                              Reduce per owner of its slice, rooted at the owner (allreduce_no_retain
+//                              with rank=dst: dist.reduce), each rank sending a slice once instead of
+//                              an AllReduce's 2(N-1)/N of the bucket
 #pragma once
 
 #include "sim/strategies/shard_units.hpp"
@@ -112,6 +120,8 @@ struct ZeroOptions {
   double prefetch_bucket_elems = 5e7;
   double persistence_threshold = 1e5;
   bool overlap_comm = false;
+  bool reduce_scatter = true;
+  bool multi_rank_bucket_allreduce = true;
   double half_efficiency_samples = 0;
 };
 

@@ -113,24 +113,54 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> tally;
   int iteration = 0;
   const auto collective = [&](CollectiveOp op, double bytes, const std::string& label, const std::string& what,
-                              TaskCategory category, std::vector<std::vector<int>> start) {
+                              TaskCategory category, std::vector<std::vector<int>> start, int root = 0) {
     if (iteration == 0) {
       auto& t = tally[{what, to_string(op)}];
       t.first += bytes;
       ++t.second;
     }
-    return run.collective(op, all, bytes, label, category, std::move(start), ShardedRun::Stream::Shard);
+    return run.collective(op, all, bytes, label, category, std::move(start), ShardedRun::Stream::Shard, root);
   };
-  const auto calls_bound = [&](double calls, const char* key, double elements) {
+  // `least`: a size that keeps the collectives within the bound.
+  const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
     if (calls > kMaxCallsPerIteration)
       scenario.strategy_options().at(key).fail(fmt::format(
           "expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per iteration for {:.3g} "
           "parameters), got {:.6g} ({:.3g} collectives)",
-          std::ceil(params / kMaxCallsPerIteration), kMaxCallsPerIteration, params, elements, calls));
+          std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
   };
 
-  // Stages 1 and 2: DDP-like buckets of reduce_bucket_size elements.
-  const auto buckets = assign_buckets(model, grad_elem, opt.reduce_bucket_elems * grad_elem, opt.reduce_bucket_elems * grad_elem);
+  // Gradient buckets of at most reduce_bucket_size elements (DeepSpeed's rule, buckets.hpp): stages
+  // 1-2 reduce them, stage 3 reduce-scatters them.
+  const auto buckets = assign_capped_buckets(model, grad_elem, opt.reduce_bucket_elems * grad_elem);
+  // A bucket is closed only when the next tensor would overflow it, so two consecutive buckets hold
+  // more than the cap: 2 x params / cap buckets at most.
+  calls_bound(static_cast<double>(buckets.size()), "reduce_bucket_size", opt.reduce_bucket_elems,
+              2 * params / (kMaxCallsPerIteration - 1));
+  // Stages 1-2 without use_multi_rank_bucket_allreduce: each bucket's slices by owner (partition_slices).
+  const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
+  std::vector<std::vector<std::pair<int, double>>> slices(buckets.size());
+  if (reduce_to_owners) {
+    double end = 0;
+    for (const auto& b : buckets)
+      end += b.bytes / grad_elem;
+    const double total = end;
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      const double begin = end - buckets[k].bytes / grad_elem;
+      slices[k] = partition_slices(begin, end, total, n);
+      end = begin;
+    }
+  }
+  // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a slice.
+  const auto reduce_bucket = [&](std::size_t k) {
+    if (!reduce_to_owners)
+      return collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
+    std::vector<int> done;
+    for (const auto& [owner, elems] : slices[k])
+      done = collective(CollectiveOp::Reduce, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
+                        TaskCategory::Reduce, {}, owner);
+    return done;
+  };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
   const double gather_pieces = std::max(1.0, std::floor(params / opt.allgather_bucket_elems));
   // Stage 3: the modules fetched, in forward and backward order, and when each is issued.
@@ -148,7 +178,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
   // Buckets and fetches hold whole tensors and layers, so only the parameter gathers can be many.
   if (opt.stage < 3)
-    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems);
+    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
 
   // Stage 3's fetches over one pass (forward or backward): before layer `layer` (position `pos`
   // in `order`) every module issued at `pos` is gathered, and the layer waits for its own.
@@ -191,17 +221,20 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         }
         Pass b{bwd_order, bwd_issue, 0, std::vector<std::vector<int>>(bwd_order.size())};
         pos = 0;
-        double pending = 0;  // gradient elements waiting in the bucket
+        // The gradient buckets (every tensor's gradient, partitioned or persistent), each
+        // reduce-scattered once the layer whose tensor closed it is done (stage3.py reduces in the
+        // gradient hook; dtsim's compute is per layer).
+        std::size_t next_bucket = 0, ready = 0, issued = 0;  // tensors whose gradients are ready; in buckets issued
         for (std::size_t k = L; k-- > 0;) {
           if (pos < bwd_order.size() && bwd_order[pos] == k)
             fetch(b, pos++, "backward");
           run.compute_all(bwd[k], "backward " + model.layers[k].name, TaskCategory::Backward);
-          pending += elements[k];
-          if (pending >= opt.reduce_bucket_elems || (k == 0 && pending > 0)) {
+          ready += model.layers[k].param_tensors.size();
+          for (; next_bucket < buckets.size() && issued + buckets[next_bucket].tensors <= ready; ++next_bucket) {
+            issued += buckets[next_bucket].tensors;
             run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-            collective(CollectiveOp::ReduceScatter, pending * grad_elem, fmt::format("reduce-scatter gradients at {}", model.layers[k].name),
-                       "gradients", TaskCategory::ReduceScatter, {});
-            pending = 0;
+            collective(CollectiveOp::ReduceScatter, buckets[next_bucket].bytes,
+                       fmt::format("reduce-scatter gradients at {}", model.layers[k].name), "gradients", TaskCategory::ReduceScatter, {});
           }
         }
         continue;
@@ -230,7 +263,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         if (!reduce_now || !hooks)
           continue;
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        reduced.push_back(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {}));
+        reduced.push_back(reduce_bucket(k));
         if (!opt.overlap_comm)
           run.wait_for(reduced.back());  // on the compute stream: backward waits for it
       }
@@ -238,7 +271,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       if (reduce_now && !hooks)
         for (std::size_t k = 0; k < buckets.size(); ++k) {
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-          run.wait_for(collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {}));
+          run.wait_for(reduce_bucket(k));
         }
     }
     run.optimizer_step(optimizer_s);
@@ -260,11 +293,16 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
                                     opt.stage == 3 ? largest : 0, &plan.memory_curve);
+  std::size_t reduces = 0;
+  for (const auto& s : slices)
+    reduces += s.size();
   if (opt.stage < 3)
     plan.notes.push_back(fmt::format(
-        "ZeRO-{}: {} gradient buckets of {:.3g} elements AllReduced {}{}; optimizer on 1/{} of the parameters, then "
+        "ZeRO-{}: {} gradient buckets of at most {:.3g} elements {} {}{}; optimizer on 1/{} of the parameters, then "
         "{:.0f} AllGather(s) of the updated parameters",
         opt.stage, buckets.size(), opt.reduce_bucket_elems,
+        reduce_to_owners ? fmt::format("reduced to their partitions' owners ({} Reduces: use_multi_rank_bucket_allreduce false)", reduces)
+                         : std::string("AllReduced"),
         hooks ? "as they fill in backward" : "after the last backward", opt.overlap_comm ? " (overlap_comm)" : " on the compute stream",
         n, gather_pieces));
   else

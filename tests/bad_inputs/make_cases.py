@@ -146,6 +146,8 @@ for name, pointer, args in [
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.stage3_prefetch_bucket_size=1e7"),
     ("zero_bucket_zero", "/strategy/reduce_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.reduce_bucket_size=0"),
     ("zero_allgather_bucket_tiny", "/strategy/allgather_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=1 --set strategy.allgather_bucket_size=1000"),
+    ("zero_multi_rank_not_bool", "/strategy/use_multi_rank_bucket_allreduce",
+     "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.use_multi_rank_bucket_allreduce=maybe"),
     ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),
 ]:
     case("set_" + name, FS, pointer, f"run {FSDP} {args}")

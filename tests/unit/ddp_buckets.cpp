@@ -52,3 +52,51 @@ TEST_CASE("a bucket closes once it reaches its limit, so it may exceed it by one
   CHECK(b[0].ready_after_layer == 3);
   CHECK(b[2].ready_after_layer == 0);
 }
+
+TEST_CASE("DeepSpeed's buckets are reduced before a tensor would overflow them, never past the cap unless one tensor is")
+{
+  Model m;
+  m.name = "synthetic";
+  for (const double t : {1000.0, 1000.0, 5000.0, 1000.0}) {
+    Layer l;
+    l.name = "l" + std::to_string(m.layers.size());
+    l.param_tensors = {static_cast<std::int64_t>(t)};
+    l.fwd_flops = 1;
+    m.layers.push_back(l);
+  }
+  // Reduction order: l3 (1000), l2 (5000), l1, l0 (1000 each); cap 3000 elements of 2 bytes.
+  const auto b = assign_capped_buckets(m, 2.0, 6000);
+  REQUIRE(b.size() == 3);
+  CHECK(b[0].bytes == 2000);   // l3 alone: l2 would take it past the cap
+  CHECK(b[1].bytes == 10000);  // l2 alone, larger than the cap
+  CHECK(b[2].bytes == 4000);   // l1 and l0
+  CHECK(b[0].ready_after_layer == 3);
+  CHECK(b[1].ready_after_layer == 2);
+  CHECK(b[2].ready_after_layer == 0);
+  CHECK(b[2].tensors == 2);
+}
+
+TEST_CASE("a bucket's slices by owner: equal partitions of the flat parameters, in flat order")
+{
+  // 100 elements on 4 ranks: partitions of 25.
+  auto s = partition_slices(20, 60, 100, 4);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0] == std::pair<int, double>{0, 5});
+  CHECK(s[1] == std::pair<int, double>{1, 25});
+  CHECK(s[2] == std::pair<int, double>{2, 10});
+  s = partition_slices(25, 50, 100, 4);  // exactly one partition
+  REQUIRE(s.size() == 1);
+  CHECK(s[0] == std::pair<int, double>{1, 25});
+  s = partition_slices(0, 100, 100, 1);
+  REQUIRE(s.size() == 1);
+  CHECK(s[0].second == 100);
+  // The slices add up to the range, whatever the division's round-off.
+  double sum = 0;
+  for (const auto& [owner, n] : partition_slices(1.0 / 3, 99.9, 100, 7)) {
+    CHECK(owner >= 0);
+    CHECK(owner < 7);
+    sum += n;
+  }
+  CHECK(sum == doctest::Approx(99.9 - 1.0 / 3));
+  CHECK(partition_slices(50, 50, 100, 4).empty());
+}

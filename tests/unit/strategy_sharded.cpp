@@ -4,6 +4,7 @@
 // each keeps (ZeRO paper accounting); bytes on the wire against the ring's closed form.
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
+#include "sim/strategies/buckets.hpp"
 #include "sim/strategies/shard_units.hpp"
 #include "sim/util/input_error.hpp"
 
@@ -281,9 +282,9 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   auto c1 = comm_of(z1), c3 = comm_of(z3);
   CHECK(c1["gradients all_reduce"].bytes == doctest::Approx(P * 2));       // bf16 gradients
   CHECK(c1["parameters all_gather"].bytes == doctest::Approx(P * 2));
-  // stage 3 partitions the tensors above 1e5 elements (the norms' persist): within 1% of the model
-  CHECK(c3["gradients reduce_scatter"].bytes == doctest::Approx(P * 2).epsilon(0.01));
-  CHECK(c3["gradients reduce_scatter"].bytes < P * 2);
+  // stage 3 reduce-scatters every gradient (persistent tensors' too: their gradients are partitioned)
+  CHECK(c3["gradients reduce_scatter"].bytes == doctest::Approx(P * 2));
+  CHECK(c3["gradients reduce_scatter"].calls == static_cast<int>(assign_capped_buckets(load_model("gpt2"), 2, 2e7).size()));
   CHECK(c3["parameters all_gather"].calls > 12 * 4);                       // per module, forward and backward
   // The ZeRO paper's accounting with Adam in mixed precision: 12 bytes of optimizer state per
   // parameter on 1/N (at least: the foreach step's temporaries come on top); stage 3 partitions the
@@ -303,6 +304,36 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
         doctest::Approx(P * 2));
   CHECK(z3.memory.front().total() < z1.memory.front().total());
   CHECK(z3.memory.front().total() < z2.memory.front().total());
+}
+
+TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
+{
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params());
+  const auto comm = [](const nlohmann::json& extra) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 2}, {"reduce_bucket_size", 1e7}};
+    strategy.update(extra);
+    return comm_of(plan_scenario(parse_scenario(gpt2_scenario(strategy, 8), "s.json")).plan);
+  };
+  const auto buckets = static_cast<int>(assign_capped_buckets(gpt2, 2, 2e7).size());
+  auto c = comm({{"use_multi_rank_bucket_allreduce", false}});
+  CHECK(c.count("gradients all_reduce") == 0);
+  CHECK(c["gradients reduce"].bytes == doctest::Approx(P * 2));  // every gradient once, to its owner
+  // One Reduce per bucket and one more for each of the 7 partition boundaries inside a bucket
+  // (1e7-element buckets against 15.5 M-element partitions: none falls on a bucket's edge).
+  CHECK(c["gradients reduce"].calls == buckets + 7);
+  // The default (allreduce_and_scatter) and reduce_scatter false (gradient_reduction_w_predivide):
+  // one AllReduce per bucket.
+  for (const auto& extra : {nlohmann::json::object(), nlohmann::json{{"reduce_scatter", false}},
+                            nlohmann::json{{"reduce_scatter", false}, {"use_multi_rank_bucket_allreduce", false}}}) {
+    c = comm(extra);
+    CHECK(c.count("gradients reduce") == 0);
+    CHECK(c["gradients all_reduce"].calls == buckets);
+    CHECK(c["gradients all_reduce"].bytes == doctest::Approx(P * 2));
+  }
+  // Stage 3 reduce-scatters whatever they say (stage3.py).
+  c = comm({{"stage", 3}, {"use_multi_rank_bucket_allreduce", false}});
+  CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(P * 2));
 }
 
 TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient partition, IPG buckets in backward, fp32 copy at the step")
