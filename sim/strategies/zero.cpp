@@ -176,7 +176,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   bwd_order.assign(fwd_order.rbegin(), fwd_order.rend());
   const auto fwd_issue = issued_at(fwd_order, elements, opt.prefetch_bucket_elems);
   const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
-  // Buckets and fetches hold whole tensors and layers, so only the parameter gathers can be many.
+  // Fetches hold whole layers and buckets are bounded above, so only the parameter gathers can be many.
   if (opt.stage < 3)
     calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
 
@@ -222,8 +222,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         Pass b{bwd_order, bwd_issue, 0, std::vector<std::vector<int>>(bwd_order.size())};
         pos = 0;
         // The gradient buckets (every tensor's gradient, partitioned or persistent), each
-        // reduce-scattered once the layer whose tensor closed it is done (stage3.py reduces in the
-        // gradient hook; dtsim's compute is per layer).
+        // reduce-scattered once the layer holding its last tensor is done (stage3.py reduces in the
+        // gradient hooks; dtsim's compute is per layer).
         std::size_t next_bucket = 0, ready = 0, issued = 0;  // tensors whose gradients are ready; in buckets issued
         for (std::size_t k = L; k-- > 0;) {
           if (pos < bwd_order.size() && bwd_order[pos] == k)
