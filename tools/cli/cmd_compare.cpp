@@ -42,11 +42,8 @@ int run_compare(const CompareArgs& a)
       jobs.push_back({file, base});
       continue;
     }
-    for (const auto& kind : strategies) {
-      auto o = base;
-      o.push_back({"strategy", strategy_object(kind).dump()});
-      jobs.push_back({file, o});
-    }
+    for (const auto& kind : strategies)
+      jobs.push_back({file, strategy_overrides(base, kind, strategies)});
   }
   const auto outcomes = run_points(jobs, a.jobs);
   std::vector<nlohmann::json> rows;

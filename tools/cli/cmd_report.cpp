@@ -77,11 +77,8 @@ int run_report(const ReportArgs& a)
   std::vector<std::vector<Override>> points;
   for (const int n : counts)
     points.push_back(with_gpus(a.scenario, overrides, n));
-  for (const auto& kind : strategies) {
-    auto o = overrides;
-    o.push_back({"strategy", strategy_object(kind).dump()});
-    points.push_back(o);
-  }
+  for (const auto& kind : strategies)
+    points.push_back(strategy_overrides(overrides, kind, strategies));
   const auto outcomes = run_points(a.scenario, points, a.jobs);
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const bool scaling = i < counts.size();

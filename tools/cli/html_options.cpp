@@ -1,5 +1,6 @@
 #include "tools/cli/html_options.hpp"
 
+#include "sim/scenario/strategy_members.hpp"
 #include "sim/topology/topology_builder.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/number_text.hpp"
@@ -87,6 +88,47 @@ nlohmann::json strategy_object(const std::string& name)
   if (name.rfind("zero", 0) == 0 && name.size() == 5)
     return {{"kind", "zero"}, {"stage", name[4] - '0'}};
   return {{"kind", name}};
+}
+
+namespace {
+
+/// "strategy.M..." -> "M"; "" for any other path.
+std::string strategy_member(const Override& o)
+{
+  const std::string prefix = "strategy.";
+  if (o.path.rfind(prefix, 0) != 0)
+    return {};
+  const std::string rest = o.path.substr(prefix.size());
+  return rest.substr(0, rest.find('.'));
+}
+
+/// Whether strategy `name` (strategy_list's) takes a --set of `member`.
+bool takes_member(const std::string& name, const std::string& member)
+{
+  const nlohmann::json preset = strategy_object(name);
+  const auto& members = strategy_members(preset.at("kind").get<std::string>());
+  return !preset.contains(member) && std::find(members.begin(), members.end(), member) != members.end();
+}
+
+}  // namespace
+
+std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
+                                         const std::vector<std::string>& names)
+{
+  std::vector<Override> out, members;
+  for (const auto& o : overrides)
+    (strategy_member(o).empty() ? out : members).push_back(o);
+  out.push_back({"strategy", strategy_object(name).dump()});
+  for (const auto& o : members) {
+    const std::string member = strategy_member(o);
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return takes_member(n, member); }))
+      throw InputError(o.origin, "", fmt::format("strategy.{}: expected a member that one of the strategies compared ({}) "
+                                                 "takes and their names do not set",
+                                                 member, fmt::join(names, ", ")));
+    if (takes_member(name, member))
+      out.push_back(o);
+  }
+  return out;
 }
 
 std::vector<Override> with_gpus(const std::string& scenario, std::vector<Override> overrides, int gpus)

@@ -32,6 +32,13 @@ std::vector<std::string> strategy_list(const std::string& text, const std::strin
 /// The scenario's strategy object for one name of strategy_list: the kind itself, or "hsdp" (fsdp
 /// with hybrid_shard) and "zero1" .. "zero3" (zero with that stage).
 nlohmann::json strategy_object(const std::string& name);
+/// The overrides of one strategy of --strategies: `overrides` with the strategy's object, then each
+/// `--set strategy.MEMBER=...` of them whose member its kind takes (one of another kind is left out,
+/// and a member the name sets, kind, zero's stage or hsdp's sharding, stays as the name says);
+/// given before the object, it would be replaced by it. InputError naming the option when no
+/// strategy of `names` takes a member set.
+std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
+                                         const std::vector<std::string>& names);
 
 /// argv as main() received it (shown at the foot of the HTML page).
 void set_command_line(int argc, char** argv);
