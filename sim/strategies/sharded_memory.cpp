@@ -137,7 +137,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
                                            const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
-                                           double micro, double input_bytes_per_sample, double largest_gathered,
+                                           double micro, double input_bytes_per_sample, double gathered,
                                            std::vector<MemoryPoint>* curve)
 {
   const double N = static_cast<double>(partitions);
@@ -184,11 +184,11 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.grads_persist = scenario.training.batch.accumulation > 1;
       req.grads_whole_after_params = std::min(params, opt.reduce_bucket_elems);
       break;
-    default:  // partitioned weights and gradients (allocated at init), the module fetched and the prefetch window
+    default:  // partitioned weights and gradients (allocated at init), the parameters gathered
       req.share = {1 / N, 1 / N, 1 / N};
       req.grads_persist = true;
       req.grad_buckets_bytes = bucket;  // stage3.py's __ipg_bucket_flat_buffer, made at init
-      req.extra_bytes = (largest_gathered + opt.prefetch_bucket_elems) * model_bytes;
+      req.extra_bytes = gathered * model_bytes;
       break;
   }
   return on_each(gpu_memory(model, ctx, req, curve), ranks);

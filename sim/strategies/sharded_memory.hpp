@@ -33,11 +33,11 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
 
 /// Per GPU of `ranks` (one replica each) under DeepSpeed ZeRO, its states partitioned over
 /// `partitions` ranks (every data-parallel rank, also when `ranks` holds only a folded plan's
-/// representative). `largest_gathered` is the parameters of the largest module fetched at once (stage 3).
+/// representative). `gathered` is the parameters (elements) gathered at once at the peak (stage 3).
 /// `curve`, when given, receives the iteration's memory moments (gpu_memory's curve).
 std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& scenario, const GpuSpec& gpu,
                                            const ZeroOptions& opt, const std::vector<int>& ranks, int partitions,
-                                           double micro, double input_bytes_per_sample, double largest_gathered,
+                                           double micro, double input_bytes_per_sample, double gathered,
                                            std::vector<MemoryPoint>* curve = nullptr);
 
 }  // namespace dtsim

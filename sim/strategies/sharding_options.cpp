@@ -181,7 +181,9 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   z.prefetch_bucket_elems = elements("stage3_prefetch_bucket_size", z.prefetch_bucket_elems);
   if (const auto t = o.find("stage3_param_persistence_threshold"))
     z.persistence_threshold = t->as_non_negative() > kMaxElements ? kMaxElements : t->as_non_negative();
-  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold"})
+  if (const auto d = o.find("stage3_max_reuse_distance"))
+    z.max_reuse_distance = std::min(d->as_non_negative(), kMaxElements);
+  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance"})
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

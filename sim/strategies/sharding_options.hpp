@@ -51,6 +51,8 @@
 //   allgather_bucket_size      5e8 elements
 //   stage3_prefetch_bucket_size  5e7 elements
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
+//   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
+//                              modules' parameters have been used stays gathered (no second fetch)
 //   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default)
 //   reduce_scatter             true: stages 1-2 reduce each bucket towards the partitions' owners
 //                              (stage_1_and_2.py average_tensor); false: one AllReduce of the bucket
@@ -119,6 +121,7 @@ struct ZeroOptions {
   double allgather_bucket_elems = 5e8;
   double prefetch_bucket_elems = 5e7;
   double persistence_threshold = 1e5;
+  double max_reuse_distance = 1e9;
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

@@ -62,6 +62,28 @@ std::vector<std::size_t> issued_at(const std::vector<std::size_t>& order, const 
   return at;
 }
 
+/// Stage 3's reuse rule (partitioned_param_coordinator.py, __params_to_release): after a module's
+/// use its parameters stay gathered when it is used again before `distance` elements of the
+/// modules used in between have gone by (all of their parameters, persistent ones too: ds_numel).
+/// The trace is the forward, then the backward in reverse, where a layer `recomputed` is used twice
+/// (its forward re-run, then its backward). Per layer: whether its forward's gather also serves its
+/// backward.
+std::vector<bool> kept_to_backward(const Model& model, const std::vector<bool>& recomputed, double distance)
+{
+  const std::size_t L = model.layers.size();
+  std::vector<bool> kept(L, false);
+  double forward_after = 0, backward_before = 0;  // elements used after layer i's forward, before its backward
+  for (std::size_t i = L; i-- > 0;) {
+    double p = 0;
+    for (const auto t : model.layers[i].param_tensors)
+      p += static_cast<double>(t);
+    kept[i] = p > 0 && forward_after + backward_before < distance;
+    forward_after += p;
+    backward_before += p * (recomputed[i] ? 2 : 1);
+  }
+  return kept;
+}
+
 }  // namespace
 
 Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
@@ -76,8 +98,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const double micro = static_cast<double>(scenario.training.batch_per_gpu);
   const MemoryRules mem = memory_rules(scenario);
   // Per layer, recomputation in backward.
-  const LayerTimes mt = with_recomputation(model, layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples),
-                                           scenario.training.activation_checkpointing);
+  const LayerTimes once = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
+  const LayerTimes mt = with_recomputation(model, once, scenario.training.activation_checkpointing);
   const std::size_t L = model.layers.size();
   const std::vector<double>& fwd = mt.fwd;
   const std::vector<double>& bwd = mt.bwd;
@@ -173,7 +195,24 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       largest = std::max(largest, elements[i]);
       fetched += elements[i];
     }
-  bwd_order.assign(fwd_order.rbegin(), fwd_order.rend());
+  // A layer whose forward re-runs whole in backward (full recomputation, or torchtitan's op-level
+  // policy, which replays the checkpointed block) is used twice there; "selective" re-runs only the
+  // attention core, which has no parameters.
+  const auto ckpt = scenario.training.activation_checkpointing;
+  std::vector<bool> recomputed(L, false);
+  for (std::size_t i = 0; i < L; ++i)
+    recomputed[i] = (ckpt == ActivationCheckpointing::Full || ckpt == ActivationCheckpointing::SelectiveOp) && mt.bwd[i] > once.bwd[i];
+  // Modules kept gathered from forward to backward are not fetched again (prefetch skips them).
+  const std::vector<bool> kept = kept_to_backward(model, recomputed, opt.max_reuse_distance);
+  double kept_elements = 0;
+  for (auto i = fwd_order.rbegin(); i != fwd_order.rend(); ++i)
+    if (kept[*i])
+      kept_elements += elements[*i];
+    else
+      bwd_order.push_back(*i);
+  // Gathered at the turn from forward to backward: every kept module, the largest module fetched and
+  // the prefetch window, never more than all the partitioned parameters.
+  const double gathered_at_peak = std::min(fetched, kept_elements + largest + opt.prefetch_bucket_elems);
   const auto fwd_issue = issued_at(fwd_order, elements, opt.prefetch_bucket_elems);
   const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
   // Fetches hold whole layers and buckets are bounded above, so only the parameter gathers can be many.
@@ -292,7 +331,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? largest : 0, &plan.memory_curve);
+                                    opt.stage == 3 ? gathered_at_peak : 0, &plan.memory_curve);
   std::size_t reduces = 0;
   for (const auto& s : slices)
     reduces += s.size();
@@ -307,10 +346,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         n, gather_pieces));
   else
     plan.notes.push_back(fmt::format(
-        "ZeRO-3: {} modules fetched before forward and backward (prefetch {:.3g} elements ahead; {:.3g} of {:.3g} parameters "
-        "partitioned, smaller tensors persist), gradients reduce-scattered in buckets of {:.3g} elements{}",
-        fwd_order.size(), opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems,
-        opt.overlap_comm ? " (overlap_comm)" : ""));
+        "ZeRO-3: {} modules fetched before forward, {} again before backward ({} used again within stage3_max_reuse_distance "
+        "{:.3g} elements stay gathered between, {:.3g} elements); prefetch {:.3g} elements ahead; {:.3g} of {:.3g} parameters "
+        "partitioned, smaller tensors persist; gradients reduce-scattered in buckets of {:.3g} elements{}",
+        fwd_order.size(), bwd_order.size(), fwd_order.size() - bwd_order.size(), opt.max_reuse_distance, kept_elements,
+        opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", n)));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);

@@ -302,8 +302,29 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}}) == doctest::Approx(P * 2));
   CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}, {"overlap_comm", true}}) ==
         doctest::Approx(P * 2));
-  CHECK(z3.memory.front().total() < z1.memory.front().total());
-  CHECK(z3.memory.front().total() < z2.memory.front().total());
+  // stage3_max_reuse_distance (1e9 elements by default): GPT-2's 124 M parameters, forward and
+  // backward, are within it, so every module stays gathered from its forward to its backward and is
+  // fetched once; at 0 each is fetched again before its backward and ZeRO-3 holds less than
+  // stages 1 and 2.
+  nlohmann::json far = gpt2_scenario({{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}, {"stage3_max_reuse_distance", 0}}, 8);
+  const Plan z3_far = plan_scenario(parse_scenario(far, "s.json")).plan;
+  auto c3_far = comm_of(z3_far);
+  CHECK(c3_far["parameters all_gather"].calls == 2 * c3["parameters all_gather"].calls);
+  CHECK(c3_far["parameters all_gather"].bytes == doctest::Approx(2 * c3["parameters all_gather"].bytes));
+  CHECK(z3_far.memory.front().total() < z1.memory.front().total());
+  CHECK(z3_far.memory.front().total() < z2.memory.front().total());
+  // Kept, all of the partitioned parameters are gathered at the turn; at 0, the largest module (the
+  // token embedding) and the prefetch window of 5e7 elements.
+  const Model gpt2 = load_model("gpt2");
+  double fetched = 0, largest = 0;
+  for (const auto& l : gpt2.layers) {
+    double e = 0;
+    for (const auto t : l.param_tensors)
+      e += t > 1e5 ? static_cast<double>(t) : 0.0;
+    fetched += e;
+    largest = std::max(largest, e);
+  }
+  CHECK(z3.memory.front().total() - z3_far.memory.front().total() == doctest::Approx((fetched - largest - 5e7) * 2));
 }
 
 TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
