@@ -74,9 +74,7 @@ std::vector<bool> kept_to_backward(const Model& model, const std::vector<bool>& 
   std::vector<bool> kept(L, false);
   double forward_after = 0, backward_before = 0;  // elements used after layer i's forward, before its backward
   for (std::size_t i = L; i-- > 0;) {
-    double p = 0;
-    for (const auto t : model.layers[i].param_tensors)
-      p += static_cast<double>(t);
+    const auto p = static_cast<double>(model.layers[i].params());
     kept[i] = p > 0 && forward_after + backward_before < distance;
     forward_after += p;
     backward_before += p * (recomputed[i] ? 2 : 1);
@@ -163,13 +161,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
   std::vector<std::vector<std::pair<int, double>>> slices(buckets.size());
   if (reduce_to_owners) {
-    double end = 0;
-    for (const auto& b : buckets)
-      end += b.bytes / grad_elem;
-    const double total = end;
+    double end = params;  // bucket 0 ends the flat parameters; every tensor is in one bucket
     for (std::size_t k = 0; k < buckets.size(); ++k) {
       const double begin = end - buckets[k].bytes / grad_elem;
-      slices[k] = partition_slices(begin, end, total, n);
+      slices[k] = partition_slices(begin, end, params, n);
       end = begin;
     }
   }
