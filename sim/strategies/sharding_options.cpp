@@ -178,12 +178,17 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   };
   z.reduce_bucket_elems = elements("reduce_bucket_size", z.reduce_bucket_elems);
   z.allgather_bucket_elems = elements("allgather_bucket_size", z.allgather_bucket_elems);
-  z.prefetch_bucket_elems = elements("stage3_prefetch_bucket_size", z.prefetch_bucket_elems);
-  if (const auto t = o.find("stage3_param_persistence_threshold"))
-    z.persistence_threshold = t->as_non_negative() > kMaxElements ? kMaxElements : t->as_non_negative();
-  if (const auto d = o.find("stage3_max_reuse_distance"))
-    z.max_reuse_distance = std::min(d->as_non_negative(), kMaxElements);
-  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance"})
+  // Stage 3's sizes may be 0 (config.py: ge=0): no prefetch, nothing persists, nothing kept.
+  const auto count = [&](const char* key, double fallback) {
+    const auto v = o.find(key);
+    return v ? std::min(v->as_non_negative(), kMaxElements) : fallback;
+  };
+  z.prefetch_bucket_elems = count("stage3_prefetch_bucket_size", z.prefetch_bucket_elems);
+  z.persistence_threshold = count("stage3_param_persistence_threshold", z.persistence_threshold);
+  z.max_reuse_distance = count("stage3_max_reuse_distance", z.max_reuse_distance);
+  z.max_live_parameters = count("stage3_max_live_parameters", z.max_live_parameters);
+  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
+                          "stage3_max_live_parameters"})
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

@@ -49,7 +49,8 @@
 //   stage                      1 | 2 | 3 (required)
 //   reduce_bucket_size         5e8 elements
 //   allgather_bucket_size      5e8 elements
-//   stage3_prefetch_bucket_size  5e7 elements
+//   stage3_prefetch_bucket_size  5e7 elements: the most new elements each fetch prefetches (0: none)
+//   stage3_max_live_parameters 1e9 elements: no prefetch while that many are gathered or in flight
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
 //   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
 //                              modules' parameters have been used stays gathered (no second fetch)
@@ -122,6 +123,7 @@ struct ZeroOptions {
   double prefetch_bucket_elems = 5e7;
   double persistence_threshold = 1e5;
   double max_reuse_distance = 1e9;
+  double max_live_parameters = 1e9;
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

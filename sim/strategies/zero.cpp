@@ -12,6 +12,7 @@
 #include "sim/strategies/sharded_run.hpp"
 #include "sim/strategies/sharding_options.hpp"
 #include "sim/strategies/task_util.hpp"
+#include "sim/strategies/zero3_coordinator.hpp"
 
 #include <fmt/format.h>
 
@@ -27,60 +28,6 @@ namespace {
 /// Most collectives of one kind per iteration: DeepSpeed's defaults give a few dozen buckets even
 /// for 1e12 parameters; a tiny bucket size would make millions (and a plan that never ends).
 constexpr double kMaxCallsPerIteration = 4096;
-
-/// Per layer: the elements stage 3 partitions (parameter tensors above the persistence threshold).
-std::vector<double> partitioned_elements(const Model& model, double threshold)
-{
-  std::vector<double> out;
-  for (const auto& l : model.layers) {
-    double n = 0;
-    for (const auto t : l.param_tensors)
-      if (static_cast<double>(t) > threshold)
-        n += static_cast<double>(t);
-    out.push_back(n);
-  }
-  return out;
-}
-
-/// For fetched layers in visiting order `order`, the position in `order` at whose fetch each one
-/// is issued: the earliest k with the elements of order[k+1 .. i-1] below the prefetch bucket.
-std::vector<std::size_t> issued_at(const std::vector<std::size_t>& order, const std::vector<double>& elements, double bucket)
-{
-  std::vector<std::size_t> at(order.size());
-  std::size_t k = 0;
-  double between = 0;  // elements of order[k+1 .. i-1]
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (i > 0 && k + 1 < i)
-      between += elements[order[i - 1]];
-    while (k < i && between >= bucket) {
-      ++k;
-      if (k < i)
-        between -= elements[order[k]];
-    }
-    at[i] = std::min(k, i);
-  }
-  return at;
-}
-
-/// Stage 3's reuse rule (partitioned_param_coordinator.py, __params_to_release): after a module's
-/// use its parameters stay gathered when it is used again before `distance` elements of the
-/// modules used in between have gone by (all of their parameters, persistent ones too: ds_numel).
-/// The trace is the forward, then the backward in reverse, where a layer `recomputed` is used twice
-/// (its forward re-run, then its backward). Per layer: whether its forward's gather also serves its
-/// backward.
-std::vector<bool> kept_to_backward(const Model& model, const std::vector<bool>& recomputed, double distance)
-{
-  const std::size_t L = model.layers.size();
-  std::vector<bool> kept(L, false);
-  double forward_after = 0, backward_before = 0;  // elements used after layer i's forward, before its backward
-  for (std::size_t i = L; i-- > 0;) {
-    const auto p = static_cast<double>(model.layers[i].params());
-    kept[i] = p > 0 && forward_after + backward_before < distance;
-    forward_after += p;
-    backward_before += p * (recomputed[i] ? 2 : 1);
-  }
-  return kept;
-}
 
 }  // namespace
 
@@ -180,16 +127,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
   const double gather_pieces = std::max(1.0, std::floor(params / opt.allgather_bucket_elems));
-  // Stage 3: the modules fetched, in forward and backward order, and when each is issued.
+  // Stage 3: which uses of each module gather it, and at which use each gather is issued.
   const std::vector<double> elements = partitioned_elements(model, opt.persistence_threshold);
-  std::vector<std::size_t> fwd_order, bwd_order;
-  double largest = 0, fetched = 0;
-  for (std::size_t i = 0; i < L; ++i)
-    if (elements[i] > 0) {
-      fwd_order.push_back(i);
-      largest = std::max(largest, elements[i]);
-      fetched += elements[i];
-    }
   // A layer whose forward re-runs whole in backward (full recomputation, or torchtitan's op-level
   // policy, which replays the checkpointed block) is used twice there; "selective" re-runs only the
   // attention core, which has no parameters.
@@ -197,41 +136,32 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   std::vector<bool> recomputed(L, false);
   for (std::size_t i = 0; i < L; ++i)
     recomputed[i] = (ckpt == ActivationCheckpointing::Full || ckpt == ActivationCheckpointing::SelectiveOp) && mt.bwd[i] > once.bwd[i];
-  // Modules kept gathered from forward to backward are not fetched again (prefetch skips them).
   const std::vector<bool> kept = kept_to_backward(model, recomputed, opt.max_reuse_distance);
-  double kept_elements = 0;
-  for (auto i = fwd_order.rbegin(); i != fwd_order.rend(); ++i)
-    if (kept[*i])
-      kept_elements += elements[*i];
-    else
-      bwd_order.push_back(*i);
-  // Gathered at the turn from forward to backward: every kept module, the largest module fetched and
-  // the prefetch window, never more than all the partitioned parameters.
-  const double gathered_at_peak = std::min(fetched, kept_elements + largest + opt.prefetch_bucket_elems);
-  const auto fwd_issue = issued_at(fwd_order, elements, opt.prefetch_bucket_elems);
-  const auto bwd_issue = issued_at(bwd_order, elements, opt.prefetch_bucket_elems);
+  const Stage3Fetches fetches = stage3_fetches(elements, kept, opt.prefetch_bucket_elems, opt.max_live_parameters);
+  double partitioned = 0;
+  std::size_t reused = 0;  // kept by the reuse rule
+  for (std::size_t i = 0; i < L; ++i) {
+    partitioned += elements[i];
+    reused += elements[i] > 0 && kept[i] ? 1 : 0;
+  }
   // Fetches hold whole layers and buckets are bounded above, so only the parameter gathers can be many.
   if (opt.stage < 3)
     calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
 
-  // Stage 3's fetches over one pass (forward or backward): before layer `layer` (position `pos`
-  // in `order`) every module issued at `pos` is gathered, and the layer waits for its own.
-  struct Pass {
-    const std::vector<std::size_t>& order;
-    const std::vector<std::size_t>& issue;
-    std::size_t next = 0;          // next position in order not yet issued
-    std::vector<std::vector<int>> done;
-  };
-  const auto fetch = [&](Pass& pass, std::size_t pos, const char* when) {
-    while (pass.next < pass.order.size() && pass.issue[pass.next] <= pos) {
-      const std::size_t layer = pass.order[pass.next];
+  // Stage 3's gathers at use `use` (forward or backward of its layer): those issued there, each
+  // after the compute before it, then the wait for the use's own.
+  std::vector<std::vector<int>> gathered(fetches.uses.size());
+  const auto fetch = [&](std::size_t use) {
+    for (const std::size_t u : fetches.issued[use]) {
+      const bool forward = u < fetches.forward_uses;
+      const std::size_t layer = fetches.uses[u];
       run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-      pass.done[pass.next] = collective(CollectiveOp::AllGather, elements[layer] * model_bytes,
-                                        fmt::format("fetch {} ({})", model.layers[layer].name, when), "parameters",
-                                        std::string(when) == "backward" ? TaskCategory::AllGatherBackward : TaskCategory::AllGather, {});
-      ++pass.next;
+      gathered[u] = collective(CollectiveOp::AllGather, elements[layer] * model_bytes,
+                               fmt::format("fetch {} ({})", model.layers[layer].name, forward ? "forward" : "backward"), "parameters",
+                               forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
     }
-    run.wait_for(pass.done[pos]);
+    if (fetches.gathered_for[use])
+      run.wait_for(gathered[use]);
   };
 
   TaskGraph& g = plan.graph;
@@ -246,22 +176,19 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     for (int m = 0; m < M; ++m) {
       run.load_inputs(micro);
       if (opt.stage == 3 && distributed) {
-        Pass f{fwd_order, fwd_issue, 0, std::vector<std::vector<int>>(fwd_order.size())};
-        std::size_t pos = 0;
+        std::size_t use = 0;
         for (std::size_t i = 0; i < L; ++i) {
-          if (pos < fwd_order.size() && fwd_order[pos] == i)
-            fetch(f, pos++, "forward");
+          if (use < fetches.forward_uses && fetches.uses[use] == i)
+            fetch(use++);
           run.compute_all(fwd[i], "forward " + model.layers[i].name, TaskCategory::Forward);
         }
-        Pass b{bwd_order, bwd_issue, 0, std::vector<std::vector<int>>(bwd_order.size())};
-        pos = 0;
         // The gradient buckets (every tensor's gradient, partitioned or persistent), each
         // reduce-scattered once the layer holding its last tensor is done (stage3.py reduces in the
         // gradient hooks; dtsim's compute is per layer).
         std::size_t next_bucket = 0, ready = 0, issued = 0;  // tensors whose gradients are ready; in buckets issued
         for (std::size_t k = L; k-- > 0;) {
-          if (pos < bwd_order.size() && bwd_order[pos] == k)
-            fetch(b, pos++, "backward");
+          if (use < fetches.uses.size() && fetches.uses[use] == k)
+            fetch(use++);
           run.compute_all(bwd[k], "backward " + model.layers[k].name, TaskCategory::Backward);
           ready += model.layers[k].param_tensors.size();
           for (; next_bucket < buckets.size() && issued + buckets[next_bucket].tensors <= ready; ++next_bucket) {
@@ -326,7 +253,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? gathered_at_peak : 0, &plan.memory_curve);
+                                    opt.stage == 3 ? fetches.peak_elements : 0, &plan.memory_curve);
   std::size_t reduces = 0;
   for (const auto& s : slices)
     reduces += s.size();
@@ -341,11 +268,13 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         n, gather_pieces));
   else
     plan.notes.push_back(fmt::format(
-        "ZeRO-3: {} modules fetched before forward, {} again before backward ({} used again within stage3_max_reuse_distance "
-        "{:.3g} elements stay gathered between, {:.3g} elements); prefetch {:.3g} elements ahead; {:.3g} of {:.3g} parameters "
-        "partitioned, smaller tensors persist; gradients reduce-scattered in buckets of {:.3g} elements{}",
-        fwd_order.size(), bwd_order.size(), fwd_order.size() - bwd_order.size(), opt.max_reuse_distance, kept_elements,
-        opt.prefetch_bucket_elems, fetched, params, opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
+        "ZeRO-3: {} modules gathered for forward, {} again for backward ({} stay gathered between: {} used again within "
+        "stage3_max_reuse_distance {:.3g} elements, the others reached by the prefetch before their release); prefetch "
+        "{:.3g} elements per fetch, up to {:.3g} elements gathered at once (stage3_max_live_parameters {:.3g}); {:.3g} of "
+        "{:.3g} parameters partitioned, smaller tensors persist; gradients reduce-scattered in buckets of {:.3g} elements{}",
+        fetches.forward_gathers(), fetches.backward_gathers(), fetches.forward_uses - fetches.backward_gathers(), reused,
+        opt.max_reuse_distance, opt.prefetch_bucket_elems, fetches.peak_elements, opt.max_live_parameters, partitioned, params,
+        opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
   plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", n)));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);

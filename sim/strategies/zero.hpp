@@ -12,10 +12,10 @@
 //   AllGathered (all_gather_dp_groups) in allgather_bucket_size pieces before the next forward.
 // - Stage 3 (stage3.py, partitioned_param_coordinator.py): every module's parameters are
 //   partitioned, but those of fewer than stage3_param_persistence_threshold elements. Each module
-//   is fetched (one coalesced AllGather) before its forward and again before its backward; at
-//   each fetch the coordinator prefetches the following modules up to stage3_prefetch_bucket_size
-//   elements. Gradients are reduce-scattered in buckets of reduce_bucket_size elements as they
-//   fill, on the same process group (one NCCL stream), every micro-step.
+//   is fetched (one coalesced AllGather) before its forward and again before its backward unless
+//   it stayed gathered; the coordinator prefetches ahead and decides what stays
+//   (zero3_coordinator.hpp). Gradients are reduce-scattered in buckets of reduce_bucket_size
+//   elements as they fill, on the same process group (one NCCL stream), every micro-step.
 #pragma once
 
 #include "sim/collectives/collective_options.hpp"

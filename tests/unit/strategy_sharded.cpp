@@ -302,19 +302,31 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}}) == doctest::Approx(P * 2));
   CHECK(accumulating({{"kind", "zero"}, {"stage", 1}, {"reduce_bucket_size", 1e7}, {"overlap_comm", true}}) ==
         doctest::Approx(P * 2));
-  // stage3_max_reuse_distance (1e9 elements by default): GPT-2's 124 M parameters, forward and
-  // backward, are within it, so every module stays gathered from its forward to its backward and is
-  // fetched once; at 0 each is fetched again before its backward and ZeRO-3 holds less than
-  // stages 1 and 2.
-  nlohmann::json far = gpt2_scenario({{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}, {"stage3_max_reuse_distance", 0}}, 8);
-  const Plan z3_far = plan_scenario(parse_scenario(far, "s.json")).plan;
-  auto c3_far = comm_of(z3_far);
-  CHECK(c3_far["parameters all_gather"].calls == 2 * c3["parameters all_gather"].calls);
-  CHECK(c3_far["parameters all_gather"].bytes == doctest::Approx(2 * c3["parameters all_gather"].bytes));
-  CHECK(z3_far.memory.front().total() < z1.memory.front().total());
-  CHECK(z3_far.memory.front().total() < z2.memory.front().total());
-  // Kept, all of the partitioned parameters are gathered at the turn; at 0, the largest module (the
-  // token embedding) and the prefetch window of 5e7 elements.
+  // GPT-2's 124 M parameters are within stage3_max_live_parameters (1e9): by the second module's
+  // fetch the prefetch has walked the whole forward and backward while every module was gathered,
+  // so none is released and each is fetched once per iteration. With stage3_max_reuse_distance 0
+  // only the token embedding, released after the first use before the walk reached its backward,
+  // is fetched again.
+  const auto z3_with = [](const nlohmann::json& extra) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}};
+    strategy.update(extra);
+    return plan_scenario(parse_scenario(gpt2_scenario(strategy, 8), "s.json")).plan;
+  };
+  const Plan z3_far = z3_with({{"stage3_max_reuse_distance", 0}});
+  CHECK(comm_of(z3_far)["parameters all_gather"].calls == c3["parameters all_gather"].calls + 1);
+  // Without prefetch only the reuse rule keeps a module (1e9 elements by default: all of GPT-2
+  // stays gathered from its forward to its backward); at 0 each is fetched again before its
+  // backward, and ZeRO-3 holds less than stages 1 and 2.
+  const Plan kept = z3_with({{"stage3_prefetch_bucket_size", 0}});
+  const Plan refetched = z3_with({{"stage3_prefetch_bucket_size", 0}, {"stage3_max_reuse_distance", 0}});
+  auto c_kept = comm_of(kept), c_refetched = comm_of(refetched);
+  CHECK(c_kept["parameters all_gather"].calls == c3["parameters all_gather"].calls);
+  CHECK(c_refetched["parameters all_gather"].calls == 2 * c_kept["parameters all_gather"].calls);
+  CHECK(c_refetched["parameters all_gather"].bytes == doctest::Approx(2 * c_kept["parameters all_gather"].bytes));
+  CHECK(refetched.memory.front().total() < z1.memory.front().total());
+  CHECK(refetched.memory.front().total() < z2.memory.front().total());
+  // Kept, all of the partitioned parameters are gathered at the turn; refetched without prefetch,
+  // one module at a time, the largest (the token embedding) at most.
   const Model gpt2 = load_model("gpt2");
   double fetched = 0, largest = 0;
   for (const auto& l : gpt2.layers) {
@@ -324,7 +336,8 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
     fetched += e;
     largest = std::max(largest, e);
   }
-  CHECK(z3.memory.front().total() - z3_far.memory.front().total() == doctest::Approx((fetched - largest - 5e7) * 2));
+  CHECK(kept.memory.front().total() - refetched.memory.front().total() == doctest::Approx((fetched - largest) * 2));
+  CHECK(z3.memory.front().total() == doctest::Approx(kept.memory.front().total()));
 }
 
 TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
