@@ -148,18 +148,33 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   if (opt.stage < 3)
     calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
 
-  // Stage 3's gathers at use `use` (forward or backward of its layer): those issued there, each
-  // after the compute before it, then the wait for the use's own.
+  // Stage 3's gathers at use `use` (forward or backward of its layer), after the compute before it:
+  // the use's own module when not gathered, then the modules prefetched there, all in one coalesced
+  // AllGather (partition_parameters.py all_gather_coalesced: one flat all_gather_into_tensor of the
+  // list, per dtype); then the wait for the use's own.
   std::vector<std::vector<int>> gathered(fetches.uses.size());
+  const auto gather = [&](const std::size_t* first, const std::size_t* last, const char* what) {
+    double e = 0;
+    for (const std::size_t* u = first; u != last; ++u)
+      e += elements[fetches.uses[*u]];
+    const bool forward = *first < fetches.forward_uses;
+    const auto& name = model.layers[fetches.uses[*first]].name;
+    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+    const auto done = collective(CollectiveOp::AllGather, e * model_bytes,
+                                 last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
+                                                   : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward"),
+                                 "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
+    for (const std::size_t* u = first; u != last; ++u)
+      gathered[*u] = done;
+  };
   const auto fetch = [&](std::size_t use) {
-    for (const std::size_t u : fetches.issued[use]) {
-      const bool forward = u < fetches.forward_uses;
-      const std::size_t layer = fetches.uses[u];
-      run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-      gathered[u] = collective(CollectiveOp::AllGather, elements[layer] * model_bytes,
-                               fmt::format("fetch {} ({})", model.layers[layer].name, forward ? "forward" : "backward"), "parameters",
-                               forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
-    }
+    const auto& issued = fetches.issued[use];
+    const std::size_t* next = issued.data();
+    const std::size_t* end = next + issued.size();
+    if (next != end && *next == use)
+      gather(next, next + 1, "fetch"), ++next;
+    if (next != end)
+      gather(next, end, "prefetch");
     if (fetches.gathered_for[use])
       run.wait_for(gathered[use]);
   };

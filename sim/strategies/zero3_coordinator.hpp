@@ -35,7 +35,8 @@ std::vector<bool> kept_to_backward(const Model& model, const std::vector<bool>& 
 struct Stage3Fetches {
   std::vector<std::size_t> uses;   // the layers with partitioned elements: forward order, then backward order
   std::size_t forward_uses = 0;    // the first ones
-  /// Per use: the uses whose gathers are issued at it (its own first, then the prefetched), in order.
+  /// Per use: the uses whose gathers are issued at it, in order: its own first (when its module was
+  /// not gathered), then those it prefetches, which DeepSpeed gathers together in one coalesced call.
   std::vector<std::vector<std::size_t>> issued;
   /// Per use: whether a gather for that use serves it (false: gathered since an earlier use).
   std::vector<bool> gathered_for;
