@@ -187,8 +187,18 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   z.persistence_threshold = count("stage3_param_persistence_threshold", z.persistence_threshold);
   z.max_reuse_distance = count("stage3_max_reuse_distance", z.max_reuse_distance);
   z.max_live_parameters = count("stage3_max_live_parameters", z.max_live_parameters);
+  if (const auto v = o.find("mics_shard_size")) {
+    const auto size = v->as_int();
+    if (size != -1 && size < 2)
+      v->fail(fmt::format("expected -1 (off) or a shard group of at least 2 GPUs, got {}", size));
+    z.mics_shard_size = size == -1 ? 0 : static_cast<int>(std::min<std::int64_t>(size, 1 << 30));
+  }
+  if (const auto v = o.find("zero_hpz_partition_size"))
+    z.hpz_partition_size = static_cast<int>(v->as_int_in(0, 1 << 30));  // config.py: ge=0; 0 and 1 are off
+  if (z.mics_shard_size > 0 && z.hpz_partition_size > 1)
+    o.at("zero_hpz_partition_size").fail("expected zero_hpz_partition_size 1 (off) with mics_shard_size: dtsim models one of MiCS and hpZ at a time");
   for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
-                          "stage3_max_live_parameters"})
+                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size"})
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

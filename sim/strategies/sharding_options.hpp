@@ -51,6 +51,15 @@
 //   allgather_bucket_size      5e8 elements
 //   stage3_prefetch_bucket_size  5e7 elements: the most new elements each fetch prefetches (0: none)
 //   stage3_max_live_parameters 1e9 elements: no prefetch while that many are gathered or in flight
+//   mics_shard_size            -1 (off): MiCS (mics.py), stage 3 only: parameters, gradients and
+//                              optimizer states sharded over groups of that many consecutive ranks,
+//                              replicated across the groups; each bucket's gradient shard AllReduced
+//                              across the replicas at the accumulation boundary (all_reduce_coalesced)
+//   zero_hpz_partition_size    1 (off): ZeRO++'s hierarchical partitioning, stage 3 only: after its
+//                              first use since the optimizer step, each partitioned parameter keeps a
+//                              secondary copy sharded over groups of that many consecutive ranks
+//                              (partition_parameters.py _partition_param_sec), which every later gather
+//                              uses (the backward's, the next micro-steps' forward)
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
 //   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
 //                              modules' parameters have been used stays gathered (no second fetch)
@@ -124,6 +133,8 @@ struct ZeroOptions {
   double persistence_threshold = 1e5;
   double max_reuse_distance = 1e9;
   double max_live_parameters = 1e9;
+  int mics_shard_size = 0;       // 0: every data-parallel rank shares one partition (MiCS off)
+  int hpz_partition_size = 1;    // 1: no secondary partition (ZeRO++ hpZ off)
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 
 namespace dtsim {
 
@@ -53,10 +54,33 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const double model_bytes = half ? 2.0 : 4.0;
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
   const double params = static_cast<double>(model.params());
-  std::vector<std::vector<int>> all(1);
-  for (int r = 0; r < n; ++r)
-    all[0].push_back(r);
   const bool distributed = n > 1;
+  // The process groups, of rank indices: `all` the data-parallel ranks; stage 3's `shard` groups,
+  // MiCS's groups of mics_shard_size consecutive ranks (mics_utils.py create_mics_comm_groups) and
+  // their `replicas` (the ranks at one position in every group); hpZ's `secondary` groups of
+  // zero_hpz_partition_size consecutive ranks (groups.py _create_zero_param_parallel_group).
+  const auto group_size = [&](const char* key, int size) {
+    if (size > n || n % size != 0)
+      scenario.strategy_options().at(key).fail(
+          fmt::format("expected a group size that divides the {} data-parallel GPUs, got {}", n, size));
+    return size;
+  };
+  const int S = opt.mics_shard_size > 0 ? group_size("mics_shard_size", opt.mics_shard_size) : n;
+  const int H = opt.hpz_partition_size > 1 ? group_size("zero_hpz_partition_size", opt.hpz_partition_size) : S;
+  const auto consecutive = [n](int size) {
+    std::vector<std::vector<int>> groups(static_cast<std::size_t>(n / size));
+    for (int r = 0; r < n; ++r)
+      groups[static_cast<std::size_t>(r / size)].push_back(r);
+    return groups;
+  };
+  const auto all = consecutive(n), shard = consecutive(S), secondary = consecutive(H);
+  std::vector<std::vector<int>> replicas;
+  if (S < n)
+    for (int j = 0; j < S; ++j) {
+      replicas.emplace_back();
+      for (int r = j; r < n; r += S)
+        replicas.back().push_back(r);
+    }
 
   ShardedRun run(plan, topology, collectives);
   // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
@@ -74,19 +98,21 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     return one_each;
   }());
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
-  const double optimizer_s = add_optimizer ? optimizer_seconds(params / n, mem, half, topology.gpu) : 0.0;
+  const double optimizer_s = add_optimizer ? optimizer_seconds(params / S, mem, half, topology.gpu) : 0.0;
 
-  // Per-iteration figures, tallied while the first iteration is built.
-  std::map<std::pair<std::string, std::string>, std::pair<double, int>> tally;
+  // Per-iteration figures, tallied while the first iteration is built: per (what, collective,
+  // groups it runs on at once), the bytes of one group's calls and their count.
+  std::map<std::tuple<std::string, std::string, int>, std::pair<double, int>> tally;
   int iteration = 0;
-  const auto collective = [&](CollectiveOp op, double bytes, const std::string& label, const std::string& what,
-                              TaskCategory category, std::vector<std::vector<int>> start, int root = 0) {
+  const auto collective = [&](CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes, const std::string& label,
+                              const std::string& what, TaskCategory category, std::vector<std::vector<int>> start,
+                              ShardedRun::Stream stream = ShardedRun::Stream::Shard, int root = 0) {
     if (iteration == 0) {
-      auto& t = tally[{what, to_string(op)}];
+      auto& t = tally[{what, to_string(op), static_cast<int>(groups.size())}];
       t.first += bytes;
       ++t.second;
     }
-    return run.collective(op, all, bytes, label, category, std::move(start), ShardedRun::Stream::Shard, root);
+    return run.collective(op, groups, bytes, label, category, std::move(start), stream, root);
   };
   // `least`: a size that keeps the collectives within the bound.
   const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
@@ -118,11 +144,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a slice.
   const auto reduce_bucket = [&](std::size_t k) {
     if (!reduce_to_owners)
-      return collective(CollectiveOp::AllReduce, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
+      return collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
     std::vector<int> done;
     for (const auto& [owner, elems] : slices[k])
-      done = collective(CollectiveOp::Reduce, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
-                        TaskCategory::Reduce, {}, owner);
+      done = collective(CollectiveOp::Reduce, all, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
+                        TaskCategory::Reduce, {}, ShardedRun::Stream::Shard, owner);
     return done;
   };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
@@ -148,33 +174,42 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   if (opt.stage < 3)
     calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
 
-  // Stage 3's gathers at use `use` (forward or backward of its layer), after the compute before it:
-  // the use's own module when not gathered, then the modules prefetched there, all in one coalesced
-  // AllGather (partition_parameters.py all_gather_coalesced: one flat all_gather_into_tensor of the
-  // list, per dtype); then the wait for the use's own.
+  // Stage 3's gathers at use `use` (forward or backward of its layer) in micro-step `m`, after the
+  // compute before it: the use's own module when not gathered, then the modules prefetched there,
+  // all in one coalesced AllGather (partition_parameters.py all_gather_coalesced: one flat
+  // all_gather_into_tensor of the list, per dtype), but hpZ's: a gather for a forward in the first
+  // micro-step reads the primary partition, every other the secondary (one call each); then the
+  // wait for the use's own.
   std::vector<std::vector<int>> gathered(fetches.uses.size());
-  const auto gather = [&](const std::size_t* first, const std::size_t* last, const char* what) {
+  const auto from_secondary = [&](std::size_t u, int m) { return H < S && (u >= fetches.forward_uses || m > 0); };
+  const auto gather = [&](const std::size_t* first, const std::size_t* last, const char* what, int m) {
     double e = 0;
     for (const std::size_t* u = first; u != last; ++u)
       e += elements[fetches.uses[*u]];
     const bool forward = *first < fetches.forward_uses;
     const auto& name = model.layers[fetches.uses[*first]].name;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    const auto done = collective(CollectiveOp::AllGather, e * model_bytes,
+    const bool hpz = from_secondary(*first, m);
+    const auto done = collective(CollectiveOp::AllGather, hpz ? secondary : shard, e * model_bytes,
                                  last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
                                                    : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward"),
-                                 "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
+                                 hpz ? "parameters (hpZ secondary)" : "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
     for (const std::size_t* u = first; u != last; ++u)
       gathered[*u] = done;
   };
-  const auto fetch = [&](std::size_t use) {
+  const auto fetch = [&](std::size_t use, int m) {
     const auto& issued = fetches.issued[use];
     const std::size_t* next = issued.data();
     const std::size_t* end = next + issued.size();
     if (next != end && *next == use)
-      gather(next, next + 1, "fetch"), ++next;
-    if (next != end)
-      gather(next, end, "prefetch");
+      gather(next, next + 1, "fetch", m), ++next;
+    while (next != end) {  // runs alike in where they gather from
+      const std::size_t* run_end = next;
+      while (run_end != end && from_secondary(*run_end, m) == from_secondary(*next, m))
+        ++run_end;
+      gather(next, run_end, "prefetch", m);
+      next = run_end;
+    }
     if (fetches.gathered_for[use])
       run.wait_for(gathered[use]);
   };
@@ -194,7 +229,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         std::size_t use = 0;
         for (std::size_t i = 0; i < L; ++i) {
           if (use < fetches.forward_uses && fetches.uses[use] == i)
-            fetch(use++);
+            fetch(use++, m);
           run.compute_all(fwd[i], "forward " + model.layers[i].name, TaskCategory::Forward);
         }
         // The gradient buckets (every tensor's gradient, partitioned or persistent), each
@@ -203,14 +238,25 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         std::size_t next_bucket = 0, ready = 0, issued = 0;  // tensors whose gradients are ready; in buckets issued
         for (std::size_t k = L; k-- > 0;) {
           if (use < fetches.uses.size() && fetches.uses[use] == k)
-            fetch(use++);
+            fetch(use++, m);
           run.compute_all(bwd[k], "backward " + model.layers[k].name, TaskCategory::Backward);
           ready += model.layers[k].param_tensors.size();
           for (; next_bucket < buckets.size() && issued + buckets[next_bucket].tensors <= ready; ++next_bucket) {
             issued += buckets[next_bucket].tensors;
             run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-            collective(CollectiveOp::ReduceScatter, buckets[next_bucket].bytes,
-                       fmt::format("reduce-scatter gradients at {}", model.layers[k].name), "gradients", TaskCategory::ReduceScatter, {});
+            const auto done = collective(CollectiveOp::ReduceScatter, shard, buckets[next_bucket].bytes,
+                                         fmt::format("reduce-scatter gradients at {}", model.layers[k].name), "gradients",
+                                         TaskCategory::ReduceScatter, {});
+            // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
+            // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
+            if (!replicas.empty() && m + 1 == M) {
+              std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+              for (const int r : run.active())
+                start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+              collective(CollectiveOp::AllReduce, replicas, buckets[next_bucket].bytes / S,
+                         fmt::format("all-reduce gradient shards at {} across replicas", model.layers[k].name),
+                         "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
+            }
           }
         }
         continue;
@@ -254,7 +300,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        run.wait_for(collective(CollectiveOp::AllGather, params * model_bytes / gather_pieces,
+        run.wait_for(collective(CollectiveOp::AllGather, all, params * model_bytes / gather_pieces,
                                 fmt::format("all-gather updated parameters {}", k), "parameters", TaskCategory::AllGather, {}));
       }
     run.end_iteration(it);
@@ -262,13 +308,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   g.set_iteration(0);
 
   for (const auto& [key, sum] : tally)
-    plan.comm_per_iteration.push_back({key.first, key.second, sum.first, sum.second, 1});
+    plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
   plan.compute_per_iteration_s = compute_s * M + optimizer_s;
   // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
-  plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, n, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? fetches.peak_elements : 0, &plan.memory_curve);
+  // hpZ's secondary copies: every partitioned parameter's 1/H, from its first release on.
+  const double secondary_elements = H < S ? partitioned / H : 0.0;
+  plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, S, micro, loader.input_bytes_per_sample,
+                                    opt.stage == 3 ? fetches.peak_elements + secondary_elements : 0, &plan.memory_curve);
   std::size_t reduces = 0;
   for (const auto& s : slices)
     reduces += s.size();
@@ -290,7 +338,16 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         fetches.forward_gathers(), fetches.backward_gathers(), fetches.forward_uses - fetches.backward_gathers(), reused,
         opt.max_reuse_distance, opt.prefetch_bucket_elems, fetches.peak_elements, opt.max_live_parameters, partitioned, params,
         opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
-  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", n)));
+  if (S < n)
+    plan.notes.push_back(fmt::format("MiCS: parameters, gradients and optimizer states sharded over {} groups of {} consecutive GPUs, "
+                                     "replicated across them; each gradient bucket's shard AllReduced across the {} replicas at the "
+                                     "accumulation boundary", n / S, S, n / S));
+  if (H < S)
+    plan.notes.push_back(fmt::format("hpZ: a secondary copy of the partitioned parameters over {} groups of {} consecutive GPUs "
+                                     "({:.3g} elements per GPU) serves the backward's gathers and the forward's after the first "
+                                     "micro-step; the first forward gathers over all {}",
+                                     n / H, H, secondary_elements, n));
+  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", S)));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);
   plan.notes.push_back(jitter_note);

@@ -15,7 +15,10 @@
 //   is fetched (one coalesced AllGather) before its forward and again before its backward unless
 //   it stayed gathered; the coordinator prefetches ahead and decides what stays
 //   (zero3_coordinator.hpp). Gradients are reduce-scattered in buckets of reduce_bucket_size
-//   elements as they fill, on the same process group (one NCCL stream), every micro-step.
+//   elements as they fill, on the same process group (one NCCL stream), every micro-step. With MiCS
+//   (mics.py) the shard group is mics_shard_size consecutive ranks and each bucket's shard is
+//   AllReduced across the groups at the accumulation boundary; with ZeRO++'s hpZ a secondary copy
+//   over zero_hpz_partition_size consecutive ranks serves every gather but the first forward's.
 #pragma once
 
 #include "sim/collectives/collective_options.hpp"

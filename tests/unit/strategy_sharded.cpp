@@ -345,6 +345,53 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   CHECK(z3.memory.front().total() == doctest::Approx(kept.memory.front().total()));
 }
 
+TEST_CASE("ZeRO-3 with MiCS shards within groups and AllReduces the shards across them; hpZ gathers from a secondary partition")
+{
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params());
+  double fetched = 0;  // partitioned elements (tensors above the persistence threshold)
+  for (const auto& l : gpt2.layers)
+    for (const auto t : l.param_tensors)
+      fetched += t > 1e5 ? static_cast<double>(t) : 0.0;
+  const auto plan = [](const nlohmann::json& extra, int gpus, int micro_steps = 1) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}};
+    if (extra.is_object())
+      strategy.update(extra);
+    nlohmann::json doc = gpt2_scenario(strategy, gpus);
+    doc["training"]["global_batch"] = gpus * 4 * micro_steps;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  const int buckets = static_cast<int>(assign_capped_buckets(gpt2, 2, 2e7).size());
+  // MiCS 4 on 8 GPUs: two shard groups run ZeRO-3 each, as 4 GPUs would; the 4 pairs of replicas
+  // AllReduce each bucket's shard, a quarter of it, once per iteration.
+  const Plan mics = plan({{"mics_shard_size", 4}}, 8, 2), four = plan({}, 4, 2);
+  auto c = comm_of(mics), c4 = comm_of(four);
+  CHECK(c["parameters all_gather"].groups == 2);
+  CHECK(c["parameters all_gather"].bytes == doctest::Approx(c4["parameters all_gather"].bytes));
+  CHECK(c["gradients reduce_scatter"].groups == 2);
+  CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(2 * P * 2));  // every micro-step
+  CHECK(c["gradient shards across replicas all_reduce"].groups == 4);
+  CHECK(c["gradient shards across replicas all_reduce"].calls == buckets);    // at the boundary only
+  CHECK(c["gradient shards across replicas all_reduce"].bytes == doctest::Approx(P * 2 / 4));
+  CHECK(mics.memory.front().total() == doctest::Approx(four.memory.front().total()).epsilon(1e-9));
+  // hpZ 4 on 8 GPUs, without prefetch or reuse so that every module is gathered for each use: the
+  // first micro-step's forward over all 8 (one group), the backward and the second micro-step's
+  // forward over the secondary groups of 4; the secondary copy, 1/4 of the partitioned parameters,
+  // held on top.
+  const nlohmann::json refetch = {{"stage3_prefetch_bucket_size", 0}, {"stage3_max_reuse_distance", 0}};
+  nlohmann::json with_hpz = refetch;
+  with_hpz["zero_hpz_partition_size"] = 4;
+  const Plan hpz = plan(with_hpz, 8, 2), plain = plan(refetch, 8, 2);
+  c = comm_of(hpz);
+  CHECK(c["parameters all_gather"].groups == 1);
+  CHECK(c["parameters all_gather"].bytes == doctest::Approx(fetched * 2));
+  CHECK(c["parameters (hpZ secondary) all_gather"].groups == 2);
+  CHECK(c["parameters (hpZ secondary) all_gather"].bytes == doctest::Approx(3 * fetched * 2));
+  CHECK(comm_of(plain)["parameters all_gather"].bytes == doctest::Approx(4 * fetched * 2));
+  CHECK(c["gradients reduce_scatter"].groups == 1);
+  CHECK(hpz.memory.front().total() - plain.memory.front().total() == doctest::Approx(fetched / 4 * 2));
+}
+
 TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
 {
   const Model gpt2 = load_model("gpt2");
