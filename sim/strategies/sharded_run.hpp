@@ -20,7 +20,8 @@ namespace dtsim {
 
 class ShardedRun {
 public:
-  /// The shard group's NCCL stream (AllGather, ReduceScatter) and the replicate group's (HSDP's AllReduce).
+  /// The shard group's NCCL stream (AllGather, ReduceScatter) and a second process group's: the
+  /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers).
   enum class Stream { Shard = 0, Replicate = 1 };
 
   /// Ranks are indices into plan.ranks.

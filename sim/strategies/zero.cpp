@@ -188,12 +188,16 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       e += elements[fetches.uses[*u]];
     const bool forward = *first < fetches.forward_uses;
     const auto& name = model.layers[fetches.uses[*first]].name;
-    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+    // hpZ's secondary groups are a process group of their own (zero_param_process_group), so their
+    // gathers run on its NCCL stream, beside the primary group's ReduceScatters.
     const bool hpz = from_secondary(*first, m);
+    const auto stream = hpz ? ShardedRun::Stream::Replicate : ShardedRun::Stream::Shard;
+    run.stream_waits_for_compute(stream);
     const auto done = collective(CollectiveOp::AllGather, hpz ? secondary : shard, e * model_bytes,
                                  last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
                                                    : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward"),
-                                 hpz ? "parameters (hpZ secondary)" : "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward, {});
+                                 hpz ? "parameters (hpZ secondary)" : "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward,
+                                 {}, stream);
     for (const std::size_t* u = first; u != last; ++u)
       gathered[*u] = done;
   };
