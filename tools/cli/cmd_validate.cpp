@@ -67,7 +67,9 @@ nlohmann::json training_runs_json(const std::string& file, const std::vector<Tra
                     {"predicted_compute_s", r.predicted_compute_s},
                     {"predicted_nccl_slowdown_s", r.predicted_nccl_slowdown_s},
                     {"predicted_exposed_comm_s", r.predicted_exposed_comm_s},
-                    {"predicted_sharded_comm_in_flight_s", r.predicted_sharded_comm_in_flight_s}});
+                    {"predicted_sharded_comm_in_flight_s", r.predicted_sharded_comm_in_flight_s},
+                    {"predicted_allocated_gib", r.predicted_allocated_gib}, {"predicted_reserved_gib", r.predicted_reserved_gib},
+                    {"predicted_device_gib", r.predicted_device_gib}, {"capacity_gib", r.capacity_gib}});
   }
   const AbsErrorSummary e = compared_errors(runs);
   nlohmann::json median, worst;  // null when no row has a baseline
