@@ -205,8 +205,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const auto& issued = fetches.issued[use];
     const std::size_t* next = issued.data();
     const std::size_t* end = next + issued.size();
-    if (next != end && *next == use)
-      gather(next, next + 1, "fetch", m), ++next;
+    if (next != end && *next == use) {
+      gather(next, next + 1, "fetch", m);
+      ++next;
+    }
     while (next != end) {  // runs alike in where they gather from
       const std::size_t* run_end = next;
       while (run_end != end && from_secondary(*run_end, m) == from_secondary(*next, m))
