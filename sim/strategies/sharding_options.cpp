@@ -197,8 +197,9 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
     z.hpz_partition_size = static_cast<int>(v->as_int_in(0, 1 << 30));  // config.py: ge=0; 0 and 1 are off
   if (z.mics_shard_size > 0 && z.hpz_partition_size > 1)
     o.at("zero_hpz_partition_size").fail("expected zero_hpz_partition_size 1 (off) with mics_shard_size: dtsim models one of MiCS and hpZ at a time");
+  z.quantized_weights = o.bool_or("zero_quantized_weights", false);
   for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
-                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size"})
+                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights"})
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

@@ -60,6 +60,8 @@
 //                              secondary copy sharded over groups of that many consecutive ranks
 //                              (partition_parameters.py _partition_param_sec), which every later gather
 //                              uses (the backward's, the next micro-steps' forward)
+//   zero_quantized_weights     false: ZeRO++'s qwZ, stage 3 only: every parameter gather carries int8
+//                              values and fp32 scales (CUDAQuantizer), dequantized before the module runs
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
 //   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
 //                              modules' parameters have been used stays gathered (no second fetch)
@@ -135,6 +137,7 @@ struct ZeroOptions {
   double max_live_parameters = 1e9;
   int mics_shard_size = 0;       // 0: every data-parallel rank shares one partition (MiCS off)
   int hpz_partition_size = 1;    // 1: no secondary partition (ZeRO++ hpZ off)
+  bool quantized_weights = false;  // ZeRO++ qwZ: int8 parameter gathers
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

@@ -180,7 +180,14 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // all_gather_into_tensor of the list, per dtype), but hpZ's: a gather for a forward in the first
   // micro-step reads the primary partition, every other the secondary (one call each); then the
   // wait for the use's own.
+  // With zero_quantized_weights (ZeRO++ qwZ) each gather carries int8 values and, in a second
+  // AllGather, one fp32 scale per group of at most CUDAQuantizer.target_group_size (8000) of each
+  // rank's elements; the first wait on a gather dequantizes all of it (AllGatherCoalescedHandle.wait:
+  // read int8, write the parameters' dtype, memory-bound) before the module runs.
+  constexpr double kQuantGroupElements = 8000;
   std::vector<std::vector<int>> gathered(fetches.uses.size());
+  std::vector<double> dequantized_at(fetches.uses.size(), 0.0);  // elements the use's wait dequantizes
+  double dequantize_s = 0;                                        // per iteration, on each GPU
   const auto from_secondary = [&](std::size_t u, int m) { return H < S && (u >= fetches.forward_uses || m > 0); };
   const auto gather = [&](const std::size_t* first, const std::size_t* last, const char* what, int m) {
     double e = 0;
@@ -192,12 +199,19 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     // gathers run on its NCCL stream, beside the primary group's ReduceScatters.
     const bool hpz = from_secondary(*first, m);
     const auto stream = hpz ? ShardedRun::Stream::Replicate : ShardedRun::Stream::Shard;
+    const auto& groups = hpz ? secondary : shard;
+    const std::string label = last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
+                                                : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward");
+    const char* kind = hpz ? "parameters (hpZ secondary)" : "parameters";
+    const auto category = forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward;
     run.stream_waits_for_compute(stream);
-    const auto done = collective(CollectiveOp::AllGather, hpz ? secondary : shard, e * model_bytes,
-                                 last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
-                                                   : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward"),
-                                 hpz ? "parameters (hpZ secondary)" : "parameters", forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward,
-                                 {}, stream);
+    auto done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
+    if (opt.quantized_weights) {
+      const double ranks = static_cast<double>(groups.front().size());
+      done = collective(CollectiveOp::AllGather, groups, ranks * std::ceil(e / ranks / kQuantGroupElements) * 4, label + " scales",
+                        std::string(kind) + " scales", category, {}, stream);
+      dequantized_at[*first] = e;
+    }
     for (const std::size_t* u = first; u != last; ++u)
       gathered[*u] = done;
   };
@@ -218,6 +232,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
     if (fetches.gathered_for[use])
       run.wait_for(gathered[use]);
+    if (dequantized_at[use] > 0 && topology.gpu.memory_bandwidth > 0) {
+      const double t = dequantized_at[use] * (1 + model_bytes) / (topology.gpu.memory_bandwidth * kMemoryBoundFraction);
+      run.compute_all(t, "dequantize " + model.layers[fetches.uses[use]].name,
+                      use < fetches.forward_uses ? TaskCategory::Forward : TaskCategory::Backward);
+      dequantize_s += iteration == 0 ? t : 0.0;
+    }
   };
 
   TaskGraph& g = plan.graph;
@@ -315,7 +335,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
 
   for (const auto& [key, sum] : tally)
     plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
-  plan.compute_per_iteration_s = compute_s * M + optimizer_s;
+  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s;
   // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
@@ -344,6 +364,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         fetches.forward_gathers(), fetches.backward_gathers(), fetches.forward_uses - fetches.backward_gathers(), reused,
         opt.max_reuse_distance, opt.prefetch_bucket_elems, fetches.peak_elements, opt.max_live_parameters, partitioned, params,
         opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
+  if (opt.quantized_weights && opt.stage == 3)
+    plan.notes.push_back(fmt::format("qwZ: parameters gathered as int8 with an fp32 scale per {:.0f} elements of each rank's part, "
+                                     "dequantized before use: {:.4f} s per iteration on each GPU (memory-bound)",
+                                     kQuantGroupElements, dequantize_s));
   if (S < n)
     plan.notes.push_back(fmt::format("MiCS: parameters, gradients and optimizer states sharded over {} groups of {} consecutive GPUs, "
                                      "replicated across them; each gradient bucket's shard AllReduced across the {} replicas at the "

@@ -159,6 +159,8 @@ for name, pointer, args in [
     ("zero_mics_on_stage_2", "/strategy/mics_shard_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.mics_shard_size=8"),
     ("zero_hpz_with_mics", "/strategy/zero_hpz_partition_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.mics_shard_size=8 --set strategy.zero_hpz_partition_size=8"),
     ("zero_hpz_beyond_gpus", "/strategy/zero_hpz_partition_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_hpz_partition_size=128"),
+    ("zero_quantized_weights_on_stage_1", "/strategy/zero_quantized_weights", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=1 --set strategy.zero_quantized_weights=true"),
+    ("zero_quantized_weights_not_bool", "/strategy/zero_quantized_weights", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_weights=8"),
     ("zero_multi_rank_not_bool", "/strategy/use_multi_rank_bucket_allreduce",
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.use_multi_rank_bucket_allreduce=maybe"),
     ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),

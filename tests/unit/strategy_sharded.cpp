@@ -5,7 +5,9 @@
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/strategies/buckets.hpp"
+#include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/shard_units.hpp"
+#include "sim/topology/gpu_spec.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <doctest/doctest.h>
@@ -390,6 +392,35 @@ TEST_CASE("ZeRO-3 with MiCS shards within groups and AllReduces the shards acros
   CHECK(comm_of(plain)["parameters all_gather"].bytes == doctest::Approx(4 * fetched * 2));
   CHECK(c["gradients reduce_scatter"].groups == 1);
   CHECK(hpz.memory.front().total() - plain.memory.front().total() == doctest::Approx(fetched / 4 * 2));
+}
+
+TEST_CASE("ZeRO-3 with qwZ gathers int8 values and fp32 scales, and dequantizes them before use")
+{
+  const Model gpt2 = load_model("gpt2");
+  double fetched = 0;  // partitioned elements, each gathered once per iteration (GPT-2 fits the prefetch)
+  for (const auto& l : gpt2.layers)
+    for (const auto t : l.param_tensors)
+      fetched += t > 1e5 ? static_cast<double>(t) : 0.0;
+  const auto plan = [](bool quantized) {
+    return plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7},
+                                                       {"zero_quantized_weights", quantized}},
+                                                      8),
+                                        "s.json"))
+        .plan;
+  };
+  const Plan plain = plan(false), qwz = plan(true);
+  auto c = comm_of(qwz);
+  CHECK(comm_of(plain)["parameters all_gather"].bytes == doctest::Approx(fetched * 2));
+  CHECK(c["parameters all_gather"].bytes == doctest::Approx(fetched * 1));
+  CHECK(c["parameters all_gather"].calls == 3);
+  // A scale per 8000 elements of each rank's part of each gather, in fp32: about 4 / 8000 bytes per element.
+  CHECK(c["parameters scales all_gather"].calls == 3);
+  CHECK(c["parameters scales all_gather"].bytes >= fetched / 8000 * 4);
+  CHECK(c["parameters scales all_gather"].bytes <= (fetched / 8000 + 3 * 8) * 4);
+  // Dequantized once each: read the int8 values, write bf16, at the memory-bound fraction of HBM.
+  const GpuSpec h100 = gpu_spec("H100-SXM");
+  CHECK(qwz.compute_per_iteration_s - plain.compute_per_iteration_s ==
+        doctest::Approx(fetched * 3 / (h100.memory_bandwidth * kMemoryBoundFraction)));
 }
 
 TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
