@@ -19,7 +19,7 @@ ShardedRun::ShardedRun(Plan& plan, const Topology& topology, const CollectiveOpt
     active_.push_back(static_cast<int>(r));
   compute_.assign(n, -1);
   compute_waits_.assign(n, {});
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < kStreams; ++s) {
     stream_[s].assign(n, -1);
     stream_waits_[s].assign(n, {});
   }
@@ -49,7 +49,8 @@ void ShardedRun::start_all(int task)
 {
   for (const int r : active_) {
     compute_[static_cast<std::size_t>(r)] = task;
-    stream_[0][static_cast<std::size_t>(r)] = stream_[1][static_cast<std::size_t>(r)] = task;
+    for (auto& stream : stream_)
+      stream[static_cast<std::size_t>(r)] = task;
   }
 }
 
@@ -242,21 +243,40 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
   return done;
 }
 
+std::vector<int> ShardedRun::stream_delay(Stream stream, double seconds, const std::string& label, TaskCategory category,
+                                          std::vector<std::vector<int>> start)
+{
+  const auto s = static_cast<int>(stream);
+  start.resize(compute_.size());
+  std::vector<int> done(compute_.size(), -1);
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    std::vector<int> after = start[r];
+    after.insert(after.end(), stream_waits_[s][r].begin(), stream_waits_[s][r].end());
+    after.push_back(stream_[s][r]);
+    done[r] = stream_[s][r] = plan_.graph.add_delay(plan_.ranks[r], seconds, fmt::format("{} (rank {})", label, r), category, deps(after));
+    stream_waits_[s][r].clear();
+  }
+  return done;
+}
+
 void ShardedRun::optimizer_step(double seconds)
 {
   TaskGraph& g = plan_.graph;
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
     std::vector<int> after = compute_last(a);
-    after.push_back(stream_[0][r]);
-    after.push_back(stream_[1][r]);
+    for (const auto& stream : stream_)
+      after.push_back(stream[r]);
     const std::string name = fmt::format("optimizer step (rank {})", r);
     const int step = seconds > 0 ? g.add_compute(plan_.ranks[r], seconds, name, TaskCategory::Optimizer, deps(after))
                                  : g.add_delay(plan_.ranks[r], 0.0, name, TaskCategory::Optimizer, deps(after));
-    compute_[r] = stream_[0][r] = stream_[1][r] = step;
+    compute_[r] = step;
     compute_waits_[r].clear();
-    stream_waits_[0][r].clear();
-    stream_waits_[1][r].clear();
+    for (int s = 0; s < kStreams; ++s) {
+      stream_[s][r] = step;
+      stream_waits_[s][r].clear();
+    }
   }
 }
 
@@ -266,8 +286,8 @@ void ShardedRun::end_iteration(int iteration)
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
     std::vector<int> after = compute_last(a);
-    after.push_back(stream_[0][r]);
-    after.push_back(stream_[1][r]);
+    for (const auto& stream : stream_)
+      after.push_back(stream[r]);
     all.insert(all.end(), after.begin(), after.end());
   }
   plan_.iteration_end.push_back(

@@ -20,9 +20,12 @@ namespace dtsim {
 
 class ShardedRun {
 public:
-  /// The shard group's NCCL stream (AllGather, ReduceScatter) and a second process group's: the
-  /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers).
-  enum class Stream { Shard = 0, Replicate = 1 };
+  /// The shard group's NCCL stream (AllGather, ReduceScatter); a second process group's: the
+  /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers);
+  /// and a gradient reduction that is a chain of its own, kernels and collectives on other process
+  /// groups issued one after another from one CUDA stream (ZeRO++ qgZ's quantized all-to-alls).
+  enum class Stream { Shard = 0, Replicate = 1, Reduce = 2 };
+  static constexpr int kStreams = 3;
 
   /// Ranks are indices into plan.ranks.
   ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives);
@@ -65,7 +68,13 @@ public:
   std::vector<int> collective(CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes,
                               const std::string& label, TaskCategory category, std::vector<std::vector<int>> start,
                               Stream stream, int root = 0);
-  /// The optimizer step of `seconds` on every rank after its compute and both streams (every
+  /// A kernel of `seconds` on `stream` of every rank, after the stream's last task and start[r]
+  /// (may be empty): the CUDA stream its collectives are issued from runs it between them. Its
+  /// time is a delay: what it takes from the GPU's compute beside it is not modelled. Returns per
+  /// rank the task (-1 for ranks not simulated).
+  std::vector<int> stream_delay(Stream stream, double seconds, const std::string& label, TaskCategory category,
+                                std::vector<std::vector<int>> start);
+  /// The optimizer step of `seconds` on every rank after its compute and every stream (every
   /// gradient reduced); the streams' next collectives wait for it.
   void optimizer_step(double seconds);
   /// The marker closing iteration `iteration` (plan.iteration_end), after every rank's compute and streams.
@@ -91,8 +100,8 @@ private:
   std::vector<std::vector<int>> lane_ranks_;
   std::vector<int> compute_;
   std::vector<std::vector<int>> compute_waits_;
-  std::vector<int> stream_[2];
-  std::vector<std::vector<int>> stream_waits_[2];
+  std::vector<int> stream_[kStreams];
+  std::vector<std::vector<int>> stream_waits_[kStreams];
 };
 
 }  // namespace dtsim
