@@ -198,8 +198,12 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   if (z.mics_shard_size > 0 && z.hpz_partition_size > 1)
     o.at("zero_hpz_partition_size").fail("expected zero_hpz_partition_size 1 (off) with mics_shard_size: dtsim models one of MiCS and hpZ at a time");
   z.quantized_weights = o.bool_or("zero_quantized_weights", false);
+  z.quantized_gradients = o.bool_or("zero_quantized_gradients", false);
+  if (z.mics_shard_size > 0 && z.quantized_gradients)
+    o.at("zero_quantized_gradients").fail("expected zero_quantized_gradients false with mics_shard_size: dtsim models qgZ over every data-parallel rank");
   for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
-                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights"})
+                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights",
+                          "zero_quantized_gradients"})
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

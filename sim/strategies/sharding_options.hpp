@@ -62,6 +62,10 @@
 //                              uses (the backward's, the next micro-steps' forward)
 //   zero_quantized_weights     false: ZeRO++'s qwZ, stage 3 only: every parameter gather carries int8
 //                              values and fp32 scales (CUDAQuantizer), dequantized before the module runs
+//   zero_quantized_gradients   false: ZeRO++'s qgZ, stage 3 only, on more than one node: each weight
+//                              matrix's gradient quantized to int4 and reduced by an all-to-all inside
+//                              the node, then another across the nodes (coalesced_collectives.py
+//                              all_to_all_quant_reduce); 1-D gradients keep their ReduceScatter
 //   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
 //   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
 //                              modules' parameters have been used stays gathered (no second fetch)
@@ -138,6 +142,7 @@ struct ZeroOptions {
   int mics_shard_size = 0;       // 0: every data-parallel rank shares one partition (MiCS off)
   int hpz_partition_size = 1;    // 1: no secondary partition (ZeRO++ hpZ off)
   bool quantized_weights = false;  // ZeRO++ qwZ: int8 parameter gathers
+  bool quantized_gradients = false;  // ZeRO++ qgZ: int4 all-to-all gradient reduction across nodes
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

@@ -74,6 +74,18 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     return groups;
   };
   const auto all = consecutive(n), shard = consecutive(S), secondary = consecutive(H);
+  // qgZ's groups (groups.py _get_local_all_to_all_group): each node's GPUs, and the GPUs at one
+  // position across the nodes; on one node DeepSpeed reduce-scatters instead (stage3.py
+  // __avg_scatter_grads: num_nodes > 1).
+  const int per_node = processes_per_node(topology, plan.ranks);
+  if (opt.quantized_gradients && opt.stage == 3 && n % per_node != 0)
+    scenario.strategy_options().at("zero_quantized_gradients").fail(
+        fmt::format("expected whole nodes of {} GPUs for qgZ's all-to-alls, got {} data-parallel GPUs", per_node, n));
+  const bool qgz = opt.quantized_gradients && opt.stage == 3 && n > per_node;
+  const auto node_groups = consecutive(per_node);
+  std::vector<std::vector<int>> across_nodes(static_cast<std::size_t>(per_node));
+  for (int r = 0; r < n; ++r)
+    across_nodes[static_cast<std::size_t>(r % per_node)].push_back(r);
   std::vector<std::vector<int>> replicas;
   if (S < n)
     for (int j = 0; j < S; ++j) {
@@ -240,6 +252,86 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
   };
 
+  // Stage 3's gradient reduction of bucket `k` in micro-step `m`, once its tensors' gradients are
+  // ready: one ReduceScatter (reduce_scatter_coalesced), or with qgZ a chain per tensor issued from
+  // DeepSpeed's reduce stream one after another: a weight matrix (a linear, embedding or
+  // convolution layer's first tensor, PyTorch's registration order) whose size divides by 2 x GPUs
+  // is quantized to int4 with an fp32 scale per group of max(rows, columns, GPUs) (swizzle_quant),
+  // all-to-all'd inside the node, reduced and requantized (quantized_reduction), all-to-all'd
+  // across the nodes, dequantized and averaged (coalesced_collectives.py all_to_all_quant_reduce);
+  // any other tensor is reduce-scattered on its own. The kernels are memory-bound.
+  struct GradTensor {
+    std::size_t layer;
+    double elements;
+    bool matrix;
+  };
+  std::vector<GradTensor> grad_tensors;  // in bucket order: last layer first, each layer's tensors last first
+  for (std::size_t l = L; l-- > 0;) {
+    const auto& layer = model.layers[l];
+    const bool weights = layer.kind == "linear" || layer.kind == "embedding" || layer.kind == "conv";
+    for (std::size_t t = layer.param_tensors.size(); t-- > 0;)
+      grad_tensors.push_back({l, static_cast<double>(layer.param_tensors[t]), weights && t == 0});
+  }
+  const double hidden = model.arch.count("hidden") ? model.arch.at("hidden") : 0.0;
+  const double L_node = static_cast<double>(per_node), N = static_cast<double>(n);
+  const auto kernel_s = [&](double bytes) {
+    return topology.gpu.memory_bandwidth > 0 ? bytes / (topology.gpu.memory_bandwidth * kMemoryBoundFraction) : 0.0;
+  };
+  std::size_t bucket_first_tensor = 0;  // of the next bucket, into grad_tensors
+  const auto reduce_stage3_bucket = [&](std::size_t k, int m) {
+    const Bucket& bucket = buckets[k];
+    const std::string at = model.layers[bucket.ready_after_layer].name;
+    const std::size_t first = bucket_first_tensor;
+    bucket_first_tensor += bucket.tensors;
+    if (!qgz) {
+      run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+      const auto done = collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
+                                   "gradients", TaskCategory::ReduceScatter, {});
+      // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
+      // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
+      if (!replicas.empty() && m + 1 == M) {
+        std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+        for (const int r : run.active())
+          start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+        collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
+                   "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
+      }
+      return;
+    }
+    run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
+    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+    std::vector<std::vector<int>> after(static_cast<std::size_t>(n));  // the chain's last step, per rank
+    const auto chain = [&](const std::vector<int>& done) {
+      for (const int r : run.active())
+        after[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+    };
+    const auto cat = TaskCategory::ReduceScatter;
+    const auto reduce = ShardedRun::Stream::Reduce;
+    for (std::size_t i = first; i < first + bucket.tensors; ++i) {
+      const GradTensor& t = grad_tensors[i];
+      const double T = t.elements;
+      const std::string name = model.layers[t.layer].name;
+      if (!t.matrix || std::fmod(T, 2 * N) != 0) {
+        chain(collective(CollectiveOp::ReduceScatter, shard, T * grad_elem, "reduce-scatter gradient of " + name, "gradients",
+                         cat, after));
+        continue;
+      }
+      const double groups = std::max(N, hidden > 0 && std::fmod(T, hidden) == 0 ? std::max(hidden, T / hidden) : std::sqrt(T));
+      chain(run.stream_delay(reduce, kernel_s(T * grad_elem + T / 2 + groups * 4), "qgZ quantize " + name, cat, after));
+      chain(collective(CollectiveOp::AllToAll, node_groups, T / 2, "qgZ all-to-all inside nodes " + name, "gradients (qgZ int4 inside nodes)",
+                       cat, after, reduce));
+      chain(collective(CollectiveOp::AllToAll, node_groups, groups * 4, "qgZ scales inside nodes " + name,
+                       "gradient scales (qgZ inside nodes)", cat, after, reduce));
+      chain(run.stream_delay(reduce, kernel_s(T / 2 + groups * 4 + T / (2 * L_node)), "qgZ reduce " + name, cat, after));
+      chain(collective(CollectiveOp::AllToAll, across_nodes, T / (2 * L_node), "qgZ all-to-all across nodes " + name,
+                       "gradients (qgZ int4 across nodes)", cat, after, reduce));
+      chain(collective(CollectiveOp::AllToAll, across_nodes, groups / L_node * 4, "qgZ scales across nodes " + name,
+                       "gradient scales (qgZ across nodes)", cat, after, reduce));
+      chain(run.stream_delay(reduce, kernel_s(T / (2 * L_node) + 2 * (T / L_node) * grad_elem + T / N * grad_elem),
+                             "qgZ dequantize and average " + name, cat, after));
+    }
+  };
+
   TaskGraph& g = plan.graph;
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   run.start_all(plan.setup_end);
@@ -269,22 +361,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
           ready += model.layers[k].param_tensors.size();
           for (; next_bucket < buckets.size() && issued + buckets[next_bucket].tensors <= ready; ++next_bucket) {
             issued += buckets[next_bucket].tensors;
-            run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-            const auto done = collective(CollectiveOp::ReduceScatter, shard, buckets[next_bucket].bytes,
-                                         fmt::format("reduce-scatter gradients at {}", model.layers[k].name), "gradients",
-                                         TaskCategory::ReduceScatter, {});
-            // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
-            // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
-            if (!replicas.empty() && m + 1 == M) {
-              std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-              for (const int r : run.active())
-                start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
-              collective(CollectiveOp::AllReduce, replicas, buckets[next_bucket].bytes / S,
-                         fmt::format("all-reduce gradient shards at {} across replicas", model.layers[k].name),
-                         "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
-            }
+            reduce_stage3_bucket(next_bucket, m);
           }
         }
+        bucket_first_tensor = 0;
         continue;
       }
       double f = 0;
@@ -368,6 +448,17 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     plan.notes.push_back(fmt::format("qwZ: parameters gathered as int8 with an fp32 scale per {:.0f} elements of each rank's part, "
                                      "dequantized before use: {:.4f} s per iteration on each GPU (memory-bound)",
                                      kQuantGroupElements, dequantize_s));
+  if (qgz) {
+    std::size_t chains = 0;
+    for (const auto& t : grad_tensors)
+      chains += t.matrix && std::fmod(t.elements, 2 * N) == 0 ? 1 : 0;
+    plan.notes.push_back(fmt::format("qgZ: {} weight matrices' gradients quantized to int4 and reduced by an all-to-all inside each "
+                                     "node of {} GPUs, then one across the {} nodes; the other {} tensors reduce-scattered; one "
+                                     "tensor after another from DeepSpeed's reduce stream",
+                                     chains, per_node, n / per_node, grad_tensors.size() - chains));
+  } else if (opt.quantized_gradients && opt.stage == 3) {
+    plan.notes.push_back("qgZ: on one node DeepSpeed reduce-scatters the gradient buckets (stage3.py, num_nodes > 1)");
+  }
   if (S < n)
     plan.notes.push_back(fmt::format("MiCS: parameters, gradients and optimizer states sharded over {} groups of {} consecutive GPUs, "
                                      "replicated across them; each gradient bucket's shard AllReduced across the {} replicas at the "

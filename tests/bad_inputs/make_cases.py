@@ -161,6 +161,8 @@ for name, pointer, args in [
     ("zero_hpz_beyond_gpus", "/strategy/zero_hpz_partition_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_hpz_partition_size=128"),
     ("zero_quantized_weights_on_stage_1", "/strategy/zero_quantized_weights", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=1 --set strategy.zero_quantized_weights=true"),
     ("zero_quantized_weights_not_bool", "/strategy/zero_quantized_weights", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_weights=8"),
+    ("zero_quantized_gradients_with_mics", "/strategy/zero_quantized_gradients", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.mics_shard_size=8 --set strategy.zero_quantized_gradients=true"),
+    ("zero_quantized_gradients_partial_node", "/strategy/zero_quantized_gradients", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_gradients=true --set gpus=12 --set cluster.nodes=2 --set training.global_batch=24"),
     ("zero_multi_rank_not_bool", "/strategy/use_multi_rank_bucket_allreduce",
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.use_multi_rank_bucket_allreduce=maybe"),
     ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),

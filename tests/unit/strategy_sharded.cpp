@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -421,6 +422,49 @@ TEST_CASE("ZeRO-3 with qwZ gathers int8 values and fp32 scales, and dequantizes 
   const GpuSpec h100 = gpu_spec("H100-SXM");
   CHECK(qwz.compute_per_iteration_s - plain.compute_per_iteration_s ==
         doctest::Approx(fetched * 3 / (h100.memory_bandwidth * kMemoryBoundFraction)));
+}
+
+TEST_CASE("ZeRO-3 with qgZ reduces weight matrices by int4 all-to-alls inside and across nodes, the rest by ReduceScatter")
+{
+  const Model gpt2 = load_model("gpt2");
+  const auto plan = [](bool quantized, int gpus, int nodes) {
+    return plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7},
+                                                       {"zero_quantized_gradients", quantized}},
+                                                      gpus, nodes),
+                                        "s.json"))
+        .plan;
+  };
+  // 16 GPUs on 2 nodes: a weight matrix (a linear or embedding layer's first tensor) whose size
+  // divides by 2 x 16 goes as int4 (half a byte per element) to the node's 8 GPUs, then 1/8 of it
+  // across the 2 nodes; every other tensor is reduce-scattered in bf16.
+  double matrices = 0, others = 0;
+  int chains = 0, scattered = 0;
+  for (const auto& l : gpt2.layers)
+    for (std::size_t t = 0; t < l.param_tensors.size(); ++t) {
+      const double T = static_cast<double>(l.param_tensors[t]);
+      if ((l.kind == "linear" || l.kind == "embedding") && t == 0 && std::fmod(T, 32) == 0) {
+        matrices += T;
+        ++chains;
+      } else {
+        others += T;
+        ++scattered;
+      }
+    }
+  REQUIRE(chains > 0);
+  auto c = comm_of(plan(true, 16, 2));
+  CHECK(c["gradients (qgZ int4 inside nodes) alltoall"].groups == 2);
+  CHECK(c["gradients (qgZ int4 inside nodes) alltoall"].calls == chains);
+  CHECK(c["gradients (qgZ int4 inside nodes) alltoall"].bytes == doctest::Approx(matrices / 2));
+  CHECK(c["gradients (qgZ int4 across nodes) alltoall"].groups == 8);
+  CHECK(c["gradients (qgZ int4 across nodes) alltoall"].bytes == doctest::Approx(matrices / 2 / 8));
+  CHECK(c["gradient scales (qgZ inside nodes) alltoall"].calls == chains);
+  CHECK(c["gradients reduce_scatter"].calls == scattered);
+  CHECK(c["gradients reduce_scatter"].bytes == doctest::Approx(others * 2));
+  // On one node DeepSpeed reduce-scatters the buckets as without qgZ (stage3.py: num_nodes > 1).
+  auto one = comm_of(plan(true, 8, 1)), plain = comm_of(plan(false, 8, 1));
+  CHECK(one.count("gradients (qgZ int4 inside nodes) alltoall") == 0);
+  CHECK(one["gradients reduce_scatter"].calls == plain["gradients reduce_scatter"].calls);
+  CHECK(one["gradients reduce_scatter"].bytes == doctest::Approx(plain["gradients reduce_scatter"].bytes));
 }
 
 TEST_CASE("ZeRO-1/2 without use_multi_rank_bucket_allreduce reduce each bucket's slices to their owners")
