@@ -13,6 +13,8 @@
 #include "sim/strategies/sharding_options.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/strategies/zero3_coordinator.hpp"
+#include "sim/strategies/zero_groups.hpp"
+#include "sim/strategies/zero_quantized_gradients.hpp"
 
 #include <fmt/format.h>
 
@@ -55,44 +57,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
   const double params = static_cast<double>(model.params());
   const bool distributed = n > 1;
-  // The process groups, of rank indices: `all` the data-parallel ranks; stage 3's `shard` groups,
-  // MiCS's groups of mics_shard_size consecutive ranks (mics_utils.py create_mics_comm_groups) and
-  // their `replicas` (the ranks at one position in every group); hpZ's `secondary` groups of
-  // zero_hpz_partition_size consecutive ranks (groups.py _create_zero_param_parallel_group).
-  const auto group_size = [&](const char* key, int size) {
-    if (size > n || n % size != 0)
-      scenario.strategy_options().at(key).fail(
-          fmt::format("expected a group size that divides the {} data-parallel GPUs, got {}", n, size));
-    return size;
-  };
-  const int S = opt.mics_shard_size > 0 ? group_size("mics_shard_size", opt.mics_shard_size) : n;
-  const int H = opt.hpz_partition_size > 1 ? group_size("zero_hpz_partition_size", opt.hpz_partition_size) : S;
-  const auto consecutive = [n](int size) {
-    std::vector<std::vector<int>> groups(static_cast<std::size_t>(n / size));
-    for (int r = 0; r < n; ++r)
-      groups[static_cast<std::size_t>(r / size)].push_back(r);
-    return groups;
-  };
-  const auto all = consecutive(n), shard = consecutive(S), secondary = consecutive(H);
-  // qgZ's groups (groups.py _get_local_all_to_all_group): each node's GPUs, and the GPUs at one
-  // position across the nodes; on one node DeepSpeed reduce-scatters instead (stage3.py
-  // __avg_scatter_grads: num_nodes > 1).
-  const int per_node = processes_per_node(topology, plan.ranks);
-  if (opt.quantized_gradients && opt.stage == 3 && n % per_node != 0)
-    scenario.strategy_options().at("zero_quantized_gradients").fail(
-        fmt::format("expected whole nodes of {} GPUs for qgZ's all-to-alls, got {} data-parallel GPUs", per_node, n));
+  // The process groups (zero_groups.hpp); qgZ only across nodes (stage3.py __avg_scatter_grads:
+  // num_nodes > 1; on one node DeepSpeed reduce-scatters).
+  const ZeroGroups process_groups = zero_groups(scenario, opt, n, processes_per_node(topology, plan.ranks));
+  const int S = process_groups.shard_size, H = process_groups.secondary_size, per_node = process_groups.per_node;
+  const auto& all = process_groups.all;
+  const auto& shard = process_groups.shard;
+  const auto& secondary = process_groups.secondary;
+  const auto& replicas = process_groups.replicas;
   const bool qgz = opt.quantized_gradients && opt.stage == 3 && n > per_node;
-  const auto node_groups = consecutive(per_node);
-  std::vector<std::vector<int>> across_nodes(static_cast<std::size_t>(per_node));
-  for (int r = 0; r < n; ++r)
-    across_nodes[static_cast<std::size_t>(r % per_node)].push_back(r);
-  std::vector<std::vector<int>> replicas;
-  if (S < n)
-    for (int j = 0; j < S; ++j) {
-      replicas.emplace_back();
-      for (int r = j; r < n; r += S)
-        replicas.back().push_back(r);
-    }
 
   ShardedRun run(plan, topology, collectives);
   // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
@@ -253,82 +226,31 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   };
 
   // Stage 3's gradient reduction of bucket `k` in micro-step `m`, once its tensors' gradients are
-  // ready: one ReduceScatter (reduce_scatter_coalesced), or with qgZ a chain per tensor issued from
-  // DeepSpeed's reduce stream one after another: a weight matrix (a linear, embedding or
-  // convolution layer's first tensor, PyTorch's registration order) whose size divides by 2 x GPUs
-  // is quantized to int4 with an fp32 scale per group of max(rows, columns, GPUs) (swizzle_quant),
-  // all-to-all'd inside the node, reduced and requantized (quantized_reduction), all-to-all'd
-  // across the nodes, dequantized and averaged (coalesced_collectives.py all_to_all_quant_reduce);
-  // any other tensor is reduce-scattered on its own. The kernels are memory-bound.
-  struct GradTensor {
-    std::size_t layer;
-    double elements;
-    bool matrix;
-  };
-  std::vector<GradTensor> grad_tensors;  // in bucket order: last layer first, each layer's tensors last first
-  for (std::size_t l = L; l-- > 0;) {
-    const auto& layer = model.layers[l];
-    const bool weights = layer.kind == "linear" || layer.kind == "embedding" || layer.kind == "conv";
-    for (std::size_t t = layer.param_tensors.size(); t-- > 0;)
-      grad_tensors.push_back({l, static_cast<double>(layer.param_tensors[t]), weights && t == 0});
-  }
-  const double hidden = model.arch.count("hidden") ? model.arch.at("hidden") : 0.0;
-  const double L_node = static_cast<double>(per_node), N = static_cast<double>(n);
-  const auto kernel_s = [&](double bytes) {
-    return topology.gpu.memory_bandwidth > 0 ? bytes / (topology.gpu.memory_bandwidth * kMemoryBoundFraction) : 0.0;
-  };
+  // ready: one ReduceScatter (reduce_scatter_coalesced), or qgZ's chain per tensor
+  // (zero_quantized_gradients.hpp).
+  const std::vector<GradTensor> grad_tensors = gradient_tensors(model);
+  const QgzSetup qgz_setup{model, topology.gpu, n, per_node, grad_elem, all, process_groups.inside_nodes, process_groups.across_nodes};
   std::size_t bucket_first_tensor = 0;  // of the next bucket, into grad_tensors
   const auto reduce_stage3_bucket = [&](std::size_t k, int m) {
     const Bucket& bucket = buckets[k];
-    const std::string at = model.layers[bucket.ready_after_layer].name;
     const std::size_t first = bucket_first_tensor;
     bucket_first_tensor += bucket.tensors;
-    if (!qgz) {
-      run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-      const auto done = collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
-                                   "gradients", TaskCategory::ReduceScatter, {});
-      // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
-      // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
-      if (!replicas.empty() && m + 1 == M) {
-        std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-        for (const int r : run.active())
-          start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
-        collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
-                   "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
-      }
+    if (qgz) {
+      reduce_quantized(run, collective, qgz_setup, grad_tensors, first, bucket.tensors);
       return;
     }
-    run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
+    const std::string at = model.layers[bucket.ready_after_layer].name;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    std::vector<std::vector<int>> after(static_cast<std::size_t>(n));  // the chain's last step, per rank
-    const auto chain = [&](const std::vector<int>& done) {
+    const auto done = collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
+                                 "gradients", TaskCategory::ReduceScatter, {});
+    // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
+    // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
+    if (!replicas.empty() && m + 1 == M) {
+      std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
       for (const int r : run.active())
-        after[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
-    };
-    const auto cat = TaskCategory::ReduceScatter;
-    const auto reduce = ShardedRun::Stream::Reduce;
-    for (std::size_t i = first; i < first + bucket.tensors; ++i) {
-      const GradTensor& t = grad_tensors[i];
-      const double T = t.elements;
-      const std::string name = model.layers[t.layer].name;
-      if (!t.matrix || std::fmod(T, 2 * N) != 0) {
-        chain(collective(CollectiveOp::ReduceScatter, shard, T * grad_elem, "reduce-scatter gradient of " + name, "gradients",
-                         cat, after));
-        continue;
-      }
-      const double groups = std::max(N, hidden > 0 && std::fmod(T, hidden) == 0 ? std::max(hidden, T / hidden) : std::sqrt(T));
-      chain(run.stream_delay(reduce, kernel_s(T * grad_elem + T / 2 + groups * 4), "qgZ quantize " + name, cat, after));
-      chain(collective(CollectiveOp::AllToAll, node_groups, T / 2, "qgZ all-to-all inside nodes " + name, "gradients (qgZ int4 inside nodes)",
-                       cat, after, reduce));
-      chain(collective(CollectiveOp::AllToAll, node_groups, groups * 4, "qgZ scales inside nodes " + name,
-                       "gradient scales (qgZ inside nodes)", cat, after, reduce));
-      chain(run.stream_delay(reduce, kernel_s(T / 2 + groups * 4 + T / (2 * L_node)), "qgZ reduce " + name, cat, after));
-      chain(collective(CollectiveOp::AllToAll, across_nodes, T / (2 * L_node), "qgZ all-to-all across nodes " + name,
-                       "gradients (qgZ int4 across nodes)", cat, after, reduce));
-      chain(collective(CollectiveOp::AllToAll, across_nodes, groups / L_node * 4, "qgZ scales across nodes " + name,
-                       "gradient scales (qgZ across nodes)", cat, after, reduce));
-      chain(run.stream_delay(reduce, kernel_s(T / (2 * L_node) + 2 * (T / L_node) * grad_elem + T / N * grad_elem),
-                             "qgZ dequantize and average " + name, cat, after));
+        start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+      collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
+                 "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
     }
   };
 
@@ -451,7 +373,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   if (qgz) {
     std::size_t chains = 0;
     for (const auto& t : grad_tensors)
-      chains += t.matrix && std::fmod(t.elements, 2 * N) == 0 ? 1 : 0;
+      chains += quantized_path(t, n) ? 1 : 0;
     plan.notes.push_back(fmt::format("qgZ: {} weight matrices' gradients quantized to int4 and reduced by an all-to-all inside each "
                                      "node of {} GPUs, then one across the {} nodes; the other {} tensors reduce-scattered; one "
                                      "tensor after another from DeepSpeed's reduce stream",
