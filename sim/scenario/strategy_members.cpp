@@ -49,6 +49,14 @@ const std::vector<std::string>& strategy_members(const std::string& kind)
   return it == member_table().end() ? none : it->second;
 }
 
+const std::vector<std::string>& zero_stage3_members()
+{
+  static const std::vector<std::string> members = {
+      "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance", "stage3_max_live_parameters",
+      "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"};
+  return members;
+}
+
 void reject_unknown_strategy_members(const JsonReader& strategy)
 {
   const std::string kind = strategy.at("kind").as_string();

@@ -13,6 +13,10 @@ namespace dtsim {
 /// The members strategy.kind `kind` takes ("kind" among them); empty for an unknown kind.
 const std::vector<std::string>& strategy_members(const std::string& kind);
 
+/// The members of strategy.kind "zero" that only stage 3 takes (its parameter partitioning's:
+/// prefetch, persistence, reuse, live parameters, MiCS and ZeRO++).
+const std::vector<std::string>& zero_stage3_members();
+
 /// Throws InputError at the first member of `strategy` (the scenario's strategy object) that its
 /// kind does not take: "unknown member ... (a member of strategy.kind fsdp; expected one of ...)".
 void reject_unknown_strategy_members(const JsonReader& strategy);

@@ -201,9 +201,7 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   z.quantized_gradients = o.bool_or("zero_quantized_gradients", false);
   if (z.mics_shard_size > 0 && z.quantized_gradients)
     o.at("zero_quantized_gradients").fail("expected zero_quantized_gradients false with mics_shard_size: dtsim models qgZ over every data-parallel rank");
-  for (const char* key : {"stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance",
-                          "stage3_max_live_parameters", "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights",
-                          "zero_quantized_gradients"})
+  for (const auto& key : zero_stage3_members())
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);

@@ -102,11 +102,15 @@ std::string strategy_member(const Override& o)
   return rest.substr(0, rest.find('.'));
 }
 
-/// Whether strategy `name` (strategy_list's) takes a --set of `member`.
+/// Whether strategy `name` (strategy_list's) takes a --set of `member` (zero1 and zero2 none of
+/// stage 3's).
 bool takes_member(const std::string& name, const std::string& member)
 {
   const nlohmann::json preset = strategy_object(name);
   const auto& members = strategy_members(preset.at("kind").get<std::string>());
+  const auto& stage3 = zero_stage3_members();
+  if (preset.contains("stage") && preset.at("stage") != 3 && std::find(stage3.begin(), stage3.end(), member) != stage3.end())
+    return false;
   return !preset.contains(member) && std::find(members.begin(), members.end(), member) != members.end();
 }
 
