@@ -129,4 +129,11 @@ TEST_CASE("a folded ZeRO run keeps the full run's iteration time")
 {
   check(fsdp({{"kind", "zero"}, {"stage", 2}}, 0), 0.02);
   check(fsdp({{"kind", "zero"}, {"stage", 3}}, 0.015), 0.01);
+  // MiCS (a shard group per node, AllReduced across them) and ZeRO++ (hpZ's secondary groups,
+  // int8 gathers, qgZ's all-to-alls inside and across the nodes).
+  check(fsdp({{"kind", "zero"}, {"stage", 3}, {"mics_shard_size", 8}}, 0), 0.02);
+  check(fsdp({{"kind", "zero"}, {"stage", 3}, {"zero_hpz_partition_size", 8}, {"zero_quantized_weights", true},
+              {"zero_quantized_gradients", true}},
+             0),
+        0.02);
 }
