@@ -195,7 +195,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       const double ranks = static_cast<double>(groups.front().size());
       done = collective(CollectiveOp::AllGather, groups, ranks * std::ceil(e / ranks / kQuantGroupElements) * 4, label + " scales",
                         std::string(kind) + " scales", category, {}, stream);
-      dequantized_at[*first] = e;
+      for (const std::size_t* u = first; u != last; ++u)  // hpZ splits a prefetch in the first micro-step only
+        dequantized_at[*u] = u == first ? e : 0.0;
     }
     for (const std::size_t* u = first; u != last; ++u)
       gathered[*u] = done;

@@ -422,6 +422,21 @@ TEST_CASE("ZeRO-3 with qwZ gathers int8 values and fp32 scales, and dequantizes 
   const GpuSpec h100 = gpu_spec("H100-SXM");
   CHECK(qwz.compute_per_iteration_s - plain.compute_per_iteration_s ==
         doctest::Approx(fetched * 3 / (h100.memory_bandwidth * kMemoryBoundFraction)));
+  // With hpZ the first micro-step's prefetch that reaches the backward (the embedding, released at
+  // stage3_max_reuse_distance 0) is split between the primary and secondary groups, the second
+  // micro-step's is not: each element is still dequantized once per gather.
+  const auto accumulating = [](const nlohmann::json& extra) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}, {"zero_quantized_weights", true},
+                               {"stage3_max_reuse_distance", 0}};
+    strategy.update(extra);
+    nlohmann::json doc = gpt2_scenario(strategy, 8);
+    doc["training"]["global_batch"] = 8 * 4 * 2;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  const Plan one_group = accumulating(nlohmann::json::object()), two_groups = accumulating({{"zero_hpz_partition_size", 4}});
+  CHECK(comm_of(two_groups)["parameters all_gather"].calls > 0);
+  CHECK(comm_of(two_groups)["parameters (hpZ secondary) all_gather"].calls > 0);
+  CHECK(two_groups.compute_per_iteration_s == doctest::Approx(one_group.compute_per_iteration_s));
 }
 
 TEST_CASE("ZeRO-3 with qgZ reduces weight matrices by int4 all-to-alls inside and across nodes, the rest by ReduceScatter")
