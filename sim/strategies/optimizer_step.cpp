@@ -32,9 +32,14 @@ std::string optimizer_note(bool added, const std::string& what)
                : "optimizer step folded into the measured step time";
 }
 
+double memory_bound_seconds(double bytes, const GpuSpec& gpu)
+{
+  return gpu.memory_bandwidth > 0 ? bytes / (gpu.memory_bandwidth * kMemoryBoundFraction) : 0.0;
+}
+
 double copy_seconds(double bytes, const GpuSpec& gpu)
 {
-  return gpu.memory_bandwidth > 0 ? 2 * bytes / (gpu.memory_bandwidth * kMemoryBoundFraction) : 0.0;
+  return memory_bound_seconds(2 * bytes, gpu);
 }
 
 }  // namespace dtsim

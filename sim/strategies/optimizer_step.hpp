@@ -40,6 +40,10 @@ double optimizer_seconds_in_dtype(double params, double element_bytes, double st
 /// "1/8 shard") or folded into a measured step.
 std::string optimizer_note(bool added, const std::string& what);
 
+/// Seconds of a memory-bound kernel that moves `bytes` through HBM in all (reads and writes
+/// together), at kMemoryBoundFraction of the bandwidth; 0 for a GPU without a bandwidth.
+double memory_bound_seconds(double bytes, const GpuSpec& gpu);
+
 /// Seconds of a memory-bound copy that reads and writes `bytes` once each.
 double copy_seconds(double bytes, const GpuSpec& gpu);
 

@@ -219,7 +219,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     if (fetches.gathered_for[use])
       run.wait_for(gathered[use]);
     if (dequantized_at[use] > 0 && topology.gpu.memory_bandwidth > 0) {
-      const double t = dequantized_at[use] * (1 + model_bytes) / (topology.gpu.memory_bandwidth * kMemoryBoundFraction);
+      const double t = memory_bound_seconds(dequantized_at[use] * (1 + model_bytes), topology.gpu);
       run.compute_all(t, "dequantize " + model.layers[fetches.uses[use]].name,
                       use < fetches.forward_uses ? TaskCategory::Forward : TaskCategory::Backward);
       dequantize_s += iteration == 0 ? t : 0.0;

@@ -29,9 +29,7 @@ void reduce_quantized(ShardedRun& run, const ZeroCollective& collective, const Q
                       const std::vector<GradTensor>& tensors, std::size_t first, std::size_t count)
 {
   const double N = setup.gpus, L = setup.per_node, ge = setup.gradient_bytes;
-  const auto kernel_s = [&](double bytes) {
-    return setup.gpu.memory_bandwidth > 0 ? bytes / (setup.gpu.memory_bandwidth * kMemoryBoundFraction) : 0.0;
-  };
+  const auto kernel_s = [&](double bytes) { return memory_bound_seconds(bytes, setup.gpu); };
   // A transformer's weight matrices have the hidden size as one dimension.
   const double hidden = setup.model.arch.count("hidden") ? setup.model.arch.at("hidden") : 0.0;
   run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
