@@ -18,6 +18,7 @@ std::string step_label(const StepRow& row, bool once)
   static const std::map<TaskCategory, std::string> words = {
       {TaskCategory::Load, "load batch on the host (DataLoader)"},
       {TaskCategory::HostToDevice, "copy input batch host -> GPU"},
+      {TaskCategory::Offload, "copy gradients to the host / parameters back (ZeRO-Offload)"},
       {TaskCategory::Scatter, "scatter input batch chunks"},
       {TaskCategory::Replicate, "replicate parameters+buffers"},
       {TaskCategory::Launch, "launch forward kernels (Python, GIL)"},

@@ -9,6 +9,7 @@ const char* to_string(TaskCategory category)
     case TaskCategory::Marker: return "marker";
     case TaskCategory::Load: return "load";
     case TaskCategory::HostToDevice: return "h2d";
+    case TaskCategory::Offload: return "offload";
     case TaskCategory::Launch: return "launch";
     case TaskCategory::Forward: return "forward";
     case TaskCategory::Backward: return "backward";

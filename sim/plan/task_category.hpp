@@ -15,6 +15,7 @@ enum class TaskCategory : std::uint8_t {
   // host and input
   Load,               ///< "load": the DataLoader prepares a batch on the host
   HostToDevice,       ///< "h2d": the input batch copied host -> GPU
+  Offload,            ///< "offload": ZeRO-Offload's gradients to the host and updated parameters back
   Launch,             ///< "launch": Python / GIL launch overhead (nn.DataParallel)
   // compute
   Forward,            ///< "forward"

@@ -34,7 +34,7 @@ const std::map<std::string, std::vector<std::string>>& member_table()
                  "stage3_param_persistence_threshold", "stage3_max_reuse_distance", "stage3_max_live_parameters",
                  "overlap_comm", "reduce_scatter", "use_multi_rank_bucket_allreduce", "mics_shard_size",
                  "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
-                 "gradient_accumulation", "half_efficiency_samples"};
+                 "offload_optimizer", "gradient_accumulation", "half_efficiency_samples"};
     return t;
   }();
   return table;

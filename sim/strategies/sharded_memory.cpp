@@ -191,6 +191,28 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.extra_bytes = gathered * model_bytes;
       break;
   }
+  // ZeRO-Offload (zero_offload.hpp): the fp32 master weights, the optimizer states and the fp32
+  // gradient partition the step reads are on the host. Stages 2-3 keep no gradient partition on the
+  // GPU either (stage_1_and_2.py copy_grads_in_partition returns before allocating
+  // grads_in_partition and frees each .grad once copied; stage3.py's grad_partitions_flat_buffer is
+  // on the host), but stage 2 holds temp_grad_buffer_for_gpu_offload, as large as the largest
+  // parameter tensor, for the accumulation through the GPU.
+  if (opt.offload_optimizer) {
+    ctx.rules.optimizer_bytes = 0;
+    req.share.optimizer = 0;  // nor the GPU step's temporaries
+    req.step_cast_bytes = req.step_grad_bytes = 0;
+    if (opt.stage >= 2) {
+      req.share.grads = 0;
+      req.grads_persist = false;
+    }
+    if (opt.stage == 2) {
+      double largest = 0;
+      for (const auto& layer : model.layers)
+        for (const auto t : layer.param_tensors)
+          largest = std::max(largest, static_cast<double>(t));
+      req.extra_bytes += largest * model_bytes;
+    }
+  }
   return on_each(gpu_memory(model, ctx, req, curve), ranks);
 }
 

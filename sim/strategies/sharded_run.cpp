@@ -260,7 +260,49 @@ std::vector<int> ShardedRun::stream_delay(Stream stream, double seconds, const s
   return done;
 }
 
-void ShardedRun::optimizer_step(double seconds)
+std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double bytes, bool to_host, const std::string& label,
+                                      std::vector<std::vector<int>> start)
+{
+  start.resize(compute_.size());
+  std::vector<int> done(compute_.size(), -1);
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    const int gpu = plan_.ranks[r];
+    const int cpu = host_cpu_of(topology_, gpu);
+    std::vector<int> after = start[r];
+    int* last = nullptr;
+    if (stream) {
+      const auto s = static_cast<int>(*stream);
+      after.insert(after.end(), stream_waits_[s][r].begin(), stream_waits_[s][r].end());
+      after.push_back(stream_[s][r]);
+      stream_waits_[s][r].clear();
+      last = &stream_[s][r];
+    } else {
+      const auto c = compute_last(a);
+      after.insert(after.end(), c.begin(), c.end());
+      compute_waits_[r].clear();
+      last = &compute_[r];
+    }
+    const std::string name = fmt::format("{} (rank {})", label, r);
+    const auto copy = [&](int g, int c, const std::string& n) {
+      return c < 0 ? plan_.graph.add_delay(g, 0.0, n, TaskCategory::Offload, deps(after))
+                   : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, n, TaskCategory::Offload, deps(after));
+    };
+    done[r] = *last = copy(gpu, cpu, name);
+    // Folded, the node's other ranks copy theirs at the same moment (they run the same schedule), so
+    // that the representative's copy shares the PCIe switches and CPU links as in the full run;
+    // nothing waits for theirs.
+    if (folded_)
+      for (std::size_t q = 0; q < plan_.ranks.size(); ++q) {
+        const int other = plan_.ranks[q];
+        if (q != r && topology_.device(other).node == topology_.device(gpu).node)
+          copy(other, host_cpu_of(topology_, other), fmt::format("{} (rank {}, beside the representative)", label, q));
+      }
+  }
+  return done;
+}
+
+void ShardedRun::optimizer_step(double seconds, bool on_host)
 {
   TaskGraph& g = plan_.graph;
   for (const int a : active_) {
@@ -269,8 +311,8 @@ void ShardedRun::optimizer_step(double seconds)
     for (const auto& stream : stream_)
       after.push_back(stream[r]);
     const std::string name = fmt::format("optimizer step (rank {})", r);
-    const int step = seconds > 0 ? g.add_compute(plan_.ranks[r], seconds, name, TaskCategory::Optimizer, deps(after))
-                                 : g.add_delay(plan_.ranks[r], 0.0, name, TaskCategory::Optimizer, deps(after));
+    const int step = seconds > 0 && !on_host ? g.add_compute(plan_.ranks[r], seconds, name, TaskCategory::Optimizer, deps(after))
+                                             : g.add_delay(plan_.ranks[r], seconds, name, TaskCategory::Optimizer, deps(after));
     compute_[r] = step;
     compute_waits_[r].clear();
     for (int s = 0; s < kStreams; ++s) {

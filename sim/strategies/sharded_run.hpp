@@ -12,6 +12,7 @@
 #include "sim/strategies/plan.hpp"
 #include "sim/topology/topology.hpp"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,8 +76,14 @@ public:
   std::vector<int> stream_delay(Stream stream, double seconds, const std::string& label, TaskCategory category,
                                 std::vector<std::vector<int>> start);
   /// The optimizer step of `seconds` on every rank after its compute and every stream (every
-  /// gradient reduced); the streams' next collectives wait for it.
-  void optimizer_step(double seconds);
+  /// gradient reduced); the streams' next collectives wait for it. `on_host`: the step runs on the
+  /// host's cores (ZeRO-Offload) and the GPU waits, idle.
+  void optimizer_step(double seconds, bool on_host = false);
+  /// A copy of `bytes` between every rank's GPU and the CPU nearest it (`to_host`: GPU -> host), over
+  /// PCIe, queued on `stream` of the rank after start[r] (may be empty), or on its compute stream
+  /// when `stream` is none. Returns per rank the task (-1 for ranks not simulated).
+  std::vector<int> host_copy(std::optional<Stream> stream, double bytes, bool to_host, const std::string& label,
+                             std::vector<std::vector<int>> start);
   /// The marker closing iteration `iteration` (plan.iteration_end), after every rank's compute and streams.
   void end_iteration(int iteration);
   /// Once every iteration is built and plan.compute_per_iteration_s is set: the samples per

@@ -166,6 +166,37 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
   return f;
 }
 
+namespace {
+
+/// DeepSpeed's offload_optimizer object (deepspeed/runtime/zero/offload_config.py,
+/// DeepSpeedZeroOffloadOptimizerConfig): device "cpu" or "none"; its NVMe-only members are taken
+/// and have no effect on the host; "nvme" and a partial ratio are not modelled. omp_num_threads is
+/// dtsim's: the OMP_NUM_THREADS the processes run with (torchrun sets 1; DeepSpeed's launcher
+/// leaves it unset, and OpenMP then runs the CPU Adam on every hardware thread).
+void parse_offload_optimizer(const JsonReader& v, const JsonReader& strategy, ZeroOptions& z)
+{
+  if (!v.is_object())
+    v.fail("expected an object such as {\"device\": \"cpu\", \"pin_memory\": true} (DeepSpeed's offload_optimizer)");
+  v.reject_unknown({"device", "pin_memory", "omp_num_threads", "ratio", "buffer_count", "fast_init", "pipeline_read",
+                    "pipeline_write", "nvme_path"});
+  const std::string device = v.find("device") ? v.at("device").as_choice({"cpu", "none", "nvme"}) : "none";
+  if (device == "nvme")
+    v.at("device").fail("expected \"cpu\" or \"none\": dtsim does not model ZeRO-Infinity's NVMe offload");
+  z.offload_optimizer = device == "cpu";
+  z.offload_pin_memory = v.bool_or("pin_memory", false);
+  if (const auto t = v.find("omp_num_threads"))
+    z.offload_threads = static_cast<int>(t->as_int_in(1, 1 << 16));
+  if (const auto r = v.find("ratio"); r && r->as_number() != 1.0)
+    r->fail(fmt::format("expected 1 (the whole optimizer offloaded): dtsim does not model ZeRO-3's partial offload, got {}",
+                        r->as_number()));
+  if (z.offload_optimizer && z.mics_shard_size > 0)
+    strategy.at("mics_shard_size").fail("expected -1 (off) with offload_optimizer: dtsim models one of MiCS and ZeRO-Offload at a time");
+  if (z.offload_optimizer && z.quantized_gradients)
+    strategy.at("zero_quantized_gradients").fail("expected false with offload_optimizer: dtsim models one of qgZ and ZeRO-Offload at a time");
+}
+
+}  // namespace
+
 ZeroOptions parse_zero_options(const Scenario& scenario)
 {
   const JsonReader o = scenario.strategy_options();
@@ -204,6 +235,8 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   for (const auto& key : zero_stage3_members())
     if (z.stage != 3 && o.has(key))
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
+  if (const auto v = o.find("offload_optimizer"))
+    parse_offload_optimizer(*v, o, z);
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);
   z.reduce_scatter = o.bool_or("reduce_scatter", z.reduce_scatter);
   z.multi_rank_bucket_allreduce = o.bool_or("use_multi_rank_bucket_allreduce", z.multi_rank_bucket_allreduce);

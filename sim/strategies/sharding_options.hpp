@@ -143,6 +143,11 @@ struct ZeroOptions {
   int hpz_partition_size = 1;    // 1: no secondary partition (ZeRO++ hpZ off)
   bool quantized_weights = false;  // ZeRO++ qwZ: int8 parameter gathers
   bool quantized_gradients = false;  // ZeRO++ qgZ: int4 all-to-all gradient reduction across nodes
+  /// ZeRO-Offload (offload_optimizer device "cpu", zero_offload.hpp): fp32 master weights, optimizer
+  /// states and fp32 gradients on the host, the step on its cores.
+  bool offload_optimizer = false;
+  bool offload_pin_memory = false;  // offload_optimizer.pin_memory (config.py's default: false)
+  int offload_threads = 0;          // OpenMP threads of each process's CPU step (0: every hardware thread)
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

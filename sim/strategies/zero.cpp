@@ -14,6 +14,7 @@
 #include "sim/strategies/task_util.hpp"
 #include "sim/strategies/zero3_coordinator.hpp"
 #include "sim/strategies/zero_groups.hpp"
+#include "sim/strategies/zero_offload.hpp"
 #include "sim/strategies/zero_quantized_gradients.hpp"
 
 #include <fmt/format.h>
@@ -83,7 +84,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     return one_each;
   }());
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
-  const double optimizer_s = add_optimizer ? optimizer_seconds(params / S, mem, half, topology.gpu) : 0.0;
+  const double optimizer_s = add_optimizer && !opt.offload_optimizer ? optimizer_seconds(params / S, mem, half, topology.gpu) : 0.0;
+  // ZeRO-Offload (zero_offload.hpp): the step on the host's cores instead, the GPU idle meanwhile.
+  const int node_ranks = processes_per_node(topology, plan.ranks);
+  const double host_step_s = opt.offload_optimizer ? cpu_step_seconds(params / S, cpu_step_bytes_per_element(mem.optimizer_bytes, model_bytes),
+                                                                       node_ranks, opt.offload_threads, topology.host)
+                                                   : 0.0;
+  if (opt.offload_optimizer && !(topology.host.memory_bytes_per_s_per_socket > 0))
+    scenario.strategy_options().at("offload_optimizer").fail(
+        "expected a cluster whose host gives memory_gbytes_per_s_per_socket (the CPU step of ZeRO-Offload is bound by it)");
 
   // Per-iteration figures, tallied while the first iteration is built: per (what, collective,
   // groups it runs on at once), the bytes of one group's calls and their count.
@@ -126,15 +135,32 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       end = begin;
     }
   }
-  // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a slice.
-  const auto reduce_bucket = [&](std::size_t k) {
-    if (!reduce_to_owners)
-      return collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
+  // ZeRO-Offload: the rank's share of a reduced bucket (`elements`) copied between GPU and host on
+  // the reduction's stream after it, as DeepSpeed issues the copies in micro-step m.
+  const auto offload_gradients = [&](std::vector<int> done, double elements, int m, const std::string& at) {
+    if (!opt.offload_optimizer)
+      return done;
+    for (const auto& c : offload_gradient_copies(opt.stage, m, M, grad_elem)) {
+      const double bytes = elements * c.bytes_per_element;
+      if (iteration == 0) {
+        auto& t = tally[{"gradients (ZeRO-Offload)", c.to_host ? "GPU -> host" : "host -> GPU", n}];
+        t.first += bytes;
+        ++t.second;
+      }
+      done = run.host_copy(ShardedRun::Stream::Shard, bytes, c.to_host, fmt::format("gradients at {} {}", at, c.to_host ? "to host" : "from host"), {});
+    }
+    return done;
+  };
+  // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a
+  // slice, then offloaded.
+  const auto reduce_bucket = [&](std::size_t k, int m) {
     std::vector<int> done;
-    for (const auto& [owner, elems] : slices[k])
+    if (distributed && !reduce_to_owners)
+      done = collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
+    for (const auto& [owner, elems] : distributed ? slices[k] : std::vector<std::pair<int, double>>{})
       done = collective(CollectiveOp::Reduce, all, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
                         TaskCategory::Reduce, {}, ShardedRun::Stream::Shard, owner);
-    return done;
+    return offload_gradients(done, buckets[k].bytes / grad_elem / n, m, fmt::format("bucket {}", k));
   };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
   const double gather_pieces = std::max(1.0, std::floor(params / opt.allgather_bucket_elems));
@@ -242,8 +268,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
     const std::string at = model.layers[bucket.ready_after_layer].name;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    const auto done = collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
-                                 "gradients", TaskCategory::ReduceScatter, {});
+    const auto done = offload_gradients(collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
+                                                   "gradients", TaskCategory::ReduceScatter, {}),
+                                        bucket.bytes / grad_elem / S, m, at);
     // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
     // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
     if (!replicas.empty() && m + 1 == M) {
@@ -297,7 +324,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       // Stage 2 reduces every micro-step (its partition needs them); stage 1 at the accumulation
       // boundary only, with or without the hooks (stage_1_and_2.py
       // reduce_ready_partitions_and_remove_grads; engine.py allreduce_gradients).
-      const bool reduce_now = distributed && (opt.stage == 2 || m + 1 == M);
+      // One GPU reduces nothing, but ZeRO-Offload still copies its gradients out as buckets fill.
+      const bool reduce_now = (distributed || opt.offload_optimizer) && (opt.stage >= 2 || m + 1 == M);
       // Backward, cut where buckets fill (with the hooks); each bucket's AllReduce after it.
       std::size_t next_layer = L;
       const auto backward_to = [&](std::size_t layer, const std::string& what) {
@@ -314,7 +342,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         if (!reduce_now || !hooks)
           continue;
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        reduced.push_back(reduce_bucket(k));
+        reduced.push_back(reduce_bucket(k, m));
         if (!opt.overlap_comm)
           run.wait_for(reduced.back());  // on the compute stream: backward waits for it
       }
@@ -322,10 +350,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       if (reduce_now && !hooks)
         for (std::size_t k = 0; k < buckets.size(); ++k) {
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-          run.wait_for(reduce_bucket(k));
+          run.wait_for(reduce_bucket(k, m));
         }
     }
-    run.optimizer_step(optimizer_s);
+    run.optimizer_step(opt.offload_optimizer ? host_step_s : optimizer_s, opt.offload_optimizer);
+    if (opt.offload_optimizer)  // the updated partition in the module's dtype back to the GPU
+      run.host_copy(std::nullopt, params / S * model_bytes, false, "updated parameters from host", {});
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
@@ -338,7 +368,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
 
   for (const auto& [key, sum] : tally)
     plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
-  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s;
+  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s;  // the host's step is not the GPU's compute
   // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
@@ -391,7 +421,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                      "({:.3g} elements per GPU) serves the backward's gathers and the forward's after the first "
                                      "micro-step; the first forward gathers over all {}",
                                      n / H, H, secondary_elements, n));
-  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", S)));
+  if (opt.offload_optimizer)
+    plan.notes.push_back(offload_note(opt.stage, offload_host_bytes(opt.stage, params / S, mem.optimizer_bytes, model_bytes, grad_elem, M),
+                                      node_ranks, opt.offload_threads, opt.offload_pin_memory, host_step_s, topology.host));
+  else
+    plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", S)));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);
   plan.notes.push_back(jitter_note);

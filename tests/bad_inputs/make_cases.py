@@ -165,6 +165,10 @@ for name, pointer, args in [
     ("zero_quantized_gradients_partial_node", "/strategy/zero_quantized_gradients", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_gradients=true --set gpus=12 --set cluster.nodes=2 --set training.global_batch=24"),
     ("zero_multi_rank_not_bool", "/strategy/use_multi_rank_bucket_allreduce",
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.use_multi_rank_bucket_allreduce=maybe"),
+    ("zero_offload_nvme", "/strategy/offload_optimizer/device", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.offload_optimizer.device=nvme"),
+    ("zero_offload_not_object", "/strategy/offload_optimizer", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.offload_optimizer=cpu"),
+    ("zero_offload_partial_ratio", "/strategy/offload_optimizer/ratio", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.offload_optimizer.device=cpu --set strategy.offload_optimizer.ratio=0.3"),
+    ("zero_offload_with_qgz", "/strategy/zero_quantized_gradients", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_gradients=true --set strategy.offload_optimizer.device=cpu"),
     ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),
 ]:
     case("set_" + name, FS, pointer, f"run {FSDP} {args}")

@@ -7,6 +7,8 @@
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/shard_units.hpp"
+#include "sim/strategies/zero_offload.hpp"
+#include "sim/topology/topology_builder.hpp"
 #include "sim/topology/gpu_spec.hpp"
 #include "sim/util/input_error.hpp"
 
@@ -553,6 +555,64 @@ TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient part
   CHECK(z3.memory_curve.back().grads == doctest::Approx(P / 8 * (2 + 4) + bucket));
 }
 
+TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on the host's DRAM, the parameters back")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const double bucket = 1e7 * 2;
+  const auto plan_of = [](int stage, int accumulation, int gpus, nlohmann::json offload) {
+    nlohmann::json doc = gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7}, {"offload_optimizer", offload}}, gpus);
+    doc["training"]["global_batch"] = gpus * 4 * accumulation;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  const nlohmann::json cpu = {{"device", "cpu"}};
+  // PCIe bytes per iteration, each rank's 1/8 of every gradient (bf16, then fp32 at the boundary),
+  // as DeepSpeed's copies run over 2 micro-steps: stage 1 reduces at the boundary only, where the
+  // accumulation path brings its (empty) host buffer in and the sum out; stage 2 copies out after
+  // the first micro-step, in and out after the second; stage 3 out and back in after the first.
+  for (const auto& [stage, out, in] : {std::tuple{1, 2 + 4, 2}, std::tuple{2, 2 + 2 + 4, 2}, std::tuple{3, 2 + 2 + 4, 2 + 2}}) {
+    CAPTURE(stage);
+    auto c = comm_of(plan_of(stage, 2, 8, cpu));
+    CHECK(c["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P / 8 * out));
+    CHECK(c["gradients (ZeRO-Offload) host -> GPU"].bytes == doctest::Approx(P / 8 * in));
+  }
+  CHECK(offload_gradient_copies(2, 0, 1, 2).size() == 1);  // one micro-step: only the fp32 copy out
+  const Plan z3 = plan_of(3, 1, 8, cpu);
+  // The step: a delay on the GPU (the host works), memory-bound on both sockets' DRAM with every
+  // process of the node stepping at once: 8 x P/8 elements x (Adam's 28 bytes + the bf16 cast's 6).
+  const Topology h100 = load_topology("hgx-h100");
+  const double step_s = P * (28 + 6) / (2 * 307.2e9 * kMemoryBoundFraction);
+  CHECK(cpu_step_seconds(P / 8, cpu_step_bytes_per_element(8, 2), 8, 0, h100.host) == doctest::Approx(step_s));
+  // One OpenMP thread per process (torchrun's OMP_NUM_THREADS=1): 8 cores at one core's STREAM rate.
+  CHECK(cpu_step_seconds(P / 8, 34, 8, 1, h100.host) == doctest::Approx(P * 34 / (8 * 10e9)));
+  int host_steps = 0, params_back = 0;
+  for (const auto& t : z3.graph.tasks()) {
+    if (t.category == TaskCategory::Optimizer && t.iteration == 1 && t.device == z3.ranks[0]) {
+      CHECK(t.kind == TaskKind::Delay);
+      CHECK(t.seconds == doctest::Approx(step_s));
+      ++host_steps;
+    }
+    if (t.category == TaskCategory::Offload && t.kind == TaskKind::Transfer && t.iteration == 1 && t.dst == z3.ranks[0]) {
+      CHECK(h100.device(t.src).kind == DeviceKind::Cpu);
+      params_back += t.bytes == doctest::Approx(P / 8 * 2) ? 1 : 0;
+    }
+  }
+  CHECK(host_steps == 1);
+  CHECK(params_back == 1);
+  // Memory: no optimizer states, fp32 copy or gradient partition on the GPU; stage 3 keeps its IPG
+  // bucket, stage 2 the buffer of its largest tensor (the token embedding) for accumulation.
+  const Plan z2 = plan_of(2, 1, 8, cpu);
+  for (const Plan* p : {&z2, &z3})
+    for (const auto& m : p->memory_curve)
+      CHECK(m.optimizer == 0);
+  CHECK(z3.memory_curve.front().grads == doctest::Approx(bucket));
+  CHECK(z3.memory_curve.back().grads == doctest::Approx(bucket));
+  CHECK(z2.memory_curve.back().grads == 0);
+  // One GPU still copies its gradients out and the parameters in; "none" offloads nothing.
+  auto one = comm_of(plan_of(2, 1, 1, cpu));
+  CHECK(one["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P * 4));
+  CHECK(comm_of(plan_of(2, 1, 8, {{"device", "none"}})).count("gradients (ZeRO-Offload) GPU -> host") == 0);
+}
+
 TEST_CASE("sharded strategies: the report's memory curve peaks at the peak the memory table gives")
 {
   for (const nlohmann::json& strategy :
@@ -611,6 +671,22 @@ TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
   CHECK(error_of(fsdp({{"loss_parallel", false}}), 8).find("at /strategy/loss_parallel: expected loss_parallel only with") !=
         std::string::npos);
   CHECK(error_of({{"kind", "dp"}, {"sharding", "full_shard"}}, 8).find("at /strategy/sharding: unknown member") != std::string::npos);
+  const nlohmann::json zero3 = {{"kind", "zero"}, {"stage", 3}};
+  const auto offload = [&](const nlohmann::json& value, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json z = zero3;
+    z["offload_optimizer"] = value;
+    z.update(extra);
+    return error_of(z, 16);
+  };
+  CHECK(offload("cpu").find("at /strategy/offload_optimizer: expected an object") != std::string::npos);
+  CHECK(offload({{"device", "nvme"}}).find("at /strategy/offload_optimizer/device: expected \"cpu\" or \"none\"") != std::string::npos);
+  CHECK(offload({{"device", "cpu"}, {"ratio", 0.5}}).find("at /strategy/offload_optimizer/ratio") != std::string::npos);
+  CHECK(offload({{"device", "cpu"}, {"pin_memry", true}}).find("at /strategy/offload_optimizer/pin_memry") != std::string::npos);
+  CHECK(offload({{"device", "cpu"}}, {{"mics_shard_size", 8}}).find("at /strategy/mics_shard_size") != std::string::npos);
+  nlohmann::json no_host = gpt2_scenario({{"kind", "zero"}, {"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}}, 2);
+  no_host["cluster"] = {{"base", "pcie-box"}};
+  CHECK_THROWS_WITH(plan_scenario(parse_scenario(no_host, "s.json")),
+                    doctest::Contains("at /strategy/offload_optimizer: expected a cluster whose host gives memory_gbytes_per_s_per_socket"));
 }
 
 TEST_CASE("torchtitan's op-level selective checkpointing keeps less than Megatron's selective, more than full")
