@@ -34,7 +34,7 @@ const std::map<std::string, std::vector<std::string>>& member_table()
                  "stage3_param_persistence_threshold", "stage3_max_reuse_distance", "stage3_max_live_parameters",
                  "overlap_comm", "reduce_scatter", "use_multi_rank_bucket_allreduce", "mics_shard_size",
                  "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
-                 "offload_optimizer", "gradient_accumulation", "half_efficiency_samples"};
+                 "offload_optimizer", "offload_param", "gradient_accumulation", "half_efficiency_samples"};
     return t;
   }();
   return table;
@@ -53,7 +53,7 @@ const std::vector<std::string>& zero_stage3_members()
 {
   static const std::vector<std::string> members = {
       "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold", "stage3_max_reuse_distance", "stage3_max_live_parameters",
-      "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"};
+      "mics_shard_size", "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "offload_param"};
   return members;
 }
 

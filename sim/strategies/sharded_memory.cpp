@@ -213,6 +213,10 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.extra_bytes += largest * model_bytes;
     }
   }
+  // offload_param: the partitioned parameters on the host; the persistent ones (whole on every GPU)
+  // are in `gathered`.
+  if (opt.offload_param)
+    req.share.weights = 0;
   return on_each(gpu_memory(model, ctx, req, curve), ranks);
 }
 

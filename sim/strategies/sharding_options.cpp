@@ -168,21 +168,27 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
 
 namespace {
 
-/// DeepSpeed's offload_optimizer object (deepspeed/runtime/zero/offload_config.py,
-/// DeepSpeedZeroOffloadOptimizerConfig): device "cpu" or "none"; its NVMe-only members are taken
-/// and have no effect on the host; "nvme" and a partial ratio are not modelled. omp_num_threads is
-/// dtsim's: the OMP_NUM_THREADS the processes run with (torchrun sets 1; DeepSpeed's launcher
-/// leaves it unset, and OpenMP then runs the CPU Adam on every hardware thread).
-void parse_offload_optimizer(const JsonReader& v, const JsonReader& strategy, ZeroOptions& z)
+/// An offload object's device (deepspeed/runtime/zero/offload_config.py): "cpu" or "none" (its
+/// default); ZeRO-Infinity's "nvme" is not modelled. `known`: its members; the NVMe-only ones are
+/// taken and have no effect on the host.
+bool offload_to_cpu(const JsonReader& v, const char* what, const std::vector<std::string>& known)
 {
   if (!v.is_object())
-    v.fail("expected an object such as {\"device\": \"cpu\", \"pin_memory\": true} (DeepSpeed's offload_optimizer)");
-  v.reject_unknown({"device", "pin_memory", "omp_num_threads", "ratio", "buffer_count", "fast_init", "pipeline_read",
-                    "pipeline_write", "nvme_path"});
+    v.fail(fmt::format("expected an object such as {{\"device\": \"cpu\", \"pin_memory\": true}} (DeepSpeed's {})", what));
+  v.reject_unknown(known);
   const std::string device = v.find("device") ? v.at("device").as_choice({"cpu", "none", "nvme"}) : "none";
   if (device == "nvme")
     v.at("device").fail("expected \"cpu\" or \"none\": dtsim does not model ZeRO-Infinity's NVMe offload");
-  z.offload_optimizer = device == "cpu";
+  return device == "cpu";
+}
+
+/// offload_optimizer (DeepSpeedZeroOffloadOptimizerConfig); a partial ratio is not modelled.
+/// omp_num_threads is dtsim's: the OMP_NUM_THREADS the processes run with (torchrun sets 1;
+/// DeepSpeed's launcher leaves it unset, and OpenMP then runs the CPU Adam on every hardware thread).
+void parse_offload_optimizer(const JsonReader& v, const JsonReader& strategy, ZeroOptions& z)
+{
+  z.offload_optimizer = offload_to_cpu(v, "offload_optimizer", {"device", "pin_memory", "omp_num_threads", "ratio", "buffer_count",
+                                                                "fast_init", "pipeline_read", "pipeline_write", "nvme_path"});
   z.offload_pin_memory = v.bool_or("pin_memory", false);
   if (const auto t = v.find("omp_num_threads"))
     z.offload_threads = static_cast<int>(t->as_int_in(1, 1 << 16));
@@ -237,6 +243,11 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   if (const auto v = o.find("offload_optimizer"))
     parse_offload_optimizer(*v, o, z);
+  if (const auto v = o.find("offload_param"))  // DeepSpeedZeroOffloadParamConfig
+  {
+    z.offload_param = offload_to_cpu(*v, "offload_param", {"device", "pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "nvme_path"});
+    z.offload_pin_memory = v->bool_or("pin_memory", false) || z.offload_pin_memory;  // the note's; not modelled
+  }
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);
   z.reduce_scatter = o.bool_or("reduce_scatter", z.reduce_scatter);
   z.multi_rank_bucket_allreduce = o.bool_or("use_multi_rank_bucket_allreduce", z.multi_rank_bucket_allreduce);

@@ -148,6 +148,9 @@ struct ZeroOptions {
   bool offload_optimizer = false;
   bool offload_pin_memory = false;  // offload_optimizer.pin_memory (config.py's default: false)
   int offload_threads = 0;          // OpenMP threads of each process's CPU step (0: every hardware thread)
+  /// offload_param device "cpu" (stage 3): the partitioned parameters live on the host, copied to
+  /// the GPU before each gather (partition_parameters.py: ds_tensor.to(device) on the gather's stream).
+  bool offload_param = false;
   bool overlap_comm = false;
   bool reduce_scatter = true;
   bool multi_rank_bucket_allreduce = true;

@@ -135,20 +135,24 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       end = begin;
     }
   }
-  // ZeRO-Offload: the rank's share of a reduced bucket (`elements`) copied between GPU and host on
-  // the reduction's stream after it, as DeepSpeed issues the copies in micro-step m.
+  // ZeRO-Offload's copies between each GPU and its host (zero_offload.hpp), tallied as the collectives.
+  const auto offload_copy = [&](std::optional<ShardedRun::Stream> stream, double bytes, bool to_host, const std::string& what,
+                                const std::string& label) {
+    if (iteration == 0) {
+      auto& t = tally[{what + " (ZeRO-Offload)", to_host ? "GPU -> host" : "host -> GPU", n}];
+      t.first += bytes;
+      ++t.second;
+    }
+    return run.host_copy(stream, bytes, to_host, label, {});
+  };
+  // The rank's share of a reduced bucket (`elements`) copied on the reduction's stream after it, as
+  // DeepSpeed issues the copies in micro-step m.
   const auto offload_gradients = [&](std::vector<int> done, double elements, int m, const std::string& at) {
     if (!opt.offload_optimizer)
       return done;
-    for (const auto& c : offload_gradient_copies(opt.stage, m, M, grad_elem)) {
-      const double bytes = elements * c.bytes_per_element;
-      if (iteration == 0) {
-        auto& t = tally[{"gradients (ZeRO-Offload)", c.to_host ? "GPU -> host" : "host -> GPU", n}];
-        t.first += bytes;
-        ++t.second;
-      }
-      done = run.host_copy(ShardedRun::Stream::Shard, bytes, c.to_host, fmt::format("gradients at {} {}", at, c.to_host ? "to host" : "from host"), {});
-    }
+    for (const auto& c : offload_gradient_copies(opt.stage, m, M, grad_elem))
+      done = offload_copy(ShardedRun::Stream::Shard, elements * c.bytes_per_element, c.to_host, "gradients",
+                          fmt::format("gradients at {} {}", at, c.to_host ? "to host" : "from host"));
     return done;
   };
   // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a
@@ -216,8 +220,12 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const char* kind = hpz ? "parameters (hpZ secondary)" : "parameters";
     const auto category = forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward;
     run.stream_waits_for_compute(stream);
-    auto done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
-    if (opt.quantized_weights) {
+    std::vector<int> done;
+    if (opt.offload_param && !hpz)  // each rank's partitions from the host first (ds_tensor.to(device) on this stream)
+      done = offload_copy(stream, e / S * model_bytes, false, "parameters", label + " from host");
+    if (distributed)  // one GPU with offload_param only copies
+      done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
+    if (opt.quantized_weights && distributed) {
       const double ranks = static_cast<double>(groups.front().size());
       done = collective(CollectiveOp::AllGather, groups, ranks * std::ceil(e / ranks / kQuantGroupElements) * 4, label + " scales",
                         std::string(kind) + " scales", category, {}, stream);
@@ -268,8 +276,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
     const std::string at = model.layers[bucket.ready_after_layer].name;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    const auto done = offload_gradients(collective(CollectiveOp::ReduceScatter, shard, bucket.bytes, fmt::format("reduce-scatter gradients at {}", at),
-                                                   "gradients", TaskCategory::ReduceScatter, {}),
+    const auto done = offload_gradients(distributed ? collective(CollectiveOp::ReduceScatter, shard, bucket.bytes,
+                                                                 fmt::format("reduce-scatter gradients at {}", at), "gradients",
+                                                                 TaskCategory::ReduceScatter, {})
+                                                    : std::vector<int>{},
                                         bucket.bytes / grad_elem / S, m, at);
     // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
     // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
@@ -293,7 +303,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     g.set_iteration(it);
     for (int m = 0; m < M; ++m) {
       run.load_inputs(micro);
-      if (opt.stage == 3 && distributed) {
+      if (opt.stage == 3 && (distributed || opt.offload_param)) {
         std::size_t use = 0;
         for (std::size_t i = 0; i < L; ++i) {
           if (use < fetches.forward_uses && fetches.uses[use] == i)
@@ -354,8 +364,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         }
     }
     run.optimizer_step(opt.offload_optimizer ? host_step_s : optimizer_s, opt.offload_optimizer);
-    if (opt.offload_optimizer)  // the updated partition in the module's dtype back to the GPU
-      run.host_copy(std::nullopt, params / S * model_bytes, false, "updated parameters from host", {});
+    // The updated partition in the module's dtype to where the parameters live (stage3.py
+    // _reassign_or_swap_out_partitioned_parameters; with offload_param both are on the host).
+    if (opt.offload_optimizer != opt.offload_param)
+      offload_copy(std::nullopt, params / S * model_bytes, opt.offload_param, "updated parameters",
+                   opt.offload_param ? "updated parameters to host" : "updated parameters from host");
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
@@ -375,7 +388,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // hpZ's secondary copies: every partitioned parameter's 1/H, from its first release on.
   const double secondary_elements = H < S ? partitioned / H : 0.0;
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, S, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? fetches.peak_elements + secondary_elements : 0, &plan.memory_curve);
+                                    opt.stage == 3 ? fetches.peak_elements + secondary_elements + (opt.offload_param ? params - partitioned : 0)
+                                                   : 0,
+                                    &plan.memory_curve);
   std::size_t reduces = 0;
   for (const auto& s : slices)
     reduces += s.size();
@@ -421,10 +436,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                      "({:.3g} elements per GPU) serves the backward's gathers and the forward's after the first "
                                      "micro-step; the first forward gathers over all {}",
                                      n / H, H, secondary_elements, n));
-  if (opt.offload_optimizer)
-    plan.notes.push_back(offload_note(opt.stage, offload_host_bytes(opt.stage, params / S, mem.optimizer_bytes, model_bytes, grad_elem, M),
-                                      node_ranks, opt.offload_threads, opt.offload_pin_memory, host_step_s, topology.host));
-  else
+  if (opt.offload_optimizer || opt.offload_param)
+    plan.notes.push_back(offload_note(opt, offload_host_bytes(opt, params / S, mem.optimizer_bytes, model_bytes, grad_elem, M),
+                                      node_ranks, host_step_s, topology.host));
+  if (!opt.offload_optimizer)
     plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} partition", S)));
   if (!fold_note.empty())
     plan.notes.push_back(fold_note);

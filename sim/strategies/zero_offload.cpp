@@ -52,30 +52,42 @@ double cpu_step_seconds(double partition_elements, double bytes_per_element, int
   return processes * partition_elements * bytes_per_element / rate;
 }
 
-double offload_host_bytes(int stage, double partition_elements, double state_bytes, double model_bytes, double grad_bytes,
-                          int micro_steps)
+double offload_host_bytes(const ZeroOptions& opt, double partition_elements, double state_bytes, double model_bytes,
+                          double grad_bytes, int micro_steps)
 {
-  double per_element = 4 + state_bytes + 4;
-  if (stage < 3)
-    per_element += model_bytes + (micro_steps > 1 ? grad_bytes : 0.0);
-  else
-    per_element += grad_bytes;
+  double per_element = opt.offload_param ? model_bytes : 0.0;
+  if (opt.offload_optimizer) {
+    per_element += 4 + state_bytes + 4;
+    if (opt.stage < 3)
+      per_element += model_bytes + (micro_steps > 1 ? grad_bytes : 0.0);
+    else
+      per_element += grad_bytes;
+  }
   return partition_elements * per_element;
 }
 
-std::string offload_note(int stage, double host_bytes_per_process, int ranks_per_node, int threads, bool pinned,
-                         double step_s, const Topology::Host& host)
+std::string offload_note(const ZeroOptions& opt, double host_bytes_per_process, int ranks_per_node, double step_s,
+                         const Topology::Host& host)
 {
   const int sockets = std::max(1, host.sockets);
-  return fmt::format("ZeRO-Offload (stage {}): fp32 weights, optimizer states and gradients on the host, {:.1f} GiB per "
-                     "process, {:.1f} GiB for the node's {} ({}); CPU step {:.4f} s, the node's processes at once "
-                     "on {} ({} x {:.0f} GB/s at {:.0f}%); gradients copied to the host after each reduction, the "
-                     "updated parameters back before the next forward (PCIe)",
-                     stage, host_bytes_per_process / (1ull << 30), ranks_per_node * host_bytes_per_process / (1ull << 30),
-                     ranks_per_node, pinned ? "pinned" : "pageable (pin_memory false; the driver's staging through pinned buffers is not modelled)", step_s,
-                     threads > 0 ? fmt::format("{} OpenMP thread(s) each, at most the DRAM bandwidth", threads)
-                                 : std::string("every hardware thread: DRAM bandwidth"),
-                     sockets, host.memory_bytes_per_s_per_socket / 1e9, 100 * kMemoryBoundFraction);
+  std::string what = opt.offload_optimizer ? "fp32 weights, optimizer states and gradients" : "";
+  if (opt.offload_param)
+    what += std::string(what.empty() ? "" : ", ") + "the partitioned parameters (copied in before each gather)";
+  std::string out = fmt::format("ZeRO-Offload (stage {}): {} on the host, {:.1f} GiB per process, {:.1f} GiB for the node's {} ({})",
+                                opt.stage, what, host_bytes_per_process / (1ull << 30),
+                                ranks_per_node * host_bytes_per_process / (1ull << 30), ranks_per_node,
+                                opt.offload_pin_memory ? "pinned"
+                                                       : "pageable (pin_memory false; the driver's staging through pinned "
+                                                         "buffers is not modelled)");
+  if (opt.offload_optimizer)
+    out += fmt::format("; CPU step {:.4f} s, the node's processes at once on {} ({} x {:.0f} GB/s at {:.0f}%); gradients "
+                       "copied to the host after each reduction{}",
+                       step_s,
+                       opt.offload_threads > 0 ? fmt::format("{} OpenMP thread(s) each, at most the DRAM bandwidth", opt.offload_threads)
+                                               : std::string("every hardware thread: DRAM bandwidth"),
+                       sockets, host.memory_bytes_per_s_per_socket / 1e9, 100 * kMemoryBoundFraction,
+                       opt.offload_param ? "" : ", the updated parameters back before the next forward (PCIe)");
+  return out;
 }
 
 }  // namespace dtsim

@@ -16,8 +16,13 @@
 // - The step (stage_1_and_2.py step(), stage3.py _optimizer_step and
 //   _reassign_or_swap_out_partitioned_parameters): CPU Adam over the partition, the fp32 weights
 //   cast to the half-precision copy on the host, that copy sent to the GPU.
+// - offload_param (stage 3, "ZeRO-Infinity" on the CPU): the partitioned parameters live on the
+//   host; each gather first copies the rank's partitions to the GPU on the gather's stream
+//   (partition_parameters.py _all_gather_dtype: ds_tensor.to(device)); the step's updated copy stays
+//   on the host (or, with the optimizer on the GPU, goes there).
 #pragma once
 
+#include "sim/strategies/sharding_options.hpp"
 #include "sim/topology/topology.hpp"
 
 #include <string>
@@ -49,15 +54,16 @@ double cpu_step_bytes_per_element(double state_bytes, double half_bytes);
 double cpu_step_seconds(double partition_elements, double bytes_per_element, int ranks_per_node, int threads,
                         const Topology::Host& host);
 
-/// Host memory of one process's offloaded partition, bytes: fp32 master weights, the optimizer's
-/// states and fp32 gradients, the weights' copy in the module's dtype the step writes (stages 1-2:
-/// param_buffer_of_bit16_for_cpu_offload_groups) and the gradients accumulated on the host (stages
-/// 1-2 with more than one micro-step: accumulated_grads_in_cpu; stage 3: grad_partitions_flat_buffer).
-double offload_host_bytes(int stage, double partition_elements, double state_bytes, double model_bytes, double grad_bytes,
-                          int micro_steps);
+/// Host memory of one process's offloaded partition, bytes. offload_optimizer: fp32 master weights,
+/// the optimizer's states and fp32 gradients, the weights' copy in the module's dtype the step
+/// writes (stages 1-2: param_buffer_of_bit16_for_cpu_offload_groups) and the gradients accumulated on
+/// the host (stages 1-2 with more than one micro-step: accumulated_grads_in_cpu; stage 3:
+/// grad_partitions_flat_buffer); offload_param: the partitioned parameters in the module's dtype.
+double offload_host_bytes(const ZeroOptions& opt, double partition_elements, double state_bytes, double model_bytes,
+                          double grad_bytes, int micro_steps);
 
-/// The run's note: the step on the host, what limits it, the host memory per node.
-std::string offload_note(int stage, double host_bytes_per_process, int ranks_per_node, int threads, bool pinned,
-                         double step_s, const Topology::Host& host);
+/// The run's note: what is on the host and how much per node, the step there and what limits it.
+std::string offload_note(const ZeroOptions& opt, double host_bytes_per_process, int ranks_per_node, double step_s,
+                         const Topology::Host& host);
 
 }  // namespace dtsim

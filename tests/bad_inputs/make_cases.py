@@ -168,6 +168,8 @@ for name, pointer, args in [
     ("zero_offload_nvme", "/strategy/offload_optimizer/device", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.offload_optimizer.device=nvme"),
     ("zero_offload_not_object", "/strategy/offload_optimizer", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.offload_optimizer=cpu"),
     ("zero_offload_partial_ratio", "/strategy/offload_optimizer/ratio", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.offload_optimizer.device=cpu --set strategy.offload_optimizer.ratio=0.3"),
+    ("zero_offload_param_on_stage_2", "/strategy/offload_param", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.offload_param.device=cpu"),
+    ("zero_offload_param_pin_not_bool", "/strategy/offload_param/pin_memory", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.offload_param.device=cpu --set strategy.offload_param.pin_memory=yes"),
     ("zero_offload_with_qgz", "/strategy/zero_quantized_gradients", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.zero_quantized_gradients=true --set strategy.offload_optimizer.device=cpu"),
     ("zero_sharding_option", "/strategy/sharding", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.sharding=full_shard"),
 ]:

@@ -613,6 +613,35 @@ TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on
   CHECK(comm_of(plan_of(2, 1, 8, {{"device", "none"}})).count("gradients (ZeRO-Offload) GPU -> host") == 0);
 }
 
+TEST_CASE("ZeRO-3's offload_param: each gather copies the rank's partitions in first, the parameters stay off the GPU")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const auto plan_of = [](int gpus, nlohmann::json extra) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 3}, {"stage3_prefetch_bucket_size", 0}, {"stage3_max_reuse_distance", 0}};
+    strategy.update(extra);
+    return plan_scenario(parse_scenario(gpt2_scenario(strategy, gpus), "s.json")).plan;
+  };
+  const nlohmann::json cpu = {{"device", "cpu"}};
+  const Plan plain = plan_of(8, nlohmann::json::object()), params = plan_of(8, {{"offload_param", cpu}});
+  auto c = comm_of(params);
+  const CommGroup gathers = comm_of(plain)["parameters all_gather"];
+  // One copy per gather, of its 1/8, in the same calls.
+  CHECK(c["parameters (ZeRO-Offload) host -> GPU"].bytes == doctest::Approx(gathers.bytes / 8));
+  CHECK(c["parameters (ZeRO-Offload) host -> GPU"].calls == gathers.calls);
+  // The optimizer on the GPU writes its updated partition back to the host; with offload_optimizer
+  // the step's copy is already there, and nothing goes back to the GPU after the step.
+  CHECK(c["updated parameters (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P / 8 * 2));
+  auto both = comm_of(plan_of(8, {{"offload_param", cpu}, {"offload_optimizer", cpu}}));
+  CHECK(both.count("updated parameters (ZeRO-Offload) GPU -> host") == 0);
+  CHECK(both.count("updated parameters (ZeRO-Offload) host -> GPU") == 0);
+  // No partition of the weights on the GPU: only what is gathered and the persistent tensors.
+  CHECK(params.memory.front().params < plain.memory.front().params);
+  // One GPU: the modules still come from the host, one copy per use, the whole model each way.
+  auto one = comm_of(plan_of(1, {{"offload_param", cpu}}));
+  CHECK(one.count("parameters all_gather") == 0);
+  CHECK(one["parameters (ZeRO-Offload) host -> GPU"].bytes > P * 2);
+}
+
 TEST_CASE("sharded strategies: the report's memory curve peaks at the peak the memory table gives")
 {
   for (const nlohmann::json& strategy :
@@ -683,6 +712,10 @@ TEST_CASE("sharded strategies: bad options exit 2 at their pointer")
   CHECK(offload({{"device", "cpu"}, {"ratio", 0.5}}).find("at /strategy/offload_optimizer/ratio") != std::string::npos);
   CHECK(offload({{"device", "cpu"}, {"pin_memry", true}}).find("at /strategy/offload_optimizer/pin_memry") != std::string::npos);
   CHECK(offload({{"device", "cpu"}}, {{"mics_shard_size", 8}}).find("at /strategy/mics_shard_size") != std::string::npos);
+  CHECK(error_of({{"kind", "zero"}, {"stage", 2}, {"offload_param", {{"device", "cpu"}}}}, 16)
+            .find("at /strategy/offload_param: expected offload_param only with stage 3") != std::string::npos);
+  CHECK(error_of({{"kind", "zero"}, {"stage", 3}, {"offload_param", {{"device", "nvme"}}}}, 16).find("at /strategy/offload_param/device") !=
+        std::string::npos);
   nlohmann::json no_host = gpt2_scenario({{"kind", "zero"}, {"stage", 2}, {"offload_optimizer", {{"device", "cpu"}}}}, 2);
   no_host["cluster"] = {{"base", "pcie-box"}};
   CHECK_THROWS_WITH(plan_scenario(parse_scenario(no_host, "s.json")),
