@@ -32,9 +32,17 @@ std::string suggestions(const GpuMemory& m, double capacity)
       out += fmt::format("; or sharding more of the weights, gradients and optimizer state ({:.2f} GiB here: ZeRO-2 "
                          "or 3, FSDP, Megatron's distributed optimizer)",
                          states / kGiB);
-  } else
+  } else {
     out += "sharding the optimizer state, gradients and weights (ZeRO / FSDP, or Megatron's distributed optimizer); "
            "more tensor- or pipeline-parallel ranks (weights / t or / p)";
+    // ZeRO-Offload moves the optimizer state and the gradient partition to the host (also where no
+    // more GPUs are there to shard over).
+    const double excess = std::max(m.total(), m.device_used) - capacity;
+    if (m.optimizer + m.grads > excess)
+      out += fmt::format("; or the optimizer on the host ({:.2f} GiB of optimizer state and gradients here: strategy "
+                         "zero, stage 2 or 3, offload_optimizer {{\"device\": \"cpu\"}})",
+                         (m.optimizer + m.grads) / kGiB);
+  }
   return out;
 }
 
