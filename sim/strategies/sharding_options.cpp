@@ -243,8 +243,7 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
       o.at(key).fail(fmt::format("expected {} only with stage 3, got stage {}", key, z.stage));
   if (const auto v = o.find("offload_optimizer"))
     parse_offload_optimizer(*v, o, z);
-  if (const auto v = o.find("offload_param"))  // DeepSpeedZeroOffloadParamConfig
-  {
+  if (const auto v = o.find("offload_param")) {  // DeepSpeedZeroOffloadParamConfig
     z.offload_param = offload_to_cpu(*v, "offload_param", {"device", "pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "nvme_path"});
     z.offload_pin_memory = v->bool_or("pin_memory", false) || z.offload_pin_memory;  // the note's; not modelled
   }

@@ -569,11 +569,15 @@ TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on
   // as DeepSpeed's copies run over 2 micro-steps: stage 1 reduces at the boundary only, where the
   // accumulation path brings its (empty) host buffer in and the sum out; stage 2 copies out after
   // the first micro-step, in and out after the second; stage 3 out and back in after the first.
-  for (const auto& [stage, out, in] : {std::tuple{1, 2 + 4, 2}, std::tuple{2, 2 + 2 + 4, 2}, std::tuple{3, 2 + 2 + 4, 2 + 2}}) {
-    CAPTURE(stage);
-    auto c = comm_of(plan_of(stage, 2, 8, cpu));
-    CHECK(c["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P / 8 * out));
-    CHECK(c["gradients (ZeRO-Offload) host -> GPU"].bytes == doctest::Approx(P / 8 * in));
+  struct Expected {
+    int stage;
+    double out, in;  // bytes per element of the rank's partition
+  };
+  for (const Expected e : {Expected{1, 2 + 4, 2}, Expected{2, 2 + 2 + 4, 2}, Expected{3, 2 + 2 + 4, 2 + 2}}) {
+    CAPTURE(e.stage);
+    auto c = comm_of(plan_of(e.stage, 2, 8, cpu));
+    CHECK(c["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P / 8 * e.out));
+    CHECK(c["gradients (ZeRO-Offload) host -> GPU"].bytes == doctest::Approx(P / 8 * e.in));
   }
   CHECK(offload_gradient_copies(2, 0, 1, 2).size() == 1);  // one micro-step: only the fp32 copy out
   const Plan z3 = plan_of(3, 1, 8, cpu);
