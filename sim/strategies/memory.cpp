@@ -41,4 +41,13 @@ double params_in(const Model& model, std::size_t first, std::size_t last)
   return n;
 }
 
+double largest_param_tensor(const Model& model, std::size_t first, std::size_t last)
+{
+  double largest = 0;
+  for (std::size_t i = first; i < last; ++i)
+    for (const auto t : model.layers[i].param_tensors)
+      largest = std::max(largest, static_cast<double>(t));
+  return largest;
+}
+
 }  // namespace dtsim

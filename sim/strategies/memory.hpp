@@ -41,4 +41,7 @@ MemoryRules memory_rules(Precision precision, std::string optimizer);
 /// Parameters of layers [first, last).
 double params_in(const Model& model, std::size_t first, std::size_t last);
 
+/// Elements of the largest parameter tensor of layers [first, last).
+double largest_param_tensor(const Model& model, std::size_t first, std::size_t last);
+
 }  // namespace dtsim

@@ -246,10 +246,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
       consider(cast, 4, req.last - 1);
     }
     now.grads += req.step_grad_bytes;
-    double largest = 0;
-    for (std::size_t i = req.first; i < req.last; ++i)
-      for (const auto t : model.layers[i].param_tensors)
-        largest = std::max(largest, static_cast<double>(t));
+    const double largest = largest_param_tensor(model, req.first, req.last);
     if (r.adam && r.step == OptimizerStep::Foreach)
       now.optimizer += params * 4 * req.share.optimizer;
     else if (r.adam && r.step == OptimizerStep::ForLoop)

@@ -205,13 +205,8 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.share.grads = 0;
       req.grads_persist = false;
     }
-    if (opt.stage == 2) {
-      double largest = 0;
-      for (const auto& layer : model.layers)
-        for (const auto t : layer.param_tensors)
-          largest = std::max(largest, static_cast<double>(t));
-      req.extra_bytes += largest * model_bytes;
-    }
+    if (opt.stage == 2)
+      req.extra_bytes += largest_param_tensor(model, 0, model.layers.size()) * model_bytes;
   }
   // offload_param: the partitioned parameters on the host; the persistent ones (whole on every GPU)
   // are in `gathered`.

@@ -260,6 +260,23 @@ std::vector<int> ShardedRun::stream_delay(Stream stream, double seconds, const s
   return done;
 }
 
+const std::vector<std::pair<int, int>>& ShardedRun::host_ends(std::size_t r)
+{
+  host_ends_.resize(plan_.ranks.size());
+  auto& ends = host_ends_[r];
+  if (!ends.empty())
+    return ends;
+  const int gpu = plan_.ranks[r];
+  ends.emplace_back(gpu, host_cpu_of(topology_, gpu));
+  // Folded, the node's other ranks copy theirs at the same moment (they run the same schedule), so
+  // that the representative's copy shares the PCIe switches and CPU links as in the full run.
+  if (folded_)
+    for (const int other : plan_.ranks)
+      if (other != gpu && topology_.device(other).node == topology_.device(gpu).node)
+        ends.emplace_back(other, host_cpu_of(topology_, other));
+  return ends;
+}
+
 std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double bytes, bool to_host, const std::string& label,
                                       std::vector<std::vector<int>> start)
 {
@@ -267,8 +284,6 @@ std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double byte
   std::vector<int> done(compute_.size(), -1);
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
-    const int gpu = plan_.ranks[r];
-    const int cpu = host_cpu_of(topology_, gpu);
     std::vector<int> after = start[r];
     int* last = nullptr;
     if (stream) {
@@ -283,21 +298,16 @@ std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double byte
       compute_waits_[r].clear();
       last = &compute_[r];
     }
-    const std::string name = fmt::format("{} (rank {})", label, r);
-    const auto copy = [&](int g, int c, const std::string& n) {
-      return c < 0 ? plan_.graph.add_delay(g, 0.0, n, TaskCategory::Offload, deps(after))
-                   : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, n, TaskCategory::Offload, deps(after));
-    };
-    done[r] = *last = copy(gpu, cpu, name);
-    // Folded, the node's other ranks copy theirs at the same moment (they run the same schedule), so
-    // that the representative's copy shares the PCIe switches and CPU links as in the full run;
-    // nothing waits for theirs.
-    if (folded_)
-      for (std::size_t q = 0; q < plan_.ranks.size(); ++q) {
-        const int other = plan_.ranks[q];
-        if (q != r && topology_.device(other).node == topology_.device(gpu).node)
-          copy(other, host_cpu_of(topology_, other), fmt::format("{} (rank {}, beside the representative)", label, q));
-      }
+    const auto& ends = host_ends(r);
+    const auto after_deps = deps(after);
+    for (std::size_t k = 0; k < ends.size(); ++k) {  // nothing waits for the copies beside the representative
+      const auto [g, c] = ends[k];
+      const std::string name = k == 0 ? fmt::format("{} (rank {})", label, r) : fmt::format("{} (GPU {}, beside rank {})", label, g, r);
+      const int task = c < 0 ? plan_.graph.add_delay(g, 0.0, name, TaskCategory::Offload, after_deps)
+                             : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, name, TaskCategory::Offload, after_deps);
+      if (k == 0)
+        done[r] = *last = task;
+    }
   }
   return done;
 }

@@ -103,6 +103,10 @@ private:
   /// Folded: per rank, its (group, position) in `groups` for each active rank that is in one.
   std::vector<FoldedComms::Member> members(const std::vector<std::vector<int>>& groups,
                                            const std::vector<std::vector<int>>& after) const;
+  /// Per rank, the (GPU, nearest CPU) pairs its host copies run between: its own first, then, folded,
+  /// the other GPUs of its node; found at its first copy.
+  std::vector<std::vector<std::pair<int, int>>> host_ends_;
+  const std::vector<std::pair<int, int>>& host_ends(std::size_t r);
   std::vector<LoaderLane> lanes_;
   std::vector<std::vector<int>> lane_ranks_;
   std::vector<int> compute_;
