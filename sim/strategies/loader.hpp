@@ -31,7 +31,10 @@ namespace dtsim {
 /// Rate at which a pin-memory thread copies a batch into page-locked memory: about 10 GB/s, one
 /// core's STREAM Copy on current Xeon servers (J. McCalpin, STREAM benchmark results). Its thread
 /// is busy for input bytes / this rate per batch (torch/utils/data/_utils/pin_memory.py copies each
-/// batch on one thread).
+/// batch on one thread). The CUDA driver's staging of a copy from or to pageable memory is the same
+/// one-thread memcpy (ShardedRun::host_copy); bandwidthTest measured 10.0 / 10.8 GB/s pageable
+/// against 25.7 / 25.8 GB/s pinned on a DGX A100 (tests/data/calibration/bandwidth/
+/// h2d_pinned_vs_pageable_DGXA100_vs_DellPCIeA100_gengwg.txt).
 constexpr double kPinCopyBytesPerS = 10e9;
 
 /// Host time of backward per layer on autograd's per-device thread (torch/csrc/autograd/engine.cpp

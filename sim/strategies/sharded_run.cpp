@@ -277,8 +277,8 @@ const std::vector<std::pair<int, int>>& ShardedRun::host_ends(std::size_t r)
   return ends;
 }
 
-std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double bytes, bool to_host, const std::string& label,
-                                      std::vector<std::vector<int>> start)
+std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double bytes, bool to_host, bool pinned,
+                                      const std::string& label, std::vector<std::vector<int>> start)
 {
   start.resize(compute_.size());
   std::vector<int> done(compute_.size(), -1);
@@ -305,8 +305,17 @@ std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double byte
       const std::string name = k == 0 ? fmt::format("{} (rank {})", label, r) : fmt::format("{} (GPU {}, beside rank {})", label, g, r);
       const int task = c < 0 ? plan_.graph.add_delay(g, 0.0, name, TaskCategory::Offload, after_deps)
                              : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, name, TaskCategory::Offload, after_deps);
-      if (k == 0)
-        done[r] = *last = task;
+      if (k > 0)
+        continue;
+      done[r] = *last = task;
+      if (pinned || c < 0)
+        continue;
+      // Pageable: the driver's staging (one thread's memcpy, pipelined with the DMA) beside the
+      // transfer; the copy ends when both have, and the host issues nothing before.
+      const int staging = plan_.graph.add_delay(g, bytes / kPinCopyBytesPerS, name + " staged (pageable)", TaskCategory::Offload, after_deps);
+      done[r] = *last = plan_.graph.add_delay(g, 0.0, name + " done", TaskCategory::Marker, {task, staging});
+      if (stream)
+        compute_waits_[r].push_back(done[r]);
     }
   }
   return done;

@@ -81,8 +81,13 @@ public:
   void optimizer_step(double seconds, bool on_host = false);
   /// A copy of `bytes` between every rank's GPU and the CPU nearest it (`to_host`: GPU -> host), over
   /// PCIe, queued on `stream` of the rank after start[r] (may be empty), or on its compute stream
-  /// when `stream` is none. Returns per rank the task (-1 for ranks not simulated).
-  std::vector<int> host_copy(std::optional<Stream> stream, double bytes, bool to_host, const std::string& label,
+  /// when `stream` is none. `pinned` false: the host buffer is pageable, so the CUDA driver stages the
+  /// copy through its own pinned buffer, one CPU thread's memcpy at a time, and the call returns to
+  /// the host only once the copy is done (CUDA Runtime API, "API synchronization behavior"): the copy
+  /// lasts at least bytes / kPinCopyBytesPerS, and the rank's next compute waits for it (DeepSpeed
+  /// PR #8207: pageable offload buffers give "a synchronous, low-bandwidth (staged pageable) path with
+  /// no overlap against backward compute"). Returns per rank the task (-1 for ranks not simulated).
+  std::vector<int> host_copy(std::optional<Stream> stream, double bytes, bool to_host, bool pinned, const std::string& label,
                              std::vector<std::vector<int>> start);
   /// The marker closing iteration `iteration` (plan.iteration_end), after every rank's compute and streams.
   void end_iteration(int iteration);

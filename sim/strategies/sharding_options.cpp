@@ -189,7 +189,7 @@ void parse_offload_optimizer(const JsonReader& v, const JsonReader& strategy, Ze
 {
   z.offload_optimizer = offload_to_cpu(v, "offload_optimizer", {"device", "pin_memory", "omp_num_threads", "ratio", "buffer_count",
                                                                 "fast_init", "pipeline_read", "pipeline_write", "nvme_path"});
-  z.offload_pin_memory = v.bool_or("pin_memory", false);
+  z.offload_optimizer_pinned = v.bool_or("pin_memory", z.offload_optimizer_pinned);
   if (const auto t = v.find("omp_num_threads"))
     z.offload_threads = static_cast<int>(t->as_int_in(1, 1 << 16));
   if (const auto r = v.find("ratio"); r && r->as_number() != 1.0)
@@ -245,7 +245,7 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
     parse_offload_optimizer(*v, o, z);
   if (const auto v = o.find("offload_param")) {  // DeepSpeedZeroOffloadParamConfig
     z.offload_param = offload_to_cpu(*v, "offload_param", {"device", "pin_memory", "buffer_count", "buffer_size", "max_in_cpu", "nvme_path"});
-    z.offload_pin_memory = v->bool_or("pin_memory", false) || z.offload_pin_memory;  // the note's; not modelled
+    z.offload_param_pinned = v->bool_or("pin_memory", z.offload_param_pinned);
   }
   z.overlap_comm = o.bool_or("overlap_comm", z.stage == 3);
   z.reduce_scatter = o.bool_or("reduce_scatter", z.reduce_scatter);

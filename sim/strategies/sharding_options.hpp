@@ -146,7 +146,11 @@ struct ZeroOptions {
   /// ZeRO-Offload (offload_optimizer device "cpu", zero_offload.hpp): fp32 master weights, optimizer
   /// states and fp32 gradients on the host, the step on its cores.
   bool offload_optimizer = false;
-  bool offload_pin_memory = false;  // offload_optimizer.pin_memory (config.py's default: false)
+  /// pin_memory of offload_optimizer (its host buffers: gradients, the step's copy of the weights)
+  /// and of offload_param (the partitioned parameters): offload_config.py's default is true since
+  /// DeepSpeed 0.19.5 (PR #8207; false before). False: pageable buffers (ShardedRun::host_copy).
+  bool offload_optimizer_pinned = true;
+  bool offload_param_pinned = true;
   int offload_threads = 0;          // OpenMP threads of each process's CPU step (0: every hardware thread)
   /// offload_param device "cpu" (stage 3): the partitioned parameters live on the host, copied to
   /// the GPU before each gather (partition_parameters.py: ds_tensor.to(device) on the gather's stream).

@@ -136,14 +136,14 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
   }
   // ZeRO-Offload's copies between each GPU and its host (zero_offload.hpp), tallied as the collectives.
-  const auto offload_copy = [&](std::optional<ShardedRun::Stream> stream, double bytes, bool to_host, const std::string& what,
+  const auto offload_copy = [&](std::optional<ShardedRun::Stream> stream, double bytes, bool to_host, bool pinned, const std::string& what,
                                 const std::string& label) {
     if (iteration == 0) {
       auto& t = tally[{what + " (ZeRO-Offload)", to_host ? "GPU -> host" : "host -> GPU", n}];
       t.first += bytes;
       ++t.second;
     }
-    return run.host_copy(stream, bytes, to_host, label, {});
+    return run.host_copy(stream, bytes, to_host, pinned, label, {});
   };
   // The rank's share of a reduced bucket (`elements`) copied on the reduction's stream after it, as
   // DeepSpeed issues the copies in micro-step m.
@@ -151,7 +151,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     if (!opt.offload_optimizer)
       return done;
     for (const auto& c : offload_gradient_copies(opt.stage, m, M, grad_elem))
-      done = offload_copy(ShardedRun::Stream::Shard, elements * c.bytes_per_element, c.to_host, "gradients",
+      done = offload_copy(ShardedRun::Stream::Shard, elements * c.bytes_per_element, c.to_host, opt.offload_optimizer_pinned, "gradients",
                           fmt::format("gradients at {} {}", at, c.to_host ? "to host" : "from host"));
     return done;
   };
@@ -222,7 +222,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     run.stream_waits_for_compute(stream);
     std::vector<int> done;
     if (opt.offload_param && !hpz)  // each rank's partitions from the host first (ds_tensor.to(device) on this stream)
-      done = offload_copy(stream, e / S * model_bytes, false, "parameters", label + " from host");
+      done = offload_copy(stream, e / S * model_bytes, false, opt.offload_param_pinned, "parameters", label + " from host");
     if (distributed)  // one GPU with offload_param only copies
       done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
     if (opt.quantized_weights && distributed) {
@@ -367,7 +367,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     // The updated partition in the module's dtype to where the parameters live (stage3.py
     // _reassign_or_swap_out_partitioned_parameters; with offload_param both are on the host).
     if (opt.offload_optimizer != opt.offload_param)
-      offload_copy(std::nullopt, params / S * model_bytes, opt.offload_param, "updated parameters",
+      offload_copy(std::nullopt, params / S * model_bytes, opt.offload_param,
+                   opt.offload_param ? opt.offload_param_pinned : opt.offload_optimizer_pinned, "updated parameters",
                    opt.offload_param ? "updated parameters to host" : "updated parameters from host");
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {

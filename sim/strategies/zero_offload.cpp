@@ -73,12 +73,14 @@ std::string offload_note(const ZeroOptions& opt, double host_bytes_per_process, 
   std::string what = opt.offload_optimizer ? "fp32 weights, optimizer states and gradients" : "";
   if (opt.offload_param)
     what += std::string(what.empty() ? "" : ", ") + "the partitioned parameters (copied in before each gather)";
+  const bool pageable = (opt.offload_optimizer && !opt.offload_optimizer_pinned) || (opt.offload_param && !opt.offload_param_pinned);
   std::string out = fmt::format("ZeRO-Offload (stage {}): {} on the host, {:.1f} GiB per process, {:.1f} GiB for the node's {} ({})",
                                 opt.stage, what, host_bytes_per_process / (1ull << 30),
                                 ranks_per_node * host_bytes_per_process / (1ull << 30), ranks_per_node,
-                                opt.offload_pin_memory ? "pinned"
-                                                       : "pageable (pin_memory false; the driver's staging through pinned "
-                                                         "buffers is not modelled)");
+                                pageable ? fmt::format("pageable where pin_memory is false: those copies staged by one CPU thread "
+                                                       "at {:.0f} GB/s at most, and compute waits for them",
+                                                       kPinCopyBytesPerS / 1e9)
+                                         : std::string("pinned"));
   if (opt.offload_optimizer)
     out += fmt::format("; CPU step {:.4f} s, the node's processes at once on {} ({} x {:.0f} GB/s at {:.0f}%); gradients "
                        "copied to the host after each reduction{}",

@@ -5,6 +5,7 @@
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/strategies/buckets.hpp"
+#include "sim/strategies/loader.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/shard_units.hpp"
 #include "sim/strategies/zero_offload.hpp"
@@ -615,6 +616,50 @@ TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on
   auto one = comm_of(plan_of(2, 1, 1, cpu));
   CHECK(one["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P * 4));
   CHECK(comm_of(plan_of(2, 1, 8, {{"device", "none"}})).count("gradients (ZeRO-Offload) GPU -> host") == 0);
+}
+
+TEST_CASE("ZeRO-Offload with pin_memory false: each copy staged at one thread's memcpy rate, and compute waits for it")
+{
+  const auto scenario_of = [](const nlohmann::json& offload) {
+    return parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", 2}, {"reduce_bucket_size", 1e7}, {"overlap_comm", true},
+                                         {"offload_optimizer", offload}},
+                                        8),
+                          "s.json");
+  };
+  const nlohmann::json pinned = {{"device", "cpu"}}, pageable = {{"device", "cpu"}, {"pin_memory", false}};
+  const Plan p = plan_scenario(scenario_of(pageable)).plan;
+  const auto& tasks = p.graph.tasks();
+  // Beside every transfer of the first rank, a delay of its bytes at kPinCopyBytesPerS after the same
+  // tasks; a marker waits for both, and after a copy on the reduction's stream the next compute
+  // waits for that marker (the call returns to the host only then).
+  int staged = 0, blocking = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.category != TaskCategory::Offload || t.kind != TaskKind::Transfer || (t.src != p.ranks[0] && t.dst != p.ranks[0]))
+      continue;
+    const Task& staging = tasks[i + 1];
+    REQUIRE(staging.kind == TaskKind::Delay);
+    CHECK(staging.seconds == doctest::Approx(t.bytes / kPinCopyBytesPerS));
+    CHECK(std::equal(staging.after.begin(), staging.after.end(), t.after.begin(), t.after.end()));
+    const Task& done = tasks[i + 2];
+    CHECK(done.category == TaskCategory::Marker);
+    CHECK(std::find(done.after.begin(), done.after.end(), static_cast<int>(i)) != done.after.end());
+    CHECK(std::find(done.after.begin(), done.after.end(), static_cast<int>(i + 1)) != done.after.end());
+    ++staged;
+    for (std::size_t j = i + 3; j < tasks.size(); ++j)
+      if (tasks[j].kind == TaskKind::Compute && tasks[j].device == p.ranks[0]) {
+        const auto& a = tasks[j].after;
+        blocking += std::find(a.begin(), a.end(), static_cast<int>(i + 2)) != a.end() ? 1 : 0;
+        break;
+      }
+  }
+  CHECK(staged > 0);
+  CHECK(blocking > 0);
+  // Pinned buffers (DeepSpeed's default since 0.19.5) add no staging; pageable ones cost time.
+  const Plan q = plan_scenario(scenario_of(pinned)).plan;
+  CHECK(std::none_of(q.graph.tasks().begin(), q.graph.tasks().end(),
+                     [](const Task& t) { return t.category == TaskCategory::Offload && t.kind == TaskKind::Delay && t.seconds > 0; }));
+  CHECK(predict(scenario_of(pageable)).result.iteration_time_s > predict(scenario_of(pinned)).result.iteration_time_s);
 }
 
 TEST_CASE("ZeRO-3's offload_param: each gather copies the rank's partitions in first, the parameters stay off the GPU")
