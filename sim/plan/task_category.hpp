@@ -25,6 +25,7 @@ enum class TaskCategory : std::uint8_t {
   Optimizer,          ///< "optimizer"
   DdpCopy,            ///< "ddp-copy": DDP's bucket copies
   FsdpCopy,           ///< "fsdp-copy": FSDP2's copy-out of gathered parameters
+  BucketCopy,         ///< "bucket-copy": ZeRO's gradients copied into its contiguous bucket
   // Communication: every category from Scatter on (task_graph.hpp's is_collective_startup).
   // nn.DataParallel's transfers
   Scatter,            ///< "scatter": input chunks from GPU0

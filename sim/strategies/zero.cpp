@@ -124,6 +124,20 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // more than the cap: 2 x params / cap buckets at most.
   calls_bound(static_cast<double>(buckets.size()), "reduce_bucket_size", opt.reduce_bucket_elems,
               2 * params / (kMaxCallsPerIteration - 1));
+  // contiguous_gradients (config.py's default true): each gradient is copied into the bucket's flat
+  // buffer as it joins it (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, on the
+  // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream), but a tensor
+  // larger than the bucket is reduced where it is: a memory-bound copy of the bucket's bytes.
+  const auto bucket_copy_s = [&](std::size_t k) {
+    const Bucket& b = buckets[k];
+    return b.tensors == 1 && b.bytes > opt.reduce_bucket_elems * grad_elem ? 0.0 : copy_seconds(b.bytes, topology.gpu);
+  };
+  double bucket_copies_s = 0;  // per iteration, on the compute stream (stages 1-2)
+  const auto copy_into_bucket = [&](std::size_t k) {
+    if (bucket_copy_s(k) > 0)
+      run.compute_all(bucket_copy_s(k), fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
+    bucket_copies_s += iteration == 0 ? bucket_copy_s(k) : 0.0;
+  };
   // Stages 1-2 without use_multi_rank_bucket_allreduce: each bucket's slices by owner (partition_slices).
   const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
   std::vector<std::vector<std::pair<int, double>>> slices(buckets.size());
@@ -270,12 +284,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const Bucket& bucket = buckets[k];
     const std::size_t first = bucket_first_tensor;
     bucket_first_tensor += bucket.tensors;
+    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+    if (bucket_copy_s(k) > 0)
+      run.stream_delay(ShardedRun::Stream::Shard, bucket_copy_s(k), "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
+                       TaskCategory::BucketCopy, {});
     if (qgz) {
       reduce_quantized(run, collective, qgz_setup, grad_tensors, first, bucket.tensors);
       return;
     }
     const std::string at = model.layers[bucket.ready_after_layer].name;
-    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
     const auto done = offload_gradients(distributed ? collective(CollectiveOp::ReduceScatter, shard, bucket.bytes,
                                                                  fmt::format("reduce-scatter gradients at {}", at), "gradients",
                                                                  TaskCategory::ReduceScatter, {})
@@ -351,6 +368,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
           backward_to(buckets[k].ready_after_layer, fmt::format("to bucket {}", k));
         if (!reduce_now || !hooks)
           continue;
+        copy_into_bucket(k);
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
         reduced.push_back(reduce_bucket(k, m));
         if (!opt.overlap_comm)
@@ -359,6 +377,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       backward_to(0, "rest");
       if (reduce_now && !hooks)
         for (std::size_t k = 0; k < buckets.size(); ++k) {
+          copy_into_bucket(k);
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
           run.wait_for(reduce_bucket(k, m));
         }
@@ -382,7 +401,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
 
   for (const auto& [key, sum] : tally)
     plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
-  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s;  // the host's step is not the GPU's compute
+  // The host's step is not the GPU's compute; stages 1-2 copy into the buckets on the compute stream.
+  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s + bucket_copies_s;
   // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
   plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);

@@ -618,6 +618,26 @@ TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on
   CHECK(comm_of(plan_of(2, 1, 8, {{"device", "none"}})).count("gradients (ZeRO-Offload) GPU -> host") == 0);
 }
 
+TEST_CASE("ZeRO: each gradient copied into its contiguous bucket once per reduction, but a tensor larger than the bucket")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const double wte = 38597376;  // GPT-2's token embedding: larger than a bucket of 1e7 elements, reduced where it is
+  const GpuSpec& gpu = load_topology("hgx-h100").gpu;
+  for (const int stage : {1, 2, 3}) {
+    CAPTURE(stage);
+    const Plan p =
+        plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7}}, 8), "s.json")).plan;
+    double copies = 0;
+    for (const auto& t : p.graph.tasks())
+      if (t.category == TaskCategory::BucketCopy && t.iteration == 1 && t.device == p.ranks[0]) {
+        CHECK(t.kind == (stage < 3 ? TaskKind::Compute : TaskKind::Delay));  // the compute stream; stage 3 the reduction's
+        copies += t.seconds;
+      }
+    // bf16 gradients, read and written once.
+    CHECK(copies == doctest::Approx(copy_seconds((P - wte) * 2, gpu)));
+  }
+}
+
 TEST_CASE("ZeRO-Offload with pin_memory false: each copy staged at one thread's memcpy rate, and compute waits for it")
 {
   const auto scenario_of = [](const nlohmann::json& offload) {
