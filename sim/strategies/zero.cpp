@@ -14,6 +14,7 @@
 #include "sim/strategies/task_util.hpp"
 #include "sim/strategies/zero3_coordinator.hpp"
 #include "sim/strategies/zero_groups.hpp"
+#include "sim/strategies/zero_notes.hpp"
 #include "sim/strategies/zero_offload.hpp"
 #include "sim/strategies/zero_quantized_gradients.hpp"
 
@@ -412,51 +413,14 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                     opt.stage == 3 ? fetches.peak_elements + secondary_elements + (opt.offload_param ? params - partitioned : 0)
                                                    : 0,
                                     &plan.memory_curve);
-  std::size_t reduces = 0;
+  ZeroPlanFacts facts{n, S, H, per_node, buckets.size(), 0, reduce_to_owners, hooks, gather_pieces, &fetches, reused, partitioned,
+                      params, secondary_elements, kQuantGroupElements, dequantize_s, qgz, 0, grad_tensors.size()};
   for (const auto& s : slices)
-    reduces += s.size();
-  if (opt.stage < 3)
-    plan.notes.push_back(fmt::format(
-        "ZeRO-{}: {} gradient buckets of at most {:.3g} elements {} {}{}; optimizer on 1/{} of the parameters, then "
-        "{:.0f} AllGather(s) of the updated parameters",
-        opt.stage, buckets.size(), opt.reduce_bucket_elems,
-        reduce_to_owners ? fmt::format("reduced to their partitions' owners ({} Reduces: use_multi_rank_bucket_allreduce false)", reduces)
-                         : std::string("AllReduced"),
-        hooks ? "as they fill in backward" : "after the last backward", opt.overlap_comm ? " (overlap_comm)" : " on the compute stream",
-        n, gather_pieces));
-  else
-    plan.notes.push_back(fmt::format(
-        "ZeRO-3: {} modules gathered for forward, {} again for backward ({} stay gathered between: {} used again within "
-        "stage3_max_reuse_distance {:.3g} elements, the others reached by the prefetch before their release); prefetch "
-        "{:.3g} elements per fetch, up to {:.3g} elements gathered at once (stage3_max_live_parameters {:.3g}); {:.3g} of "
-        "{:.3g} parameters partitioned, smaller tensors persist; gradients reduce-scattered in buckets of {:.3g} elements{}",
-        fetches.forward_gathers(), fetches.backward_gathers(), fetches.forward_uses - fetches.backward_gathers(), reused,
-        opt.max_reuse_distance, opt.prefetch_bucket_elems, fetches.peak_elements, opt.max_live_parameters, partitioned, params,
-        opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
-  if (opt.quantized_weights && opt.stage == 3)
-    plan.notes.push_back(fmt::format("qwZ: parameters gathered as int8 with an fp32 scale per {:.0f} elements of each rank's part, "
-                                     "dequantized before use: {:.4f} s per iteration on each GPU (memory-bound)",
-                                     kQuantGroupElements, dequantize_s));
-  if (qgz) {
-    std::size_t chains = 0;
-    for (const auto& t : grad_tensors)
-      chains += quantized_path(t, n) ? 1 : 0;
-    plan.notes.push_back(fmt::format("qgZ: {} weight matrices' gradients quantized to int4 and reduced by an all-to-all inside each "
-                                     "node of {} GPUs, then one across the {} nodes; the other {} tensors reduce-scattered; one "
-                                     "tensor after another from DeepSpeed's reduce stream",
-                                     chains, per_node, n / per_node, grad_tensors.size() - chains));
-  } else if (opt.quantized_gradients && opt.stage == 3) {
-    plan.notes.push_back("qgZ: on one node DeepSpeed reduce-scatters the gradient buckets (stage3.py, num_nodes > 1)");
-  }
-  if (S < n)
-    plan.notes.push_back(fmt::format("MiCS: parameters, gradients and optimizer states sharded over {} groups of {} consecutive GPUs, "
-                                     "replicated across them; each gradient bucket's shard AllReduced across the {} replicas at the "
-                                     "accumulation boundary", n / S, S, n / S));
-  if (H < S)
-    plan.notes.push_back(fmt::format("hpZ: a secondary copy of the partitioned parameters over {} groups of {} consecutive GPUs "
-                                     "({:.3g} elements per GPU) serves the backward's gathers and the forward's after the first "
-                                     "micro-step; the first forward gathers over all {}",
-                                     n / H, H, secondary_elements, n));
+    facts.reduces += s.size();
+  for (const auto& t : grad_tensors)
+    facts.quantized_tensors += qgz && quantized_path(t, n) ? 1 : 0;
+  for (auto& note : zero_plan_notes(opt, facts))
+    plan.notes.push_back(std::move(note));
   if (opt.offload_optimizer || opt.offload_param)
     plan.notes.push_back(offload_note(opt, offload_host_bytes(opt, params / S, mem.optimizer_bytes, model_bytes, grad_elem, M),
                                       node_ranks, host_step_s, topology.host));
