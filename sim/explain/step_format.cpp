@@ -39,7 +39,7 @@ std::string step_label(const StepRow& row, bool once)
       {TaskCategory::AllGatherBackward, "AllGather parameters again (backward)"},
       {TaskCategory::ReduceScatter, "ReduceScatter gradients"},
       {TaskCategory::FsdpCopy, "copy gathered parameters out (FSDP2)"},
-      {TaskCategory::BucketCopy, "copy gradients into the contiguous bucket (ZeRO)"},
+      {TaskCategory::BucketCopy, "copy gradients into buckets (ZeRO)"},
       {TaskCategory::EmbeddingGrad, "AllReduce tied embedding gradients"},
   };
   const auto it = words.find(row.category);
