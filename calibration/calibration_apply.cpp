@@ -66,6 +66,14 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration)
     topology.host.load_curve_source =
         "calibrated: " + (calibration.path.empty() ? std::string("the calibration file") : calibration.path);
   }
+  // The host's measured pageable copy rates (bandwidthTest --memory=pageable, in host_device).
+  if (calibration.json.contains("host_device")) {
+    const auto& hd = calibration.json.at("host_device");
+    for (const auto& [key, rate] : {std::pair{"h2d_pageable_GBps", &topology.host.pageable_h2d_bytes_per_s},
+                                    std::pair{"d2h_pageable_GBps", &topology.host.pageable_d2h_bytes_per_s}})
+      if (hd.contains(key) && hd.at(key).is_number())
+        *rate = hd.at(key).get<double>() * 1e9;
+  }
   if (!calibration.json.contains("links"))
     return;
   const auto& links = calibration.json.at("links");

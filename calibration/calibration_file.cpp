@@ -185,6 +185,11 @@ void CalibrationFile::check(const nlohmann::json& doc, const std::string& path)
   for (const char* object : {"fit", "host_device"})
     if (auto v = root.find(object); v && !v->is_object())
       v->fail("expected an object (as dtsim calibrate writes it)");
+  // The pageable copy rates are read (apply_calibration): a positive rate, at most a PCIe 6 x16's.
+  if (auto hd = root.find("host_device"))
+    for (const char* key : {"h2d_pageable_GBps", "d2h_pageable_GBps"})
+      if (auto v = hd->find(key); v && v->as_positive() > 256)
+        v->fail(fmt::format("expected GB/s of a host-device copy, at most 256, got {}", v->json().dump()));
   if (auto links = root.find("links"))
     check_links(*links);
   if (auto nccl = root.find("nccl")) {

@@ -37,6 +37,15 @@ namespace dtsim {
 /// h2d_pinned_vs_pageable_DGXA100_vs_DellPCIeA100_gengwg.txt).
 constexpr double kPinCopyBytesPerS = 10e9;
 
+/// Rate of a copy between a GPU and pageable host memory (`to_host`: GPU -> host): the host's
+/// measured one (a calibration's bandwidthTest rows), else the driver's one-thread staging at
+/// kPinCopyBytesPerS.
+inline double pageable_copy_bytes_per_s(const Topology::Host& host, bool to_host)
+{
+  const double measured = to_host ? host.pageable_d2h_bytes_per_s : host.pageable_h2d_bytes_per_s;
+  return measured > 0 ? measured : kPinCopyBytesPerS;
+}
+
 /// Host time of backward per layer on autograd's per-device thread (torch/csrc/autograd/engine.cpp
 /// runs one such thread per CUDA device, no GIL), measured 79-97 us
 /// (calibration/measured/h200-1gpu-2026-11-26/host_costs.json): DataParallel's replicas keep these

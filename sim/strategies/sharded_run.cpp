@@ -312,7 +312,8 @@ std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double byte
         continue;
       // Pageable: the driver's staging (one thread's memcpy, pipelined with the DMA) beside the
       // transfer; the copy ends when both have, and the host issues nothing before.
-      const int staging = plan_.graph.add_delay(g, bytes / kPinCopyBytesPerS, name + " staged (pageable)", TaskCategory::Offload, after_deps);
+      const int staging = plan_.graph.add_delay(g, bytes / pageable_copy_bytes_per_s(topology_.host, to_host), name + " staged (pageable)",
+                                                TaskCategory::Offload, after_deps);
       done[r] = *last = plan_.graph.add_delay(g, 0.0, name + " done", TaskCategory::Marker, {task, staging});
       if (stream)
         compute_waits_[r].push_back(done[r]);

@@ -84,7 +84,8 @@ public:
   /// when `stream` is none. `pinned` false: the host buffer is pageable, so the CUDA driver stages the
   /// copy through its own pinned buffer, one CPU thread's memcpy at a time, and the call returns to
   /// the host only once the copy is done (CUDA Runtime API, "API synchronization behavior"): the copy
-  /// lasts at least bytes / kPinCopyBytesPerS, and the rank's next compute waits for it (DeepSpeed
+  /// lasts at least bytes / pageable_copy_bytes_per_s (loader.hpp: the host's measured rate, else
+  /// one thread's memcpy), and the rank's next compute waits for it (DeepSpeed
   /// PR #8207: pageable offload buffers give "a synchronous, low-bandwidth (staged pageable) path with
   /// no overlap against backward compute"). Returns per rank the task (-1 for ranks not simulated).
   std::vector<int> host_copy(std::optional<Stream> stream, double bytes, bool to_host, bool pinned, const std::string& label,

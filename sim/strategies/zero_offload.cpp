@@ -77,9 +77,12 @@ std::string offload_note(const ZeroOptions& opt, double host_bytes_per_process, 
   std::string out = fmt::format("ZeRO-Offload (stage {}): {} on the host, {:.1f} GiB per process, {:.1f} GiB for the node's {} ({})",
                                 opt.stage, what, host_bytes_per_process / (1ull << 30),
                                 ranks_per_node * host_bytes_per_process / (1ull << 30), ranks_per_node,
-                                pageable ? fmt::format("pageable where pin_memory is false: those copies staged by one CPU thread "
-                                                       "at {:.0f} GB/s at most, and compute waits for them",
-                                                       kPinCopyBytesPerS / 1e9)
+                                pageable ? fmt::format("pageable where pin_memory is false: those copies at {:.3g} GB/s to the GPU "
+                                                       "and {:.3g} GB/s from it at most ({}), and compute waits for them",
+                                                       pageable_copy_bytes_per_s(host, false) / 1e9, pageable_copy_bytes_per_s(host, true) / 1e9,
+                                                       host.pageable_h2d_bytes_per_s > 0 || host.pageable_d2h_bytes_per_s > 0
+                                                           ? "measured, from the calibration"
+                                                           : "staged by one CPU thread")
                                          : std::string("pinned"));
   if (opt.offload_optimizer)
     out += fmt::format("; CPU step {:.4f} s, the node's processes at once on {} ({} x {:.0f} GB/s at {:.0f}%); gradients "

@@ -122,6 +122,11 @@ public:
     /// in order. Empty: the default curve (sim/strategies/host_model.hpp).
     std::vector<std::pair<double, double>> load_curve;
     std::string load_curve_source;
+    /// Measured rates of a copy from pageable host memory to a GPU and back (bytes/s, bandwidthTest's
+    /// pageable rows: a calibration file's host_device h2d_pageable_GBps and d2h_pageable_GBps,
+    /// applied by apply_calibration); 0: not measured (sim/strategies/loader.hpp's default).
+    double pageable_h2d_bytes_per_s = 0;
+    double pageable_d2h_bytes_per_s = 0;
   } host;
 
 private:

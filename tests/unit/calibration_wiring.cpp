@@ -185,6 +185,20 @@ TEST_CASE("legacy gbytes links and bad link members")
                        doctest::Contains("/links/pcie/bandwidth_GBps_per_lane"), InputError);
 }
 
+TEST_CASE("the host's pageable copy rates: bandwidthTest's rows reach the topology's host; a rate out of range exits 2")
+{
+  CalibrationFile c;
+  c.merge({{"host_device", {{"h2d_pinned_GBps", 25.7}, {"h2d_pageable_GBps", 10.0}, {"d2h_pageable_GBps", 10.8}}}});
+  Topology t = load_topology("dgx-a100");
+  CHECK(t.host.pageable_h2d_bytes_per_s == 0);
+  apply_calibration(t, c);
+  CHECK(t.host.pageable_h2d_bytes_per_s == doctest::Approx(10.0e9));
+  CHECK(t.host.pageable_d2h_bytes_per_s == doctest::Approx(10.8e9));
+  for (const double bad : {0.0, -3.0, 1000.0})
+    CHECK_THROWS_WITH_AS(CalibrationFile::check({{"dtsim_calibration", 1}, {"host_device", {{"d2h_pageable_GBps", bad}}}}, "c.json"),
+                         doctest::Contains("at /host_device/d2h_pageable_GBps"), InputError);
+}
+
 TEST_CASE("issue 5: a calibration built from fixtures drives single-GPU ResNet-50 at the profile's step time")
 {
   // Synthetic data: a bandwidthTest-format sample (one V100) and a synthetic ResNet-50 profile.
