@@ -128,6 +128,8 @@ cal_cases = {
     "cal_nccl_unknown": (["nccl", "magic"], 1),
     "cal_link_class_unknown": (["links", "infiniband"], {"bandwidth_GBps": 1}),
     "cal_pcie_bw_zero": (["links", "pcie", "bandwidth_GBps"], 0),
+    "cal_pageable_h2d_zero": (["host_device", "h2d_pageable_GBps"], 0),
+    "cal_pageable_d2h_huge": (["host_device", "d2h_pageable_GBps"], 1e6),
     "cal_nvlink_bw_string": (["links", "nvlink", "bandwidth_GBps_per_lane"], "24"),
     "cal_nvlink_total": (["links", "nvlink", "bandwidth_GBps"], 24),
     "cal_section_unknown": (["extra"], {}),
