@@ -300,24 +300,24 @@ std::vector<int> ShardedRun::host_copy(std::optional<Stream> stream, double byte
     }
     const auto& ends = host_ends(r);
     const auto after_deps = deps(after);
-    for (std::size_t k = 0; k < ends.size(); ++k) {  // nothing waits for the copies beside the representative
-      const auto [g, c] = ends[k];
-      const std::string name = k == 0 ? fmt::format("{} (rank {})", label, r) : fmt::format("{} (GPU {}, beside rank {})", label, g, r);
-      const int task = c < 0 ? plan_.graph.add_delay(g, 0.0, name, TaskCategory::Offload, after_deps)
-                             : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, name, TaskCategory::Offload, after_deps);
-      if (k > 0)
-        continue;
-      done[r] = *last = task;
-      if (pinned || c < 0)
-        continue;
+    const auto copy = [&](int g, int c, const std::string& name) {
+      return c < 0 ? plan_.graph.add_delay(g, 0.0, name, TaskCategory::Offload, after_deps)
+                   : plan_.graph.add_transfer(to_host ? g : c, to_host ? c : g, bytes, name, TaskCategory::Offload, after_deps);
+    };
+    const auto [gpu, cpu] = ends.front();
+    const std::string name = fmt::format("{} (rank {})", label, r);
+    done[r] = *last = copy(gpu, cpu, name);
+    if (!pinned && cpu >= 0) {
       // Pageable: the driver's staging (one thread's memcpy, pipelined with the DMA) beside the
       // transfer; the copy ends when both have, and the host issues nothing before.
-      const int staging = plan_.graph.add_delay(g, bytes / pageable_copy_bytes_per_s(topology_.host, to_host), name + " staged (pageable)",
-                                                TaskCategory::Offload, after_deps);
-      done[r] = *last = plan_.graph.add_delay(g, 0.0, name + " done", TaskCategory::Marker, {task, staging});
+      const int staging = plan_.graph.add_delay(gpu, bytes / pageable_copy_bytes_per_s(topology_.host, to_host),
+                                                name + " staged (pageable)", TaskCategory::Offload, after_deps);
+      done[r] = *last = plan_.graph.add_delay(gpu, 0.0, name + " done", TaskCategory::Marker, {done[r], staging});
       if (stream)
         compute_waits_[r].push_back(done[r]);
     }
+    for (std::size_t k = 1; k < ends.size(); ++k)  // nothing waits for the copies beside the representative
+      copy(ends[k].first, ends[k].second, fmt::format("{} (GPU {}, beside rank {})", label, ends[k].first, r));
   }
   return done;
 }

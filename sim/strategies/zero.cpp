@@ -129,15 +129,16 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // buffer as it joins it (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, on the
   // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream), but a tensor
   // larger than the bucket is reduced where it is: a memory-bound copy of the bucket's bytes.
-  const auto bucket_copy_s = [&](std::size_t k) {
+  std::vector<double> bucket_copy_s(buckets.size());
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
     const Bucket& b = buckets[k];
-    return b.tensors == 1 && b.bytes > opt.reduce_bucket_elems * grad_elem ? 0.0 : copy_seconds(b.bytes, topology.gpu);
-  };
+    bucket_copy_s[k] = b.tensors == 1 && b.bytes > opt.reduce_bucket_elems * grad_elem ? 0.0 : copy_seconds(b.bytes, topology.gpu);
+  }
   double bucket_copies_s = 0;  // per iteration, on the compute stream (stages 1-2)
   const auto copy_into_bucket = [&](std::size_t k) {
-    if (bucket_copy_s(k) > 0)
-      run.compute_all(bucket_copy_s(k), fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
-    bucket_copies_s += iteration == 0 ? bucket_copy_s(k) : 0.0;
+    if (bucket_copy_s[k] > 0)
+      run.compute_all(bucket_copy_s[k], fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
+    bucket_copies_s += iteration == 0 ? bucket_copy_s[k] : 0.0;
   };
   // Stages 1-2 without use_multi_rank_bucket_allreduce: each bucket's slices by owner (partition_slices).
   const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
@@ -286,8 +287,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const std::size_t first = bucket_first_tensor;
     bucket_first_tensor += bucket.tensors;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    if (bucket_copy_s(k) > 0)
-      run.stream_delay(ShardedRun::Stream::Shard, bucket_copy_s(k), "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
+    if (bucket_copy_s[k] > 0)
+      run.stream_delay(ShardedRun::Stream::Shard, bucket_copy_s[k], "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
                        TaskCategory::BucketCopy, {});
     if (qgz) {
       reduce_quantized(run, collective, qgz_setup, grad_tensors, first, bucket.tensors);
@@ -413,8 +414,23 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                     opt.stage == 3 ? fetches.peak_elements + secondary_elements + (opt.offload_param ? params - partitioned : 0)
                                                    : 0,
                                     &plan.memory_curve);
-  ZeroPlanFacts facts{n, S, H, per_node, buckets.size(), 0, reduce_to_owners, hooks, gather_pieces, &fetches, reused, partitioned,
-                      params, secondary_elements, kQuantGroupElements, dequantize_s, qgz, 0, grad_tensors.size()};
+  ZeroPlanFacts facts{.gpus = n,
+                      .shard = S,
+                      .secondary = H,
+                      .per_node = per_node,
+                      .buckets = buckets.size(),
+                      .reduce_to_owners = reduce_to_owners,
+                      .hooks = hooks,
+                      .gather_pieces = gather_pieces,
+                      .fetches = &fetches,
+                      .reused = reused,
+                      .partitioned = partitioned,
+                      .params = params,
+                      .secondary_elements = secondary_elements,
+                      .quant_group_elements = kQuantGroupElements,
+                      .dequantize_s = dequantize_s,
+                      .qgz = qgz,
+                      .gradient_tensors = grad_tensors.size()};
   for (const auto& s : slices)
     facts.reduces += s.size();
   for (const auto& t : grad_tensors)
