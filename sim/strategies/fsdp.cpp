@@ -69,6 +69,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // unsharded parameters outside the float8 linears, and gradients.
   const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
   const bool sharded = opt.sharding != Sharding::NoShard && S > 1;
+  // FSDP2 unshards over a group of one rank too (keeps_unsharded_buffers): no collective (its AllGather
+  // is in place, and NCCL moves nothing for one rank in place), but the copy-out into the parameters.
+  const bool unshards = keeps_unsharded_buffers(opt);
   const bool gather_backward = sharded && opt.reshard_after_forward;
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
   const int U = static_cast<int>(su.units.size());
@@ -218,8 +221,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       for (std::size_t s = 0; s < su.segments.size(); ++s) {
         const int u = su.segments[s].unit;
         const auto& name = su.units[static_cast<std::size_t>(u)].name;
-        if (sharded && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
-          run.wait_for(gathered[static_cast<std::size_t>(u)]);
+        if (unshards && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
+          if (sharded)
+            run.wait_for(gathered[static_cast<std::size_t>(u)]);
           if (copy_out)
             run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
                             "copy-out " + name, TaskCategory::FsdpCopy);
@@ -323,7 +327,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
   }
-  const double copy_out_s = sharded && copy_out ? copy_seconds(all_gathered, topology.gpu) : 0.0;
+  const double copy_out_s = unshards && copy_out ? copy_seconds(all_gathered, topology.gpu) : 0.0;
   plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
@@ -336,21 +340,23 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
                                     &plan.memory_curve);
   plan.notes.push_back(fmt::format(
-      "FSDP{} {}: {} units (root + {}), sharded over {} ranks{}{}; parameters gathered in {}, gradients reduced in {}; {}",
-      opt.version, to_string(opt.sharding), U, U - 1, S,
+      "FSDP{} {}: {} units (root + {}), sharded over {} rank{}{}{}; parameters gathered in {}, gradients reduced in {}; {}",
+      opt.version, to_string(opt.sharding), U, U - 1, S, S == 1 ? "" : "s",
       D / S > 1 ? fmt::format(" x {} replicas", D / S) : "",
       opt.sharded_dtype != "fp32"
           ? fmt::format(" in {} (weights, gradients and optimizer states: no fp32 master weights)", opt.sharded_dtype)
           : "",
       opt.param_dtype == "fp8" ? "fp8 (the blocks' linear weights, torchao's float8 all-gather; the rest in bf16)" : opt.param_dtype,
       opt.reduce_dtype,
-      !sharded ? "no sharding: AllReduce per unit"
+      !sharded ? (unshards ? fmt::format("a shard group of one rank: gathered into its own buffers without a collective, "
+                                         "gradients copied through them{}", D > 1 ? ", then AllReduced per unit" : "")
+                           : "no sharding: AllReduce per unit")
       : gather_backward
           ? fmt::format("AllGather again in backward{} ({} prefetch){}", K < S ? fmt::format(" over {} ranks", K) : "",
                         opt.version == 2 ? "one-unit explicit" : to_string(opt.backward_prefetch),
                         limited ? ", at most two AllGathers ahead of the frees" : "")
           : "parameters kept from forward to backward"));
-  if (opt.version == 2 && sharded)
+  if (opt.version == 2 && unshards)
     plan.notes.push_back(fmt::format("FSDP2 copy-out of gathered parameters on the compute stream: {:.2f} ms per iteration",
                                      copy_out_s * M * 1e3));
   if (M > 1)

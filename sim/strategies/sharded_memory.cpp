@@ -67,8 +67,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
         point.grads += grads;
       }
   };
-  const bool sharded = opt.sharding != Sharding::NoShard && opt.shard_group > 1;
-  if (!sharded) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
+  if (!keeps_unsharded_buffers(opt)) {  // a replica per data rank, as DDP keeps it (a tensor rank's share of it)
     req.share = {1 / T, 1 / T, 1 / T};
     req.grads_persist = scenario.training.batch.accumulation > 1;  // accumulated in .grad
     GpuMemory m = gpu_memory(model, ctx, req, curve);

@@ -46,6 +46,11 @@ std::string unsharded_dtype(const FsdpOptions& opt)
   return opt.param_dtype == "fp8" ? "bf16" : opt.param_dtype;
 }
 
+bool keeps_unsharded_buffers(const FsdpOptions& opt)
+{
+  return opt.sharding != Sharding::NoShard && (opt.shard_group > 1 || opt.version == 2);
+}
+
 double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt)
 {
   const double rest = dtype_bytes(unsharded_dtype(opt));

@@ -124,6 +124,15 @@ struct FsdpOptions {
 /// param_dtype, or bf16 when it is "fp8".
 std::string unsharded_dtype(const FsdpOptions& opt);
 
+/// Whether FSDP keeps its unsharded buffers: the gathered parameters apart from the shards, the
+/// unsharded gradients reduced into shards. With a shard group of one rank FSDP1 switches to NO_SHARD
+/// (torch/distributed/fsdp/_init_utils.py warns "FSDP is switching to use NO_SHARD instead of ...
+/// since the world size is 1") and runs as a replica; FSDP2's fully_shard has no such switch: it
+/// gathers into its own buffers and copies the gradients through the reduce dtype's buffers
+/// (_fsdp_collectives.py foreach_reduce: "For single GPU, just copy the input to output").
+/// KempnerForge's TP-only runs are FSDP2 over such a one-rank dp_shard mesh.
+bool keeps_unsharded_buffers(const FsdpOptions& opt);
+
 /// Bytes of one unit's parameters gathered (the whole unit, every tensor rank's share together).
 double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt);
 

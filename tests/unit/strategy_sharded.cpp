@@ -208,6 +208,36 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
     CHECK(fp32.memory.front().grads == 0);
     CHECK(fp32.memory.front().workspace - bf16.memory.front().workspace == doctest::Approx(P * 2).epsilon(0.01));
   }
+  SUBCASE("a shard group of one rank (tensor parallel only): FSDP2 keeps its buffers, FSDP1 runs as NO_SHARD")
+  {
+    // KempnerForge's TP-only runs: fully_shard over a dp_shard mesh of size 1 (its distributed/setup.py).
+    const auto one_rank = [](int version) {
+      nlohmann::json s = gpt2_scenario(fsdp({{"version", version}, {"tensor_parallel", 4}, {"no_sync", true}}), 4);
+      s["training"]["global_batch"] = 4 * 4;  // 4 micro-steps of the one data rank
+      return plan_scenario(parse_scenario(s, "s.json")).plan;
+    };
+    const Plan v2 = one_rank(2), v1 = one_rank(1);
+    const GpuMemory &a = v2.memory.front(), &b = v1.memory.front();
+    // FSDP2: every unsharded gradient kept in fp32 between micro-steps (P / 4 per tensor rank, 4 bytes),
+    // beside the gathered units; no sharded gradient at the peak.
+    // (workspace: these beyond the cuBLAS workspace both hold.)
+    CHECK(a.grads == 0);
+    CHECK(a.workspace - b.workspace >= P);
+    CHECK(a.workspace - b.workspace < 1.3 * P);
+    // FSDP1: a replica whose gradients accumulate in .grad, in the module's dtype.
+    CHECK(b.grads == doctest::Approx(P / 4 * 4));
+    CHECK(a.total() > b.total());
+    // No collective over one rank; FSDP2's copy-out into the unsharded parameters still runs.
+    const auto copies = [](const Plan& p) {
+      return std::count_if(p.graph.tasks().begin(), p.graph.tasks().end(),
+                           [](const auto& t) { return t.category == TaskCategory::FsdpCopy; });
+    };
+    CHECK(copies(v2) > 0);
+    CHECK(copies(v1) == 0);
+    for (const Plan* p : {&v2, &v1})
+      for (const auto& c : p->comm_per_iteration)
+        CHECK(c.op != "all_gather");
+  }
   SUBCASE("loss_parallel false: the logits AllGathered in the tensor group each micro-step, the loss on all of them")
   {
     const Plan parallel = plan_of(fsdp({{"tensor_parallel", 4}, {"sequence_parallel", true}}));
