@@ -18,6 +18,8 @@ const char* to_string(TaskCategory category)
     case TaskCategory::Optimizer: return "optimizer";
     case TaskCategory::DdpCopy: return "ddp-copy";
     case TaskCategory::FsdpCopy: return "fsdp-copy";
+    case TaskCategory::FsdpCopyBackward: return "fsdp-copy-backward";
+    case TaskCategory::FsdpGradCopy: return "fsdp-grad-copy";
     case TaskCategory::BucketCopy: return "bucket-copy";
     case TaskCategory::Scatter: return "scatter";
     case TaskCategory::GradScatter: return "grad-scatter";

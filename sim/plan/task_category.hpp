@@ -25,6 +25,8 @@ enum class TaskCategory : std::uint8_t {
   Optimizer,          ///< "optimizer"
   DdpCopy,            ///< "ddp-copy": DDP's bucket copies
   FsdpCopy,           ///< "fsdp-copy": FSDP2's copy-out of gathered parameters
+  FsdpCopyBackward,   ///< "fsdp-copy-backward": FSDP2's copy-out again before a resharded unit's backward
+  FsdpGradCopy,       ///< "fsdp-grad-copy": FSDP2's gradients copied into (or added to) the reduce dtype's buffers
   BucketCopy,         ///< "bucket-copy": ZeRO's gradients copied into its contiguous bucket
   // Communication: every category from Scatter on (task_graph.hpp's is_collective_startup).
   // nn.DataParallel's transfers

@@ -69,8 +69,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // unsharded parameters outside the float8 linears, and gradients.
   const double ubytes = dtype_bytes(unsharded_dtype(opt)), rbytes = dtype_bytes(opt.reduce_dtype);
   const bool sharded = opt.sharding != Sharding::NoShard && S > 1;
-  // FSDP2 unshards over a group of one rank too (keeps_unsharded_buffers): no collective (its AllGather
-  // is in place, and NCCL moves nothing for one rank in place), but the copy-out into the parameters.
+  // FSDP2 unshards over a group of one rank too (keeps_unsharded_buffers): no collective, but the copy of
+  // the sharded data into the unsharded buffers (_fsdp_param_group.py wait_for_unshard, world_size 1).
   const bool unshards = keeps_unsharded_buffers(opt);
   const bool gather_backward = sharded && opt.reshard_after_forward;
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
@@ -120,8 +120,24 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
   unit_gather_bytes[0] += embedding_whole * ubytes;
   unit_reduce_bytes[0] += embedding_whole * rbytes;
-  // FSDP2's copy-out moves every gathered byte once (foreach_all_gather_copy_out).
+  // FSDP2's copy-out moves every gathered byte once (foreach_all_gather_copy_out), on the compute stream
+  // in wait_for_unshard: before each unit's forward, and again before its backward when it was resharded.
   const bool copy_out = opt.version == 2;
+  // FSDP2's post_backward (_fsdp_param_group.py) copies each unit's gradients on the compute stream too:
+  // into the reduce dtype's flat buffer before the reduce-scatter stream waits for it (foreach_reduce's
+  // chunk_cat), and under no_sync with a wider reduce dtype into the accumulated gradient kept in it
+  // (to_accumulated_grad_if_needed upcasts on the first micro-step, accumulate_unsharded_grad_if_needed
+  // adds on the later ones). Per unit, seconds of memory traffic: read in one dtype, written in another.
+  const bool grad_copies = unshards && opt.version == 2;
+  const bool accumulates_upcast = grad_copies && opt.no_sync && M > 1 && rbytes != ubytes;
+  std::vector<double> copy_in_s(static_cast<std::size_t>(U)), upcast_s(static_cast<std::size_t>(U)),
+      accumulate_s(static_cast<std::size_t>(U));
+  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
+    const double params = unit_reduce_bytes[u] / rbytes;  // per tensor rank
+    copy_in_s[u] = memory_bound_seconds(params * ((accumulates_upcast ? rbytes : ubytes) + rbytes), topology.gpu);
+    upcast_s[u] = memory_bound_seconds(params * (ubytes + rbytes), topology.gpu);
+    accumulate_s[u] = memory_bound_seconds(params * (ubytes + 2 * rbytes), topology.gpu);
+  }
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -263,6 +279,20 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                          "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
         }
       };
+      // A unit's post_backward: FSDP2's gradient copies on the compute stream, then, on a micro-step that
+      // reduces, its reduction on the shard group's stream.
+      const auto post_backward = [&](int u) {
+        const auto uz = static_cast<std::size_t>(u);
+        const auto& name = su.units[uz].name;
+        if (accumulates_upcast)
+          run.compute_all(m == 0 ? upcast_s[uz] : accumulate_s[uz],
+                          (m == 0 ? "upcast " : "accumulate ") + name + " gradients", TaskCategory::FsdpGradCopy);
+        if (!sync)
+          return;
+        if (grad_copies)
+          run.compute_all(copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
+        reduce(u);
+      };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
       for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
         const auto si = static_cast<std::size_t>(s);
@@ -275,6 +305,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
             gather_for_backward(next + 1, false);
           if (gather_backward)
             run.wait_for(back_gathered[static_cast<std::size_t>(u)]);
+          if (copy_out && unshards && opt.reshard_after_forward)
+            run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
+                            "copy-out " + name + " (backward)", TaskCategory::FsdpCopyBackward);
           ++next;
         }
         run.pieces(pieces[si], true, tp_groups, name);
@@ -292,11 +325,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         // +30.2% with it issued beside this backward.)
         if (opt.backward_prefetch == BackwardPrefetch::Post)
           gather_for_backward(next, true);
-        if (sync)
-          reduce(u);
+        post_backward(u);
       }
-      if (sync)
-        reduce(0);
+      post_backward(0);
     }
     run.optimizer_step(optimizer_s);
     run.end_iteration(it);
@@ -327,8 +358,19 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
   }
-  const double copy_out_s = unshards && copy_out ? copy_seconds(all_gathered, topology.gpu) : 0.0;
-  plan.compute_per_iteration_s = (compute_s + copy_out_s) * M + optimizer_s;
+  // FSDP2's copies on the compute stream, per iteration: the copy-outs (before each forward, and before
+  // each resharded unit's backward) and the gradients' (a copy-in per reduction; under no_sync with a wider
+  // reduce dtype an upcast on the first micro-step and an addition on each later one).
+  const double copy_out_s =
+      unshards && copy_out
+          ? M * (copy_seconds(all_gathered, topology.gpu) +
+                 (opt.reshard_after_forward ? copy_seconds(unit_gathered, topology.gpu) : 0.0))
+          : 0.0;
+  double grad_copy_s = 0;
+  if (grad_copies)
+    for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u)
+      grad_copy_s += syncs * copy_in_s[u] + (accumulates_upcast ? upcast_s[u] + (M - 1) * accumulate_s[u] : 0.0);
+  plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
   plan.single_gpu_iteration_s =
@@ -356,9 +398,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                         opt.version == 2 ? "one-unit explicit" : to_string(opt.backward_prefetch),
                         limited ? ", at most two AllGathers ahead of the frees" : "")
           : "parameters kept from forward to backward"));
-  if (opt.version == 2 && unshards)
-    plan.notes.push_back(fmt::format("FSDP2 copy-out of gathered parameters on the compute stream: {:.2f} ms per iteration",
-                                     copy_out_s * M * 1e3));
+  if (grad_copies)
+    plan.notes.push_back(fmt::format("FSDP2's copies on the compute stream, per iteration: copy-out of gathered parameters "
+                                     "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms",
+                                     copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3));
   if (M > 1)
     plan.notes.push_back(fmt::format(
         "{} micro-steps per optimizer step, {}{}", M,

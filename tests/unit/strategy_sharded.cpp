@@ -256,6 +256,54 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
   }
 }
 
+TEST_CASE("FSDP2's copies on the compute stream: out before forward and backward, gradients into the reduce dtype")
+{
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params());
+  const GpuSpec& gpu = load_topology("hgx-h100").gpu;
+  const int U = static_cast<int>(shard_units(gpt2).units.size());
+  const auto plan_of = [](const nlohmann::json& strategy) {
+    nlohmann::json s = gpt2_scenario(strategy, 8);
+    s["training"]["global_batch"] = 4 * 4 * 8;  // 4 micro-steps
+    return plan_scenario(parse_scenario(s, "s.json")).plan;
+  };
+  // The first rank's tasks of a category in the second iteration: how many, and their seconds.
+  const auto of = [](const Plan& p, TaskCategory c) {
+    std::pair<int, double> n{0, 0.0};
+    for (const auto& t : p.graph.tasks())
+      if (t.category == c && t.iteration == 1 && t.device == p.ranks[0]) {
+        CHECK(t.kind == TaskKind::Compute);
+        ++n.first;
+        n.second += t.seconds;
+      }
+    return n;
+  };
+  SUBCASE("no_sync with fp32 reduction: an upcast, then additions, then the copy-in of the last micro-step")
+  {
+    const Plan p = plan_of(fsdp({{"no_sync", true}}));
+    CHECK(of(p, TaskCategory::FsdpCopy).first == U * 4);               // every unit, every forward
+    CHECK(of(p, TaskCategory::FsdpCopyBackward).first == (U - 1) * 4);  // the root stays gathered
+    const auto [grad_copies, seconds] = of(p, TaskCategory::FsdpGradCopy);
+    CHECK(grad_copies == U * 5);  // upcast, 3 additions, the copy-in
+    // Per parameter: bf16 read and fp32 written; bf16 and fp32 read, fp32 written (3x); fp32 read and written.
+    CHECK(seconds == doctest::Approx(memory_bound_seconds(P * (6 + 3 * 10 + 8), gpu)).epsilon(0.01));
+  }
+  SUBCASE("every micro-step reduced: the copy-in from the parameters' dtype each time, nothing kept")
+  {
+    const Plan p = plan_of(fsdp());
+    const auto [grad_copies, seconds] = of(p, TaskCategory::FsdpGradCopy);
+    CHECK(grad_copies == U * 4);
+    CHECK(seconds == doctest::Approx(memory_bound_seconds(P * 6 * 4, gpu)).epsilon(0.01));
+  }
+  SUBCASE("reshard_after_forward false: no copy-out before backward; FSDP1 copies none of these")
+  {
+    CHECK(of(plan_of(fsdp({{"reshard_after_forward", false}})), TaskCategory::FsdpCopyBackward).first == 0);
+    const Plan v1 = plan_of(fsdp({{"version", 1}, {"no_sync", true}}));
+    for (const TaskCategory c : {TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward, TaskCategory::FsdpGradCopy})
+      CHECK(of(v1, c).first == 0);
+  }
+}
+
 TEST_CASE("FSDP x TP: a gather per column-parallel linear (KempnerForge's TP plan) against one per block input")
 {
   const auto plan_of = [](const char* gather) {
