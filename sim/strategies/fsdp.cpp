@@ -4,6 +4,7 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/folded_comms.hpp"
+#include "sim/strategies/fsdp2_grad_copies.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
@@ -123,21 +124,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // FSDP2's copy-out moves every gathered byte once (foreach_all_gather_copy_out), on the compute stream
   // in wait_for_unshard: before each unit's forward, and again before its backward when it was resharded.
   const bool copy_out = opt.version == 2;
-  // FSDP2's post_backward (_fsdp_param_group.py) copies each unit's gradients on the compute stream too:
-  // into the reduce dtype's flat buffer before the reduce-scatter stream waits for it (foreach_reduce's
-  // chunk_cat), and under no_sync with a wider reduce dtype into the accumulated gradient kept in it
-  // (to_accumulated_grad_if_needed upcasts on the first micro-step, accumulate_unsharded_grad_if_needed
-  // adds on the later ones). Per unit, seconds of memory traffic: read in one dtype, written in another.
+  // FSDP2 copies each unit's gradients on the compute stream too (fsdp2_grad_copies.hpp).
   const bool grad_copies = unshards && opt.version == 2;
-  const bool accumulates_upcast = grad_copies && opt.no_sync && M > 1 && rbytes != ubytes;
-  std::vector<double> copy_in_s(static_cast<std::size_t>(U)), upcast_s(static_cast<std::size_t>(U)),
-      accumulate_s(static_cast<std::size_t>(U));
-  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
-    const double params = unit_reduce_bytes[u] / rbytes;  // per tensor rank
-    copy_in_s[u] = memory_bound_seconds(params * ((accumulates_upcast ? rbytes : ubytes) + rbytes), topology.gpu);
-    upcast_s[u] = memory_bound_seconds(params * (ubytes + rbytes), topology.gpu);
-    accumulate_s[u] = memory_bound_seconds(params * (ubytes + 2 * rbytes), topology.gpu);
-  }
+  std::vector<double> unit_params;  // per tensor rank
+  for (const double b : unit_reduce_bytes)
+    unit_params.push_back(b / rbytes);
+  const Fsdp2GradCopies gc = fsdp2_grad_copies(unit_params, ubytes, rbytes,
+                                               opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt), topology.gpu);
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -284,13 +277,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       const auto post_backward = [&](int u) {
         const auto uz = static_cast<std::size_t>(u);
         const auto& name = su.units[uz].name;
-        if (accumulates_upcast)
-          run.compute_all(m == 0 ? upcast_s[uz] : accumulate_s[uz],
+        if (grad_copies && gc.accumulates_upcast)
+          run.compute_all(m == 0 ? gc.upcast_s[uz] : gc.accumulate_s[uz],
                           (m == 0 ? "upcast " : "accumulate ") + name + " gradients", TaskCategory::FsdpGradCopy);
         if (!sync)
           return;
         if (grad_copies)
-          run.compute_all(copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
+          run.compute_all(gc.copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
         reduce(u);
       };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
@@ -366,10 +359,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           ? M * (copy_seconds(all_gathered, topology.gpu) +
                  (opt.reshard_after_forward ? copy_seconds(unit_gathered, topology.gpu) : 0.0))
           : 0.0;
-  double grad_copy_s = 0;
-  if (grad_copies)
-    for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u)
-      grad_copy_s += syncs * copy_in_s[u] + (accumulates_upcast ? upcast_s[u] + (M - 1) * accumulate_s[u] : 0.0);
+  const double grad_copy_s = grad_copies ? gc.per_iteration_s(syncs, M) : 0.0;
   plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
