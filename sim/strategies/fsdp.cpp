@@ -352,8 +352,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                                        static_cast<int>(reduce_groups.size())});
   }
   // FSDP2's copies on the compute stream, per iteration: the copy-outs (before each forward, and before
-  // each resharded unit's backward) and the gradients' (a copy-in per reduction; under no_sync with a wider
-  // reduce dtype an upcast on the first micro-step and an addition on each later one).
+  // each resharded unit's backward) and the gradients' (a copy-in per reduction; under no_sync with another
+  // reduce dtype a cast on the first micro-step and an addition on each later one).
   const double copy_out_s =
       unshards && copy_out
           ? M * (copy_seconds(all_gathered, topology.gpu) +

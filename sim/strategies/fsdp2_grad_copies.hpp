@@ -5,8 +5,9 @@
 //    buffer (foreach_reduce_scatter_copy_in's chunk_cat), before the reduce-scatter stream waits
 //    for the compute stream;
 //  - under no_sync with a reduce dtype other than the gradients', the accumulated gradient kept in
-//    the reduce dtype: a cast (an upcast to fp32, usually) on the first micro-step (FSDPParam.to_accumulated_grad_if_needed),
-//    an addition on each later one (accumulate_unsharded_grad_if_needed), so the copy-in reads it.
+//    the reduce dtype: a cast (usually an upcast to fp32) on the first micro-step
+//    (FSDPParam.to_accumulated_grad_if_needed), an addition on each later one
+//    (accumulate_unsharded_grad_if_needed); the copy-in then reads it.
 // Each is memory traffic: its elements read in one dtype and written in another.
 #pragma once
 
