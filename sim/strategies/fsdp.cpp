@@ -112,25 +112,26 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       reduce_groups.push_back(grp);
     }
 
-  std::vector<double> unit_gather_bytes(static_cast<std::size_t>(U)), unit_reduce_bytes(static_cast<std::size_t>(U));
-  for (int u = 0; u < U; ++u) {
-    unit_gather_bytes[static_cast<std::size_t>(u)] = gathered_bytes(su.units[static_cast<std::size_t>(u)], opt) / T;
-    unit_reduce_bytes[static_cast<std::size_t>(u)] = su.units[static_cast<std::size_t>(u)].params / T * rbytes;
+  // Per tensor rank: each unit's parameters, their bytes gathered and reduced.
+  std::vector<double> unit_params(static_cast<std::size_t>(U)), unit_gather_bytes(static_cast<std::size_t>(U)),
+      unit_reduce_bytes(static_cast<std::size_t>(U));
+  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
+    unit_params[u] = su.units[u].params / T;
+    unit_gather_bytes[u] = gathered_bytes(su.units[u], opt) / T;
   }
   // A replicated token embedding (FsdpOptions::replicate_embedding) is whole in each tensor rank's root.
   const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
+  unit_params[0] += embedding_whole;
   unit_gather_bytes[0] += embedding_whole * ubytes;
-  unit_reduce_bytes[0] += embedding_whole * rbytes;
-  // FSDP2's copy-out moves every gathered byte once (foreach_all_gather_copy_out), on the compute stream
-  // in wait_for_unshard: before each unit's forward, and again before its backward when it was resharded.
-  const bool copy_out = opt.version == 2;
-  // FSDP2 copies each unit's gradients on the compute stream too (fsdp2_grad_copies.hpp).
-  const bool grad_copies = unshards && opt.version == 2;
-  std::vector<double> unit_params;  // per tensor rank
-  for (const double b : unit_reduce_bytes)
-    unit_params.push_back(b / rbytes);
-  const Fsdp2GradCopies gc = fsdp2_grad_copies(unit_params, ubytes, rbytes,
-                                               opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt), topology.gpu);
+  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u)
+    unit_reduce_bytes[u] = unit_params[u] * rbytes;
+  // FSDP2's copies on the compute stream: the copy-out of every gathered byte (foreach_all_gather_copy_out,
+  // in wait_for_unshard) before each unit's forward, and again before its backward when it was resharded;
+  // each unit's gradients in its post_backward (fsdp2_grad_copies.hpp).
+  const bool fsdp2_copies = unshards && opt.version == 2;
+  const Fsdp2GradCopies gc = fsdp2_grad_copies(
+      unit_params, ubytes, rbytes, fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt),
+      topology.gpu);
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -233,7 +234,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (unshards && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
           if (sharded)
             run.wait_for(gathered[static_cast<std::size_t>(u)]);
-          if (copy_out)
+          if (fsdp2_copies)
             run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
                             "copy-out " + name, TaskCategory::FsdpCopy);
         }
@@ -277,12 +278,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       const auto post_backward = [&](int u) {
         const auto uz = static_cast<std::size_t>(u);
         const auto& name = su.units[uz].name;
-        if (grad_copies && gc.accumulates_upcast)
+        if (gc.accumulates_upcast)
           run.compute_all(m == 0 ? gc.upcast_s[uz] : gc.accumulate_s[uz],
                           (m == 0 ? "upcast " : "accumulate ") + name + " gradients", TaskCategory::FsdpGradCopy);
         if (!sync)
           return;
-        if (grad_copies)
+        if (fsdp2_copies)
           run.compute_all(gc.copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
         reduce(u);
       };
@@ -298,7 +299,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
             gather_for_backward(next + 1, false);
           if (gather_backward)
             run.wait_for(back_gathered[static_cast<std::size_t>(u)]);
-          if (copy_out && unshards && opt.reshard_after_forward)
+          if (fsdp2_copies && opt.reshard_after_forward)
             run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
                             "copy-out " + name + " (backward)", TaskCategory::FsdpCopyBackward);
           ++next;
@@ -329,13 +330,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
 
   // Figures of one iteration, per communicator.
   double all_params = 0, all_gathered = 0, unit_gathered = 0;  // per tensor rank: params, gathered bytes
-  for (int u = 0; u < U; ++u) {
-    all_params += su.units[static_cast<std::size_t>(u)].params / T;
-    all_gathered += unit_gather_bytes[static_cast<std::size_t>(u)];
+  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
+    all_params += unit_params[u];
+    all_gathered += unit_gather_bytes[u];
     if (u != 0)
-      unit_gathered += unit_gather_bytes[static_cast<std::size_t>(u)];
+      unit_gathered += unit_gather_bytes[u];
   }
-  all_params += embedding_whole;
   const int syncs = opt.no_sync ? 1 : M;
   if (sharded) {
     const int groups = static_cast<int>(shard_groups.size());
@@ -355,11 +355,11 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // each resharded unit's backward) and the gradients' (a copy-in per reduction; under no_sync with another
   // reduce dtype a cast on the first micro-step and an addition on each later one).
   const double copy_out_s =
-      unshards && copy_out
+      fsdp2_copies
           ? M * (copy_seconds(all_gathered, topology.gpu) +
                  (opt.reshard_after_forward ? copy_seconds(unit_gathered, topology.gpu) : 0.0))
           : 0.0;
-  const double grad_copy_s = grad_copies ? gc.per_iteration_s(syncs, M) : 0.0;
+  const double grad_copy_s = fsdp2_copies ? gc.per_iteration_s(syncs, M) : 0.0;
   plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
@@ -388,7 +388,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                         opt.version == 2 ? "one-unit explicit" : to_string(opt.backward_prefetch),
                         limited ? ", at most two AllGathers ahead of the frees" : "")
           : "parameters kept from forward to backward"));
-  if (grad_copies)
+  if (fsdp2_copies)
     plan.notes.push_back(fmt::format("FSDP2's copies on the compute stream, per iteration: copy-out of gathered parameters "
                                      "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms",
                                      copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3));
