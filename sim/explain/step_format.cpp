@@ -41,6 +41,7 @@ std::string step_label(const StepRow& row, bool once)
       {TaskCategory::FsdpCopy, "copy gathered parameters out (FSDP2)"},
       {TaskCategory::FsdpCopyBackward, "copy them out again (FSDP2, backward)"},
       {TaskCategory::FsdpGradCopy, "copy gradients to reduce dtype (FSDP2)"},
+      {TaskCategory::FsdpGradPass, "cast and divide gradients (FSDP1)"},
       {TaskCategory::BucketCopy, "copy gradients into buckets (ZeRO)"},
       {TaskCategory::EmbeddingGrad, "AllReduce tied embedding gradients"},
   };

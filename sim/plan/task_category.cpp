@@ -20,6 +20,7 @@ const char* to_string(TaskCategory category)
     case TaskCategory::FsdpCopy: return "fsdp-copy";
     case TaskCategory::FsdpCopyBackward: return "fsdp-copy-backward";
     case TaskCategory::FsdpGradCopy: return "fsdp-grad-copy";
+    case TaskCategory::FsdpGradPass: return "fsdp-grad-pass";
     case TaskCategory::BucketCopy: return "bucket-copy";
     case TaskCategory::Scatter: return "scatter";
     case TaskCategory::GradScatter: return "grad-scatter";

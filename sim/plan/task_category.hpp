@@ -27,6 +27,7 @@ enum class TaskCategory : std::uint8_t {
   FsdpCopy,           ///< "fsdp-copy": FSDP2's copy-out of gathered parameters
   FsdpCopyBackward,   ///< "fsdp-copy-backward": FSDP2's copy-out again before a resharded unit's backward
   FsdpGradCopy,       ///< "fsdp-grad-copy": FSDP2's gradients copied into (or added to) the reduce dtype's buffers
+  FsdpGradPass,       ///< "fsdp-grad-pass": FSDP1's casts and divisions of a unit's gradients on its post-backward stream
   BucketCopy,         ///< "bucket-copy": ZeRO's gradients copied into its contiguous bucket
   // Communication: every category from Scatter on (task_graph.hpp's is_collective_startup).
   // nn.DataParallel's transfers

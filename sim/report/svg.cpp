@@ -181,7 +181,8 @@ std::string colour_of(const std::string& category)
       {"gradient", "#b07aa1"},  {"loss", "#ff9da7"},
       // sharded data parallelism: gathers in purples, the gradient ReduceScatter in the AllReduce's red family
       {"allgather", "#7b4f9e"}, {"allgather-backward", "#c5a3dc"}, {"reduce-scatter", "#d37295"}, {"fsdp-copy", "#86bcb6"},
-      {"fsdp-copy-backward", "#b9ddd9"}, {"fsdp-grad-copy", "#e8a6bf"}, {"bucket-copy", "#86bcb6"}};
+      {"fsdp-copy-backward", "#b9ddd9"}, {"fsdp-grad-copy", "#e8a6bf"}, {"fsdp-grad-pass", "#e8a6bf"},
+      {"bucket-copy", "#86bcb6"}};
   if (const auto it = fixed.find(category); it != fixed.end())
     return it->second;
   static const std::array<const char*, 8> palette = {"#af7aa1", "#edc948", "#ff9da7", "#86bcb6",

@@ -4,6 +4,7 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/folded_comms.hpp"
+#include "sim/strategies/fsdp1_grad_passes.hpp"
 #include "sim/strategies/fsdp2_grad_copies.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
 #include "sim/strategies/interference.hpp"
@@ -132,6 +133,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const Fsdp2GradCopies gc = fsdp2_grad_copies(
       unit_params, ubytes, rbytes, fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt),
       topology.gpu);
+  // FSDP1's casts and divisions of each unit's gradients on its post-backward stream, around the reduction
+  // (fsdp1_grad_passes.hpp): over the shard group, or every data rank under NO_SHARD.
+  const bool fsdp1_passes = opt.version == 1 && (sharded || !reduce_groups.empty());
+  const Fsdp1GradPasses gp =
+      fsdp1_passes ? fsdp1_grad_passes(unit_params, {unsharded_dtype(opt), opt.reduce_dtype, opt.sharded_dtype},
+                                       sharded ? S : D, sharded ? S : 1, sharded ? D / S : 1, topology.gpu)
+                   : Fsdp1GradPasses{};
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
   std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
   for (std::size_t s = 0; s < su.segments.size(); ++s) {
@@ -254,24 +262,45 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
         back_gathered[static_cast<std::size_t>(u)] = gather(u, true, "backward");
       };
-      const auto reduce = [&](int u) {
-        const auto& name = su.units[static_cast<std::size_t>(u)].name;
+      // Per rank, a start after the given tasks.
+      const auto after = [&](const std::vector<int>& tasks) {
+        std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+        for (const int r : run.active())
+          start[static_cast<std::size_t>(r)] = {tasks[static_cast<std::size_t>(r)]};
+        return start;
+      };
+      const auto reduce = [&](int u, int m) {
+        const auto uz = static_cast<std::size_t>(u);
+        const auto& name = su.units[uz].name;
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+        // FSDP1: the post-backward stream waits for the gradient, casts and pre-divides it, issues the
+        // reduction and waits for it, then post-divides, casts and accumulates the shard.
+        std::vector<std::vector<int>> start;
+        if (fsdp1_passes && gp.before_s[uz] > 0) {
+          run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
+          start = after(run.stream_kernel(ShardedRun::Stream::Reduce, gp.before_s[uz], "cast and pre-divide " + name + " gradients",
+                                          TaskCategory::FsdpGradPass, {}));
+        }
+        std::vector<int> done;
         if (!sharded) {
-          if (!reduce_groups.empty())
-            run.collective(CollectiveOp::AllReduce, reduce_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
-                           "all-reduce " + name + " gradients", TaskCategory::AllReduce, {}, ShardedRun::Stream::Shard);
+          if (reduce_groups.empty())
+            return;
+          done = run.collective(CollectiveOp::AllReduce, reduce_groups, unit_reduce_bytes[uz], "all-reduce " + name + " gradients",
+                                TaskCategory::AllReduce, start, ShardedRun::Stream::Shard);
+        } else {
+          done = run.collective(CollectiveOp::ReduceScatter, shard_groups, unit_reduce_bytes[uz], "reduce-scatter " + name + " gradients",
+                                TaskCategory::ReduceScatter, start, ShardedRun::Stream::Shard);
+          if (!replicate_groups.empty())  // HSDP: the reduced shard across the replicas, on their own process group
+            done = run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[uz] / S,
+                                  "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, after(done),
+                                  ShardedRun::Stream::Replicate);
+        }
+        if (!fsdp1_passes)
           return;
-        }
-        const auto done = run.collective(CollectiveOp::ReduceScatter, shard_groups, unit_reduce_bytes[static_cast<std::size_t>(u)],
-                                         "reduce-scatter " + name + " gradients", TaskCategory::ReduceScatter, {}, ShardedRun::Stream::Shard);
-        if (!replicate_groups.empty()) {  // HSDP: the reduced shard across the replicas, on their own process group
-          std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-          for (const int r : run.active())
-            start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
-          run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[static_cast<std::size_t>(u)] / S,
-                         "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
-        }
+        run.stream_waits_for(ShardedRun::Stream::Reduce, done);
+        const double after_s = gp.after_s[uz] + (m > 0 && !opt.no_sync ? gp.accumulate_s[uz] : 0.0);
+        if (after_s > 0)
+          run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients", TaskCategory::FsdpGradPass, {});
       };
       // A unit's post_backward: FSDP2's gradient copies on the compute stream, then, on a micro-step that
       // reduces, its reduction on the shard group's stream.
@@ -285,7 +314,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           return;
         if (fsdp2_copies)
           run.compute_all(gc.copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
-        reduce(u);
+        reduce(u, m);
       };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
       for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
@@ -322,6 +351,11 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         post_backward(u);
       }
       post_backward(0);
+      // The end of a backward that reduced: the compute stream waits for the reductions (FSDP1's
+      // _post_backward_final_callback waits for the post-backward stream, FSDP2's finalize_backward for
+      // each group's post-reduce event) before the next micro-step's forward.
+      if (sync && m + 1 < M)
+        run.wait_for_streams();
     }
     run.optimizer_step(optimizer_s);
     run.end_iteration(it);
@@ -360,7 +394,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                  (opt.reshard_after_forward ? copy_seconds(unit_gathered, topology.gpu) : 0.0))
           : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.per_iteration_s(syncs, M) : 0.0;
-  plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + optimizer_s;
+  const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
+  plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
   plan.single_gpu_iteration_s =
@@ -392,6 +427,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.notes.push_back(fmt::format("FSDP2's copies on the compute stream, per iteration: copy-out of gathered parameters "
                                      "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms",
                                      copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3));
+  if (fsdp1_passes && gp.any())
+    plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)
     plan.notes.push_back(fmt::format(
         "{} micro-steps per optimizer step, {}{}", M,

@@ -116,6 +116,15 @@ void ShardedRun::wait_for(const std::vector<int>& per_rank)
   }
 }
 
+void ShardedRun::wait_for_streams()
+{
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    for (const auto& stream : stream_)
+      compute_waits_[r].push_back(stream[r]);
+  }
+}
+
 void ShardedRun::compute_all(double seconds, const std::string& name, TaskCategory category)
 {
   for (const int a : active_) {
@@ -246,6 +255,28 @@ std::vector<int> ShardedRun::collective(CollectiveOp op, const std::vector<std::
 std::vector<int> ShardedRun::stream_delay(Stream stream, double seconds, const std::string& label, TaskCategory category,
                                           std::vector<std::vector<int>> start)
 {
+  return stream_task(false, stream, seconds, label, category, std::move(start));
+}
+
+std::vector<int> ShardedRun::stream_kernel(Stream stream, double seconds, const std::string& label, TaskCategory category,
+                                           std::vector<std::vector<int>> start)
+{
+  return stream_task(true, stream, seconds, label, category, std::move(start));
+}
+
+void ShardedRun::stream_waits_for(Stream stream, const std::vector<int>& per_rank)
+{
+  const auto s = static_cast<int>(stream);
+  for (const int a : active_) {
+    const auto r = static_cast<std::size_t>(a);
+    if (r < per_rank.size() && per_rank[r] >= 0)
+      stream_waits_[s][r].push_back(per_rank[r]);
+  }
+}
+
+std::vector<int> ShardedRun::stream_task(bool kernel, Stream stream, double seconds, const std::string& label,
+                                         TaskCategory category, std::vector<std::vector<int>> start)
+{
   const auto s = static_cast<int>(stream);
   start.resize(compute_.size());
   std::vector<int> done(compute_.size(), -1);
@@ -254,7 +285,9 @@ std::vector<int> ShardedRun::stream_delay(Stream stream, double seconds, const s
     std::vector<int> after = start[r];
     after.insert(after.end(), stream_waits_[s][r].begin(), stream_waits_[s][r].end());
     after.push_back(stream_[s][r]);
-    done[r] = stream_[s][r] = plan_.graph.add_delay(plan_.ranks[r], seconds, fmt::format("{} (rank {})", label, r), category, deps(after));
+    auto name = fmt::format("{} (rank {})", label, r);
+    done[r] = stream_[s][r] = kernel ? plan_.graph.add_compute(plan_.ranks[r], seconds, std::move(name), category, deps(after))
+                                     : plan_.graph.add_delay(plan_.ranks[r], seconds, std::move(name), category, deps(after));
     stream_waits_[s][r].clear();
   }
   return done;

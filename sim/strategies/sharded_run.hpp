@@ -24,7 +24,8 @@ public:
   /// The shard group's NCCL stream (AllGather, ReduceScatter); a second process group's: the
   /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers);
   /// and a gradient reduction that is a chain of its own, kernels and collectives on other process
-  /// groups issued one after another from one CUDA stream (ZeRO++ qgZ's quantized all-to-alls).
+  /// groups issued one after another from one CUDA stream (ZeRO++ qgZ's quantized all-to-alls;
+  /// FSDP1's post-backward stream, fsdp1_grad_passes.hpp).
   enum class Stream { Shard = 0, Replicate = 1, Reduce = 2 };
   static constexpr int kStreams = 3;
 
@@ -53,6 +54,9 @@ public:
   std::vector<int> compute_last_all();
   /// The next compute task of rank r also waits for per_rank[r] (-1: nothing).
   void wait_for(const std::vector<int>& per_rank);
+  /// The next compute task of every rank also waits for the last task of each of its streams (the
+  /// compute stream waiting for the reductions at the end of a backward).
+  void wait_for_streams();
   /// A compute task of `seconds` on every rank.
   void compute_all(double seconds, const std::string& name, TaskCategory category);
   /// A unit's pieces forward or backward (recomputation first) on every rank, each piece's
@@ -75,6 +79,13 @@ public:
   /// rank the task (-1 for ranks not simulated).
   std::vector<int> stream_delay(Stream stream, double seconds, const std::string& label, TaskCategory category,
                                 std::vector<std::vector<int>> start);
+  /// The same as a kernel that shares the GPU with the compute beside it (a compute task, not a
+  /// delay: the engine divides the device between them, so each runs slower while both do).
+  std::vector<int> stream_kernel(Stream stream, double seconds, const std::string& label, TaskCategory category,
+                                 std::vector<std::vector<int>> start);
+  /// The next task on `stream` also waits for per_rank[r] (-1: nothing): a stream that waits for
+  /// a collective it issued (a synchronous call waits on the current stream).
+  void stream_waits_for(Stream stream, const std::vector<int>& per_rank);
   /// The optimizer step of `seconds` on every rank after its compute and every stream (every
   /// gradient reduced); the streams' next collectives wait for it. `on_host`: the step runs on the
   /// host's cores (ZeRO-Offload) and the GPU waits, idle.
@@ -100,6 +111,8 @@ public:
   std::pair<std::string, std::string> finish(const Scenario& scenario, double micro, int replicas, int micro_steps, int ranks);
 
 private:
+  std::vector<int> stream_task(bool kernel, Stream stream, double seconds, const std::string& label, TaskCategory category,
+                               std::vector<std::vector<int>> start);
   Plan& plan_;
   const Topology& topology_;
   const CollectiveOptions& options_;

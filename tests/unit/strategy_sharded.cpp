@@ -5,6 +5,7 @@
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/strategies/buckets.hpp"
+#include "sim/strategies/fsdp1_grad_passes.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/shard_units.hpp"
@@ -60,6 +61,14 @@ nlohmann::json fsdp(nlohmann::json extra = nlohmann::json::object())
   nlohmann::json s = {{"kind", "fsdp"}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "fp32"}}}};
   s.update(extra);
   return s;
+}
+
+/// GPT-2 on 8 H100s with `strategy`, 4 micro-steps per iteration.
+Plan four_micro_steps_on_8(const nlohmann::json& strategy)
+{
+  nlohmann::json s = gpt2_scenario(strategy, 8);
+  s["training"]["global_batch"] = 4 * 4 * 8;
+  return plan_scenario(parse_scenario(s, "s.json")).plan;
 }
 
 }  // namespace
@@ -262,11 +271,7 @@ TEST_CASE("FSDP2's copies on the compute stream: out before forward and backward
   const double P = static_cast<double>(gpt2.params());
   const GpuSpec& gpu = load_topology("hgx-h100").gpu;
   const int U = static_cast<int>(shard_units(gpt2).units.size());
-  const auto plan_of = [](const nlohmann::json& strategy) {
-    nlohmann::json s = gpt2_scenario(strategy, 8);
-    s["training"]["global_batch"] = 4 * 4 * 8;  // 4 micro-steps
-    return plan_scenario(parse_scenario(s, "s.json")).plan;
-  };
+  const auto plan_of = four_micro_steps_on_8;
   // The first rank's tasks of a category in the second iteration: how many, and their seconds.
   const auto of = [](const Plan& p, TaskCategory c) {
     std::pair<int, double> n{0, 0.0};
@@ -301,6 +306,85 @@ TEST_CASE("FSDP2's copies on the compute stream: out before forward and backward
     const Plan v1 = plan_of(fsdp({{"version", 1}, {"no_sync", true}}));
     for (const TaskCategory c : {TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward, TaskCategory::FsdpGradCopy})
       CHECK(of(v1, c).first == 0);
+  }
+}
+
+TEST_CASE("FSDP1's passes on the post-backward stream: cast and divide before each reduction, the shard after it")
+{
+  // default_hooks.py: f doubled from 1 while f divides the world and world / f > f (so 4 for 6 ranks).
+  for (const auto& [world, f] : {std::pair{1, 1}, {2, 2}, {3, 2}, {4, 2}, {6, 4}, {8, 4}, {16, 4}, {32, 8}, {64, 8}, {256, 16}})
+    CHECK(gradient_predivide_factor(world) == f);
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params());
+  const GpuSpec& gpu = load_topology("hgx-h100").gpu;
+  const int U = static_cast<int>(shard_units(gpt2).units.size());
+  const auto plan_of = four_micro_steps_on_8;
+  const auto passes = [](const Plan& p) {  // the first rank's in the second iteration
+    std::vector<int> ids;
+    for (int i = 0; i < p.graph.size(); ++i)
+      if (const Task& t = p.graph[i]; t.category == TaskCategory::FsdpGradPass && t.iteration == 1 && t.device == p.ranks[0])
+        ids.push_back(i);
+    return ids;
+  };
+  const auto seconds = [](const Plan& p, const std::vector<int>& ids) {
+    double s = 0;
+    for (const int i : ids) {
+      CHECK(p.graph[i].kind == TaskKind::Compute);  // shares the GPU with the backward beside it
+      s += p.graph[i].seconds;
+    }
+    return s;
+  };
+  SUBCASE("every micro-step reduced: the unsharded gradient cast to fp32 and divided by 4, the shard divided by 2 and added up")
+  {
+    const Plan p = plan_of(fsdp({{"version", 1}}));
+    const auto ids = passes(p);
+    CHECK(ids.size() == static_cast<std::size_t>(2 * U * 4));
+    // Per parameter and micro-step: bf16 read, fp32 written, fp32 read and written; per shard element fp32
+    // read and written, and on 3 micro-steps two fp32 read and one written.
+    CHECK(seconds(p, ids) == doctest::Approx(memory_bound_seconds(P * 14 * 4 + P / 8 * (8 * 4 + 12 * 3), gpu)).epsilon(0.01));
+    // Each unit's reduce-scatter waits for its pass (a task of it has the pass among its ancestors).
+    const auto depends_on = [&p](int task, int ancestor) {
+      std::vector<int> todo{task};
+      std::vector<bool> seen(static_cast<std::size_t>(p.graph.size()));
+      while (!todo.empty()) {
+        const int t = todo.back();
+        todo.pop_back();
+        if (t == ancestor)
+          return true;
+        for (const int a : p.graph[t].after)
+          if (a >= ancestor && !seen[static_cast<std::size_t>(a)]) {
+            seen[static_cast<std::size_t>(a)] = true;
+            todo.push_back(a);
+          }
+      }
+      return false;
+    };
+    int checked = 0;
+    for (const int i : ids) {
+      const std::string name = p.graph[i].name.get();
+      if (name.rfind("cast and pre-divide ", 0) != 0)
+        continue;
+      const std::string rs = "reduce-scatter " + name.substr(20, name.find(" gradients") - 20) + " gradients";
+      int j = i + 1;
+      while (j < p.graph.size() && !(p.graph[j].category == TaskCategory::ReduceScatter && p.graph[j].name.get().find(rs) == 0))
+        ++j;
+      REQUIRE(j < p.graph.size());
+      CHECK(depends_on(j, i));
+      ++checked;
+    }
+    CHECK(checked == U * 4);
+  }
+  SUBCASE("no_sync: only the last micro-step's, nothing added up; pure bf16 only divides, then casts the shard back")
+  {
+    const Plan p = plan_of(fsdp({{"version", 1}, {"no_sync", true}}));
+    CHECK(passes(p).size() == static_cast<std::size_t>(2 * U));
+    CHECK(seconds(p, passes(p)) == doctest::Approx(memory_bound_seconds(P * 14 + P / 8 * 8, gpu)).epsilon(0.01));
+    const Plan pure = plan_of(fsdp({{"version", 1}, {"no_sync", true}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "bf16"}}}}));
+    CHECK(seconds(pure, passes(pure)) == doctest::Approx(memory_bound_seconds(P * 4 + P / 8 * (4 + 6), gpu)).epsilon(0.01));
+  }
+  SUBCASE("FSDP2 has none of them")
+  {
+    CHECK(passes(plan_of(fsdp())).empty());
   }
 }
 
