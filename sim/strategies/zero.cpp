@@ -127,14 +127,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
               2 * params / (kMaxCallsPerIteration - 1));
   // contiguous_gradients (config.py's default true): each gradient is copied into the bucket's flat
   // buffer as it joins it (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, on the
-  // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream), but a tensor
-  // larger than the bucket is reduced where it is: a memory-bound copy of the bucket's bytes.
+  // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream, where it shares the
+  // GPU with the backward beside it), but a tensor larger than the bucket is reduced where it is: a
+  // memory-bound copy of the bucket's bytes.
   std::vector<double> bucket_copy_s(buckets.size());
   for (std::size_t k = 0; k < buckets.size(); ++k) {
     const Bucket& b = buckets[k];
     bucket_copy_s[k] = b.tensors == 1 && b.bytes > opt.reduce_bucket_elems * grad_elem ? 0.0 : copy_seconds(b.bytes, topology.gpu);
   }
-  double bucket_copies_s = 0;  // per iteration, on the compute stream (stages 1-2)
+  double bucket_copies_s = 0;  // per iteration: on the compute stream (stages 1-2), beside it (stage 3)
   const auto copy_into_bucket = [&](std::size_t k) {
     if (bucket_copy_s[k] > 0)
       run.compute_all(bucket_copy_s[k], fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
@@ -288,8 +289,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     bucket_first_tensor += bucket.tensors;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
     if (bucket_copy_s[k] > 0)
-      run.stream_delay(ShardedRun::Stream::Shard, bucket_copy_s[k], "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
-                       TaskCategory::BucketCopy, {});
+      run.stream_kernel(ShardedRun::Stream::Shard, bucket_copy_s[k], "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
+                        TaskCategory::BucketCopy, {});
+    bucket_copies_s += iteration == 0 ? bucket_copy_s[k] : 0.0;
     if (qgz) {
       reduce_quantized(run, collective, qgz_setup, grad_tensors, first, bucket.tensors);
       return;
