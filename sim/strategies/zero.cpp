@@ -346,6 +346,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
           }
         }
         bucket_first_tensor = 0;
+        // independent_gradient_partition_epilogue, after every backward: the host waits for the
+        // reduce-and-partition stream (stage3.py), so the next micro-step starts after the reductions.
+        if (m + 1 < M)
+          run.wait_for_streams();
         continue;
       }
       double f = 0;
@@ -385,6 +389,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
           run.wait_for(reduce_bucket(k, m));
         }
+      // The epilogue of a backward that reduced (stage_1_and_2.py independent_gradient_partition_epilogue):
+      // with overlap_comm the host synchronizes the device before the next micro-step.
+      if (reduce_now && opt.overlap_comm && m + 1 < M)
+        run.wait_for_streams();
     }
     run.optimizer_step(opt.offload_optimizer ? host_step_s : optimizer_s, opt.offload_optimizer);
     // The updated partition in the module's dtype to where the parameters live (stage3.py
