@@ -18,6 +18,7 @@ const char* to_string(TaskCategory category)
     case TaskCategory::Optimizer: return "optimizer";
     case TaskCategory::DdpCopy: return "ddp-copy";
     case TaskCategory::FsdpCopy: return "fsdp-copy";
+    case TaskCategory::FsdpCopyIn: return "fsdp-copy-in";
     case TaskCategory::FsdpCopyBackward: return "fsdp-copy-backward";
     case TaskCategory::FsdpGradCopy: return "fsdp-grad-copy";
     case TaskCategory::FsdpGradPass: return "fsdp-grad-pass";

@@ -180,7 +180,7 @@ std::string colour_of(const std::string& category)
       {"h2d", "#76b7b2"},       {"idle", "#eeeeee"},      {"launch", "#bab0ac"},   {"activation", "#edc948"},
       {"gradient", "#b07aa1"},  {"loss", "#ff9da7"},
       // sharded data parallelism: gathers in purples, the gradient ReduceScatter in the AllReduce's red family
-      {"allgather", "#7b4f9e"}, {"allgather-backward", "#c5a3dc"}, {"reduce-scatter", "#d37295"}, {"fsdp-copy", "#86bcb6"},
+      {"allgather", "#7b4f9e"}, {"allgather-backward", "#c5a3dc"}, {"reduce-scatter", "#d37295"}, {"fsdp-copy", "#86bcb6"}, {"fsdp-copy-in", "#86bcb6"},
       {"fsdp-copy-backward", "#b9ddd9"}, {"fsdp-grad-copy", "#e8a6bf"}, {"fsdp-grad-pass", "#e8a6bf"},
       {"bucket-copy", "#86bcb6"}};
   if (const auto it = fixed.find(category); it != fixed.end())

@@ -204,10 +204,30 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       }
     }
   };
+  // Per rank, a start after the given tasks.
+  const auto after = [&](const std::vector<int>& tasks) {
+    std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
+    for (const int r : run.active())
+      start[static_cast<std::size_t>(r)] = {tasks[static_cast<std::size_t>(r)]};
+    return start;
+  };
+  // FSDP2's copy-in before each AllGather (_fsdp_collectives.py foreach_all_gather's all_gather_copy_in, on
+  // its own stream under implicit prefetching): the rank's shard read (forward: in the sharded dtype; backward
+  // after a reshard to fewer ranks: the kept 1/K in param_dtype) and written into the AllGather's input.
+  const auto copy_in_seconds = [&](int u, bool backward) {
+    const auto uz = static_cast<std::size_t>(u);
+    return backward && K < S ? copy_seconds(unit_gather_bytes[uz] / K, topology.gpu)
+                             : memory_bound_seconds(unit_params[uz] / S * dtype_bytes(opt.sharded_dtype) + unit_gather_bytes[uz] / S,
+                                                    topology.gpu);
+  };
   const auto gather = [&](int u, bool backward, const std::string& when) {
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
     if (u != 0)
       limit(start);
+    if (fsdp2_copies)
+      start = after(run.stream_kernel(ShardedRun::Stream::Reduce, copy_in_seconds(u, backward),
+                                      fmt::format("copy-in {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
+                                      TaskCategory::FsdpCopyIn, start));
     const auto& groups = backward && K < S ? back_groups : shard_groups;
     return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
                           fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
@@ -231,7 +251,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       // AllGathers only once the last one's backward has run: none is prefetched across them.
       if (m > 0 && scenario.training.host_sync_each_micro_step)
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-      // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own.
+      // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own. FSDP2's
+      // root pre-forward makes its copy-in stream wait for the compute stream (the updated shards).
+      if (fsdp2_copies)
+        run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
       if (sharded)
         for (int u = 0; u < U; ++u)
@@ -261,13 +284,6 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (after_compute)
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
         back_gathered[static_cast<std::size_t>(u)] = gather(u, true, "backward");
-      };
-      // Per rank, a start after the given tasks.
-      const auto after = [&](const std::vector<int>& tasks) {
-        std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-        for (const int r : run.active())
-          start[static_cast<std::size_t>(r)] = {tasks[static_cast<std::size_t>(r)]};
-        return start;
       };
       const auto reduce = [&](int u, int m) {
         const auto uz = static_cast<std::size_t>(u);
@@ -395,7 +411,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.per_iteration_s(syncs, M) : 0.0;
   const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
-  plan.compute_per_iteration_s = compute_s * M + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
+  // ... and beside it, the copy-in before each AllGather.
+  double copy_in_s = 0;
+  if (fsdp2_copies && sharded)
+    for (int u = 0; u < U; ++u)
+      copy_in_s += M * (copy_in_seconds(u, false) + (gather_backward && u != 0 ? copy_in_seconds(u, true) : 0.0));
+  plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
   plan.single_gpu_iteration_s =
@@ -425,8 +446,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           : "parameters kept from forward to backward"));
   if (fsdp2_copies)
     plan.notes.push_back(fmt::format("FSDP2's copies on the compute stream, per iteration: copy-out of gathered parameters "
-                                     "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms",
-                                     copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3));
+                                     "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms; beside "
+                                     "it, on the copy-in stream, each shard into its AllGather's input {:.2f} ms",
+                                     copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3,
+                                     copy_in_s * 1e3));
   if (fsdp1_passes && gp.any())
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)

@@ -25,7 +25,7 @@ public:
   /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers);
   /// and a gradient reduction that is a chain of its own, kernels and collectives on other process
   /// groups issued one after another from one CUDA stream (ZeRO++ qgZ's quantized all-to-alls;
-  /// FSDP1's post-backward stream, fsdp1_grad_passes.hpp).
+  /// FSDP1's post-backward stream, fsdp1_grad_passes.hpp; FSDP2's all-gather copy-in stream).
   enum class Stream { Shard = 0, Replicate = 1, Reduce = 2 };
   static constexpr int kStreams = 3;
 

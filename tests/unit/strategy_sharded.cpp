@@ -265,7 +265,7 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
   }
 }
 
-TEST_CASE("FSDP2's copies on the compute stream: out before forward and backward, gradients into the reduce dtype")
+TEST_CASE("FSDP2's copies: in before each gather, out before forward and backward, gradients into the reduce dtype")
 {
   const Model gpt2 = load_model("gpt2");
   const double P = static_cast<double>(gpt2.params());
@@ -299,12 +299,19 @@ TEST_CASE("FSDP2's copies on the compute stream: out before forward and backward
     const auto [grad_copies, seconds] = of(p, TaskCategory::FsdpGradCopy);
     CHECK(grad_copies == U * 4);
     CHECK(seconds == doctest::Approx(memory_bound_seconds(P * 6 * 4, gpu)).epsilon(0.01));
+    // Before every AllGather (forward: every unit; backward: all but the root) the rank's fp32 shard read
+    // and written in bf16 into the gather's input, beside compute.
+    const double root = shard_units(load_model("gpt2")).units[0].params;
+    const auto [copy_ins, in_seconds] = of(p, TaskCategory::FsdpCopyIn);
+    CHECK(copy_ins == (2 * U - 1) * 4);
+    CHECK(in_seconds == doctest::Approx(memory_bound_seconds((2 * P - root) / 8 * 6 * 4, gpu)).epsilon(0.01));
   }
   SUBCASE("reshard_after_forward false: no copy-out before backward; FSDP1 copies none of these")
   {
     CHECK(of(plan_of(fsdp({{"reshard_after_forward", false}})), TaskCategory::FsdpCopyBackward).first == 0);
     const Plan v1 = plan_of(fsdp({{"version", 1}, {"no_sync", true}}));
-    for (const TaskCategory c : {TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward, TaskCategory::FsdpGradCopy})
+    for (const TaskCategory c : {TaskCategory::FsdpCopyIn, TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward,
+                                 TaskCategory::FsdpGradCopy})
       CHECK(of(v1, c).first == 0);
   }
 }
