@@ -5,7 +5,7 @@
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/fsdp1_grad_passes.hpp"
-#include "sim/strategies/fsdp2_grad_copies.hpp"
+#include "sim/strategies/fsdp2_copies.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
@@ -126,13 +126,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   unit_gather_bytes[0] += embedding_whole * ubytes;
   for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u)
     unit_reduce_bytes[u] = unit_params[u] * rbytes;
-  // FSDP2's copies on the compute stream: the copy-out of every gathered byte (foreach_all_gather_copy_out,
-  // in wait_for_unshard) before each unit's forward, and again before its backward when it was resharded;
-  // each unit's gradients in its post_backward (fsdp2_grad_copies.hpp).
+  // FSDP2's copies (fsdp2_copies.hpp): each shard into its AllGather's input beside compute; on the compute
+  // stream the gathered parameters out before each unit's forward, and again before its backward when it
+  // was resharded, and each unit's gradients in its post_backward.
   const bool fsdp2_copies = unshards && opt.version == 2;
-  const Fsdp2GradCopies gc = fsdp2_grad_copies(
-      unit_params, ubytes, rbytes, fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt),
-      topology.gpu);
+  const Fsdp2Copies gc = fsdp2_copies_of(
+      unit_params, unit_gather_bytes, {dtype_bytes(opt.sharded_dtype), ubytes, rbytes}, S, K,
+      fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt), topology.gpu);
   // FSDP1's casts and divisions of each unit's gradients on its post-backward stream, around the reduction
   // (fsdp1_grad_passes.hpp): over the shard group, or every data rank under NO_SHARD.
   const bool fsdp1_passes = opt.version == 1 && (sharded || !reduce_groups.empty());
@@ -211,21 +211,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       start[static_cast<std::size_t>(r)] = {tasks[static_cast<std::size_t>(r)]};
     return start;
   };
-  // FSDP2's copy-in before each AllGather (_fsdp_collectives.py foreach_all_gather's all_gather_copy_in, on
-  // its own stream under implicit prefetching): the rank's shard read (forward: in the sharded dtype; backward
-  // after a reshard to fewer ranks: the kept 1/K in param_dtype) and written into the AllGather's input.
-  const auto copy_in_seconds = [&](int u, bool backward) {
-    const auto uz = static_cast<std::size_t>(u);
-    return backward && K < S ? copy_seconds(unit_gather_bytes[uz] / K, topology.gpu)
-                             : memory_bound_seconds(unit_params[uz] / S * dtype_bytes(opt.sharded_dtype) + unit_gather_bytes[uz] / S,
-                                                    topology.gpu);
-  };
   const auto gather = [&](int u, bool backward, const std::string& when) {
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
     if (u != 0)
       limit(start);
     if (fsdp2_copies)
-      start = after(run.stream_kernel(ShardedRun::Stream::Reduce, copy_in_seconds(u, backward),
+      start = after(run.stream_kernel(ShardedRun::Stream::Reduce,
+                                      (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
                                       fmt::format("copy-in {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
                                       TaskCategory::FsdpCopyIn, start));
     const auto& groups = backward && K < S ? back_groups : shard_groups;
@@ -266,8 +258,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           if (sharded)
             run.wait_for(gathered[static_cast<std::size_t>(u)]);
           if (fsdp2_copies)
-            run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
-                            "copy-out " + name, TaskCategory::FsdpCopy);
+            run.compute_all(gc.copy_out_s[static_cast<std::size_t>(u)], "copy-out " + name, TaskCategory::FsdpCopy);
         }
         run.pieces(pieces[s], false, tp_groups, name);
         if (sharded && u != 0 && opt.reshard_after_forward && last_segment[static_cast<std::size_t>(u)] == static_cast<int>(s))
@@ -329,7 +320,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (!sync)
           return;
         if (fsdp2_copies)
-          run.compute_all(gc.copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
+          run.compute_all(gc.grad_copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
         reduce(u, m);
       };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
@@ -345,8 +336,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           if (gather_backward)
             run.wait_for(back_gathered[static_cast<std::size_t>(u)]);
           if (fsdp2_copies && opt.reshard_after_forward)
-            run.compute_all(copy_seconds(unit_gather_bytes[static_cast<std::size_t>(u)], topology.gpu),
-                            "copy-out " + name + " (backward)", TaskCategory::FsdpCopyBackward);
+            run.compute_all(gc.copy_out_s[static_cast<std::size_t>(u)], "copy-out " + name + " (backward)",
+                            TaskCategory::FsdpCopyBackward);
           ++next;
         }
         run.pieces(pieces[si], true, tp_groups, name);
@@ -401,21 +392,11 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
   }
-  // FSDP2's copies on the compute stream, per iteration: the copy-outs (before each forward, and before
-  // each resharded unit's backward) and the gradients' (a copy-in per reduction; under no_sync with another
-  // reduce dtype a cast on the first micro-step and an addition on each later one).
-  const double copy_out_s =
-      fsdp2_copies
-          ? M * (copy_seconds(all_gathered, topology.gpu) +
-                 (opt.reshard_after_forward ? copy_seconds(unit_gathered, topology.gpu) : 0.0))
-          : 0.0;
-  const double grad_copy_s = fsdp2_copies ? gc.per_iteration_s(syncs, M) : 0.0;
+  // The copies' and passes' GPU time per iteration (fsdp2_copies.hpp, fsdp1_grad_passes.hpp).
+  const double copy_out_s = fsdp2_copies ? gc.copy_out_per_iteration_s(M, opt.reshard_after_forward) : 0.0;
+  const double grad_copy_s = fsdp2_copies ? gc.gradients_per_iteration_s(syncs, M) : 0.0;
+  const double copy_in_s = fsdp2_copies && sharded ? gc.copy_in_per_iteration_s(M, gather_backward) : 0.0;
   const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
-  // ... and beside it, the copy-in before each AllGather.
-  double copy_in_s = 0;
-  if (fsdp2_copies && sharded)
-    for (int u = 0; u < U; ++u)
-      copy_in_s += M * (copy_in_seconds(u, false) + (gather_backward && u != 0 ? copy_in_seconds(u, true) : 0.0));
   plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled).
@@ -445,11 +426,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                         limited ? ", at most two AllGathers ahead of the frees" : "")
           : "parameters kept from forward to backward"));
   if (fsdp2_copies)
-    plan.notes.push_back(fmt::format("FSDP2's copies on the compute stream, per iteration: copy-out of gathered parameters "
-                                     "{:.2f} ms (before forward{}), gradients into the reduce dtype's buffers {:.2f} ms; beside "
-                                     "it, on the copy-in stream, each shard into its AllGather's input {:.2f} ms",
-                                     copy_out_s * 1e3, opt.reshard_after_forward ? " and backward" : "", grad_copy_s * 1e3,
-                                     copy_in_s * 1e3));
+    plan.notes.push_back(fsdp2_copies_note(copy_out_s, opt.reshard_after_forward, grad_copy_s, copy_in_s));
   if (fsdp1_passes && gp.any())
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)
