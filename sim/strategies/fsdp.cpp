@@ -204,22 +204,15 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       }
     }
   };
-  // Per rank, a start after the given tasks.
-  const auto after = [&](const std::vector<int>& tasks) {
-    std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-    for (const int r : run.active())
-      start[static_cast<std::size_t>(r)] = {tasks[static_cast<std::size_t>(r)]};
-    return start;
-  };
   const auto gather = [&](int u, bool backward, const std::string& when) {
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
     if (u != 0)
       limit(start);
     if (fsdp2_copies)
-      start = after(run.stream_kernel(ShardedRun::Stream::Reduce,
-                                      (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
-                                      fmt::format("copy-in {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
-                                      TaskCategory::FsdpCopyIn, start));
+      start = run.starts_after(run.stream_kernel(ShardedRun::Stream::Reduce,
+                                                 (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
+                                                 fmt::format("copy-in {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
+                                                 TaskCategory::FsdpCopyIn, start));
     const auto& groups = backward && K < S ? back_groups : shard_groups;
     return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
                           fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
@@ -285,8 +278,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         std::vector<std::vector<int>> start;
         if (fsdp1_passes && gp.before_s[uz] > 0) {
           run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
-          start = after(run.stream_kernel(ShardedRun::Stream::Reduce, gp.before_s[uz], "cast and pre-divide " + name + " gradients",
-                                          TaskCategory::FsdpGradPass, {}));
+          start = run.starts_after(run.stream_kernel(ShardedRun::Stream::Reduce, gp.before_s[uz],
+                                                     "cast and pre-divide " + name + " gradients", TaskCategory::FsdpGradPass, {}));
         }
         std::vector<int> done;
         if (!sharded) {
@@ -299,7 +292,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                                 TaskCategory::ReduceScatter, start, ShardedRun::Stream::Shard);
           if (!replicate_groups.empty())  // HSDP: the reduced shard across the replicas, on their own process group
             done = run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[uz] / S,
-                                  "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, after(done),
+                                  "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, run.starts_after(done),
                                   ShardedRun::Stream::Replicate);
         }
         if (!fsdp1_passes)
@@ -307,7 +300,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         run.stream_waits_for(ShardedRun::Stream::Reduce, done);
         const double after_s = gp.after_s[uz] + (m > 0 && !opt.no_sync ? gp.accumulate_s[uz] : 0.0);
         if (after_s > 0)
-          run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients", TaskCategory::FsdpGradPass, {});
+          run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients",
+                            TaskCategory::FsdpGradPass, {});
       };
       // A unit's post_backward: FSDP2's gradient copies on the compute stream, then, on a micro-step that
       // reduces, its reduction on the shard group's stream.
@@ -427,7 +421,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           : "parameters kept from forward to backward"));
   if (fsdp2_copies)
     plan.notes.push_back(fsdp2_copies_note(copy_out_s, opt.reshard_after_forward, grad_copy_s, copy_in_s));
-  if (fsdp1_passes && gp.any())
+  if (grad_pass_s > 0)
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)
     plan.notes.push_back(fmt::format(

@@ -25,14 +25,6 @@ double Fsdp1GradPasses::per_iteration_s(int reductions, int micro_steps) const
   return s;
 }
 
-bool Fsdp1GradPasses::any() const
-{
-  for (std::size_t u = 0; u < before_s.size(); ++u)
-    if (before_s[u] > 0 || after_s[u] > 0 || accumulate_s[u] > 0)
-      return true;
-  return false;
-}
-
 Fsdp1GradPasses fsdp1_grad_passes(const std::vector<double>& unit_params, const Fsdp1GradDtypes& dtypes, int reduce_world,
                                   int shard_ranks, int replicas, const GpuSpec& gpu)
 {

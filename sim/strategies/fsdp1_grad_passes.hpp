@@ -36,7 +36,6 @@ struct Fsdp1GradPasses {
   /// Seconds of one iteration of `micro_steps`, `reductions` of which reduce (every one: also the
   /// additions on all but the first).
   double per_iteration_s(int reductions, int micro_steps) const;
-  bool any() const;
 };
 
 struct Fsdp1GradDtypes {

@@ -107,13 +107,25 @@ std::vector<int> ShardedRun::compute_last_all()
   return out;
 }
 
-void ShardedRun::wait_for(const std::vector<int>& per_rank)
+void ShardedRun::append_each(std::vector<std::vector<int>>& waits, const std::vector<int>& per_rank) const
 {
   for (const int a : active_) {
     const auto r = static_cast<std::size_t>(a);
     if (r < per_rank.size() && per_rank[r] >= 0)
-      compute_waits_[r].push_back(per_rank[r]);
+      waits[r].push_back(per_rank[r]);
   }
+}
+
+void ShardedRun::wait_for(const std::vector<int>& per_rank)
+{
+  append_each(compute_waits_, per_rank);
+}
+
+std::vector<std::vector<int>> ShardedRun::starts_after(const std::vector<int>& per_rank) const
+{
+  std::vector<std::vector<int>> start(compute_.size());
+  append_each(start, per_rank);
+  return start;
 }
 
 void ShardedRun::wait_for_streams()
@@ -266,12 +278,7 @@ std::vector<int> ShardedRun::stream_kernel(Stream stream, double seconds, const 
 
 void ShardedRun::stream_waits_for(Stream stream, const std::vector<int>& per_rank)
 {
-  const auto s = static_cast<int>(stream);
-  for (const int a : active_) {
-    const auto r = static_cast<std::size_t>(a);
-    if (r < per_rank.size() && per_rank[r] >= 0)
-      stream_waits_[s][r].push_back(per_rank[r]);
-  }
+  append_each(stream_waits_[static_cast<int>(stream)], per_rank);
 }
 
 std::vector<int> ShardedRun::stream_task(bool kernel, Stream stream, double seconds, const std::string& label,

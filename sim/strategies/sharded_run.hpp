@@ -54,6 +54,8 @@ public:
   std::vector<int> compute_last_all();
   /// The next compute task of rank r also waits for per_rank[r] (-1: nothing).
   void wait_for(const std::vector<int>& per_rank);
+  /// A `start` argument: every rank after its per_rank[r] (-1: nothing).
+  std::vector<std::vector<int>> starts_after(const std::vector<int>& per_rank) const;
   /// The next compute task of every rank also waits for the last task of each of its streams (the
   /// compute stream waiting for the reductions at the end of a backward).
   void wait_for_streams();
@@ -111,6 +113,8 @@ public:
   std::pair<std::string, std::string> finish(const Scenario& scenario, double micro, int replicas, int micro_steps, int ranks);
 
 private:
+  /// waits[r] += per_rank[r] for each active rank r that has one.
+  void append_each(std::vector<std::vector<int>>& waits, const std::vector<int>& per_rank) const;
   std::vector<int> stream_task(bool kernel, Stream stream, double seconds, const std::string& label, TaskCategory category,
                                std::vector<std::vector<int>> start);
   Plan& plan_;

@@ -304,13 +304,9 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                                         bucket.bytes / grad_elem / S, m, at);
     // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
     // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
-    if (!replicas.empty() && m + 1 == M) {
-      std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-      for (const int r : run.active())
-        start[static_cast<std::size_t>(r)] = {done[static_cast<std::size_t>(r)]};
+    if (!replicas.empty() && m + 1 == M)
       collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
-                 "gradient shards across replicas", TaskCategory::AllReduce, start, ShardedRun::Stream::Replicate);
-    }
+                 "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Replicate);
   };
 
   TaskGraph& g = plan.graph;
