@@ -1,6 +1,8 @@
 // See comm_overlap.hpp.
 #include "sim/report/comm_overlap.hpp"
 
+#include "sim/report/device_communication.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -31,18 +33,14 @@ std::vector<CommOverlap> comm_overlap_on(const Plan& plan, const std::vector<Spa
 {
   const auto& tasks = plan.graph.tasks();
   const int iterations = static_cast<int>(plan.iteration_end.size());
+  const auto counted = [&](const Task& t, int id) {
+    return t.iteration >= plan.warmup_iterations && t.iteration < iterations && id > plan.setup_end &&
+           t.kind != TaskKind::Compute && t.category != TaskCategory::Marker && t.category != TaskCategory::Optimizer &&
+           t.category != TaskCategory::None;
+  };
   std::map<TaskCategory, std::vector<Span>, BySpelling> comm;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
-    if (t.iteration < plan.warmup_iterations || t.iteration >= iterations || static_cast<int>(i) <= plan.setup_end)
-      continue;
-    if (t.kind == TaskKind::Compute)
-      continue;
-    const TaskCategory category = t.category;
-    if (on_device(t, device) && category != TaskCategory::Marker && category != TaskCategory::Optimizer &&
-        category != TaskCategory::None)
-      comm[category].push_back(spans[i]);
-  }
+  for (const DeviceCommunication& c : communication_on(plan, spans, device, counted))
+    comm[tasks[static_cast<std::size_t>(c.task)].category].push_back(c.span);
   const double measured = std::max(1, iterations - plan.warmup_iterations);
   std::vector<CommOverlap> out;
   for (auto& [category, list] : comm) {

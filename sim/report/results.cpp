@@ -1,5 +1,7 @@
 #include "sim/report/results.hpp"
 
+#include "sim/report/device_communication.hpp"
+
 #include "sim/util/units.hpp"
 
 #include <algorithm>
@@ -32,22 +34,13 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   const auto& tasks = plan.graph.tasks();
   // The first GPU's communication, as compute is one GPU's: a folded plan simulates only its
   // representatives, and the union over every GPU grows with the ranks' jitter. Its collectives'
-  // start-ups count, as a folded plan's delays (each a whole collective) hold them.
-  const int first = plan.ranks.front();
-  const auto counted = [&](std::size_t i) {
-    const Task& t = tasks[i];
-    return (is_communication(t) || is_collective_startup(t)) && on_device(t, first) && t.iteration >= plan.warmup_iterations &&
-           i > static_cast<std::size_t>(plan.setup_end);
+  // start-ups count, as a folded plan's delays (each a whole collective) hold them; a collective
+  // counts from its start-up there to its result there (device_communication.hpp).
+  const auto counted = [&](const Task& t, int id) {
+    return (is_communication(t) || is_collective_startup(t)) && t.iteration >= plan.warmup_iterations && id > plan.setup_end;
   };
-  std::vector<std::size_t> per_iteration(static_cast<std::size_t>(iterations), 0);  // sized first: millions at scale
-  for (std::size_t i = 0; i < tasks.size(); ++i)
-    if (counted(i))
-      ++per_iteration[static_cast<std::size_t>(tasks[i].iteration)];
-  for (int it = 0; it < iterations; ++it)
-    transfers[static_cast<std::size_t>(it)].reserve(per_iteration[static_cast<std::size_t>(it)]);
-  for (std::size_t i = 0; i < tasks.size(); ++i)
-    if (counted(i))
-      transfers[static_cast<std::size_t>(tasks[i].iteration)].push_back(spans[i]);
+  for (const DeviceCommunication& c : communication_on(plan, spans, plan.ranks.front(), counted))
+    transfers[static_cast<std::size_t>(tasks[static_cast<std::size_t>(c.task)].iteration)].push_back(c.span);
   double comm = 0;
   for (int it = plan.warmup_iterations; it < iterations; ++it)
     comm += union_length(std::move(transfers[static_cast<std::size_t>(it)]));

@@ -430,6 +430,32 @@ TEST_CASE("FSDP's prefetch: none exposes every AllGather behind the ReduceScatte
   }
 }
 
+TEST_CASE("A multi-node collective is in flight from its last rank's join to the GPU's result, not only on its PCIe legs")
+{
+  // FSDP across 2 nodes, one GPU each, on a slow network: the NIC-to-NIC flows, which touch no GPU, set
+  // how long every AllGather and ReduceScatter takes. Their time on the critical path cannot exceed the
+  // time they are in flight, and halving the NICs' rate must lengthen both.
+  const auto run_at = [](double gbps) {
+    nlohmann::json s = gpt2_scenario(fsdp(), 2, 2);
+    s["cluster"]["nic"] = {{"gbps", gbps}};
+    s["cluster"]["gpus_per_node"] = 1;
+    return predict(parse_scenario(s, "s.json")).result;
+  };
+  const RunResult fast = run_at(20), slow = run_at(10);
+  for (const RunResult* r : {&fast, &slow}) {
+    CHECK(r->comm_time_s >= r->exposed_comm_time_s);
+    REQUIRE(!r->comm_overlap.empty());
+    for (const auto& o : r->comm_overlap) {
+      double critical = 0;
+      for (const auto& part : r->critical_path)
+        if (part.category == o.category)
+          critical += part.seconds;
+      CHECK(critical <= o.in_flight_s * (1 + 1e-6));
+    }
+  }
+  CHECK(slow.comm_time_s > 1.6 * fast.comm_time_s);
+}
+
 TEST_CASE("FSDP bytes on the wire: each rank sends at least (n-1)/n of every AllGather and ReduceScatter")
 {
   // A ring's payload; NCCL's protocols add their own overhead (LL128, LL) and NVSwitch algorithms their own paths.
