@@ -1,6 +1,8 @@
 // See stage_usage.hpp.
 #include "sim/report/stage_usage.hpp"
 
+#include "sim/report/device_communication.hpp"
+
 #include <algorithm>
 #include <array>
 
@@ -57,19 +59,25 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
   const auto& tasks = plan.graph.tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
-    if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end)
+    if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end || t.kind != TaskKind::Compute)
       continue;
-    // A transfer, a folded plan's delay standing for one, or a collective's start-up on its rank (NCCL's
-    // launch and per-hop latency, a delay in the collective's category: sim/collectives/collective.cpp),
-    // when the rank is in that communication rather than waiting.
-    const bool transfer = is_communication(t) || is_collective_startup(t);
-    const int device = t.kind == TaskKind::Transfer ? t.src : t.device;
-    if (device < 0 || (t.kind == TaskKind::Transfer && t.src == t.dst))
-      continue;
-    const int s = stage_of[static_cast<std::size_t>(device)];
-    const Part p = part_of(t.category, transfer);
-    if (s >= 0 && p != Parts && (transfer || t.kind == TaskKind::Compute))
+    const int s = t.device >= 0 ? stage_of[static_cast<std::size_t>(t.device)] : -1;
+    const Part p = part_of(t.category, false);
+    if (s >= 0 && p != Parts)
       parts[static_cast<std::size_t>(s)][p].push_back(spans[i]);
+  }
+  // Communication: a transfer the stage's GPU sends, a folded plan's delay standing for one, or a
+  // collective's start-up on its rank (NCCL's launch and per-hop latency, a delay in the collective's
+  // category: sim/collectives/collective.cpp), when the rank is in that communication rather than
+  // waiting; and each collective from its last rank's join to the GPU's result (device_communication.hpp).
+  for (std::size_t s = 0; s < plan.stage_devices.size(); ++s) {
+    const int device = plan.stage_devices[s];
+    const auto counted = [&](const Task& t, int id) {
+      return t.iteration >= plan.warmup_iterations && id > plan.setup_end && (is_communication(t) || is_collective_startup(t)) &&
+             (t.kind != TaskKind::Transfer || (t.src == device && t.dst != device)) && part_of(t.category, true) != Parts;
+    };
+    for (const DeviceCommunication& c : communication_on(plan, spans, device, counted))
+      parts[s][part_of(tasks[static_cast<std::size_t>(c.task)].category, true)].push_back(c.span);
   }
   for (std::size_t s = 0; s < parts.size(); ++s) {
     StageUsage u;
