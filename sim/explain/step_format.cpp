@@ -38,7 +38,7 @@ std::string step_label(const StepRow& row, bool once)
       {TaskCategory::AllGather, "AllGather parameters"},
       {TaskCategory::AllGatherBackward, "AllGather parameters again (backward)"},
       {TaskCategory::ReduceScatter, "ReduceScatter gradients"},
-      {TaskCategory::FsdpCopyIn, "copy the shard in (FSDP2)"},
+      {TaskCategory::FsdpCopyIn, "copy or cast the shard in"},
       {TaskCategory::FsdpCopy, "copy gathered parameters out (FSDP2)"},
       {TaskCategory::FsdpCopyBackward, "copy them out again (FSDP2, backward)"},
       {TaskCategory::FsdpGradCopy, "copy gradients to reduce dtype (FSDP2)"},

@@ -25,7 +25,7 @@ enum class TaskCategory : std::uint8_t {
   Optimizer,          ///< "optimizer"
   DdpCopy,            ///< "ddp-copy": DDP's bucket copies
   FsdpCopy,           ///< "fsdp-copy": FSDP2's copy-out of gathered parameters
-  FsdpCopyIn,         ///< "fsdp-copy-in": FSDP2's copy of each shard into the AllGather's input, on its own stream
+  FsdpCopyIn,         ///< "fsdp-copy-in": each shard into the AllGather's input on its own stream (FSDP2's copy-in, FSDP1's low-precision cast)
   FsdpCopyBackward,   ///< "fsdp-copy-backward": FSDP2's copy-out again before a resharded unit's backward
   FsdpGradCopy,       ///< "fsdp-grad-copy": FSDP2's gradients copied into (or added to) the reduce dtype's buffers
   FsdpGradPass,       ///< "fsdp-grad-pass": FSDP1's casts and divisions of a unit's gradients on its post-backward stream

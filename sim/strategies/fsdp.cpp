@@ -130,6 +130,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // stream the gathered parameters out before each unit's forward, and again before its backward when it
   // was resharded, and each unit's gradients in its post_backward.
   const bool fsdp2_copies = unshards && opt.version == 2;
+  // FSDP1 with a param_dtype other than the shards' casts each shard into its low-precision copy, the
+  // AllGather's input, on its pre-unshard stream (_flat_param.py pre_unshard, _use_low_precision_shard):
+  // the same traffic as FSDP2's forward copy-in. It is issued before the rate limiter's wait
+  // (_runtime_utils.py _unshard), so it does not wait for the free event as the AllGather does.
+  const bool fsdp1_cast = opt.version == 1 && sharded && unsharded_dtype(opt) != opt.sharded_dtype;
+  const bool copies_in = sharded && (fsdp2_copies || fsdp1_cast);
   const Fsdp2Copies gc = fsdp2_copies_of(
       unit_params, unit_gather_bytes, {dtype_bytes(opt.sharded_dtype), ubytes, rbytes}, S, K,
       fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt), topology.gpu);
@@ -206,13 +212,16 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   };
   const auto gather = [&](int u, bool backward, const std::string& when) {
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-    if (u != 0)
+    if (u != 0 && !fsdp1_cast)
       limit(start);
-    if (fsdp2_copies)
-      start = run.starts_after(run.stream_kernel(ShardedRun::Stream::Reduce,
-                                                 (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
-                                                 fmt::format("copy-in {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
-                                                 TaskCategory::FsdpCopyIn, start));
+    if (copies_in)
+      start = run.starts_after(run.stream_kernel(
+          ShardedRun::Stream::CopyIn, (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
+          fmt::format("{} {} ({})", fsdp1_cast ? "cast to the low-precision shard" : "copy-in",
+                      su.units[static_cast<std::size_t>(u)].name, when),
+          TaskCategory::FsdpCopyIn, start));
+    if (u != 0 && fsdp1_cast)
+      limit(start);
     const auto& groups = backward && K < S ? back_groups : shard_groups;
     return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
                           fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
@@ -236,10 +245,11 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       // AllGathers only once the last one's backward has run: none is prefetched across them.
       if (m > 0 && scenario.training.host_sync_each_micro_step)
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-      // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own. FSDP2's
-      // root pre-forward makes its copy-in stream wait for the compute stream (the updated shards).
-      if (fsdp2_copies)
-        run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
+      // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own. The
+      // root pre-forward makes the copy-in (FSDP2) or pre-unshard (FSDP1) stream wait for the compute stream
+      // (the updated shards).
+      if (copies_in)
+        run.stream_waits_for_compute(ShardedRun::Stream::CopyIn);
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
       if (sharded)
         for (int u = 0; u < U; ++u)
@@ -389,7 +399,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // The copies' and passes' GPU time per iteration (fsdp2_copies.hpp, fsdp1_grad_passes.hpp).
   const double copy_out_s = fsdp2_copies ? gc.copy_out_per_iteration_s(M, opt.reshard_after_forward) : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.gradients_per_iteration_s(syncs, M) : 0.0;
-  const double copy_in_s = fsdp2_copies && sharded ? gc.copy_in_per_iteration_s(M, gather_backward) : 0.0;
+  const double copy_in_s = copies_in ? gc.copy_in_per_iteration_s(M, gather_backward) : 0.0;
   const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
   plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
@@ -421,6 +431,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           : "parameters kept from forward to backward"));
   if (fsdp2_copies)
     plan.notes.push_back(fsdp2_copies_note(copy_out_s, opt.reshard_after_forward, grad_copy_s, copy_in_s));
+  if (fsdp1_cast)
+    plan.notes.push_back(fmt::format("FSDP1's low-precision shards: each {} shard cast to {} before its AllGather, "
+                                     "on the pre-unshard stream beside compute, {:.2f} ms per iteration",
+                                     opt.sharded_dtype, unsharded_dtype(opt), copy_in_s * 1e3));
   if (grad_pass_s > 0)
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)

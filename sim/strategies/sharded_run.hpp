@@ -23,11 +23,12 @@ class ShardedRun {
 public:
   /// The shard group's NCCL stream (AllGather, ReduceScatter); a second process group's: the
   /// replicas' (HSDP's and MiCS's AllReduce) or ZeRO++ hpZ's secondary groups (their AllGathers);
-  /// and a gradient reduction that is a chain of its own, kernels and collectives on other process
+  /// a gradient reduction that is a chain of its own, kernels and collectives on other process
   /// groups issued one after another from one CUDA stream (ZeRO++ qgZ's quantized all-to-alls;
-  /// FSDP1's post-backward stream, fsdp1_grad_passes.hpp; FSDP2's all-gather copy-in stream).
-  enum class Stream { Shard = 0, Replicate = 1, Reduce = 2 };
-  static constexpr int kStreams = 3;
+  /// FSDP1's post-backward stream, fsdp1_grad_passes.hpp); and the stream that prepares each
+  /// AllGather's input (FSDP1's pre-unshard stream, FSDP2's all-gather copy-in stream).
+  enum class Stream { Shard = 0, Replicate = 1, Reduce = 2, CopyIn = 3 };
+  static constexpr int kStreams = 4;
 
   /// Ranks are indices into plan.ranks.
   ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives);

@@ -310,10 +310,40 @@ TEST_CASE("FSDP2's copies: in before each gather, out before forward and backwar
   {
     CHECK(of(plan_of(fsdp({{"reshard_after_forward", false}})), TaskCategory::FsdpCopyBackward).first == 0);
     const Plan v1 = plan_of(fsdp({{"version", 1}, {"no_sync", true}}));
-    for (const TaskCategory c : {TaskCategory::FsdpCopyIn, TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward,
-                                 TaskCategory::FsdpGradCopy})
+    for (const TaskCategory c : {TaskCategory::FsdpCopy, TaskCategory::FsdpCopyBackward, TaskCategory::FsdpGradCopy})
       CHECK(of(v1, c).first == 0);
   }
+  SUBCASE("FSDP1 casts each fp32 shard to bf16 before its AllGather (its _mp_shard), and only with a param_dtype")
+  {
+    const double root = shard_units(load_model("gpt2")).units[0].params;
+    const auto [casts, seconds] = of(plan_of(fsdp({{"version", 1}, {"no_sync", true}})), TaskCategory::FsdpCopyIn);
+    CHECK(casts == (2 * U - 1) * 4);
+    CHECK(seconds == doctest::Approx(memory_bound_seconds((2 * P - root) / 8 * 6 * 4, gpu)).epsilon(0.01));
+    // The shards already in the gathered dtype (a module cast to bf16 before wrapping): gathered as they are.
+    CHECK(of(plan_of(fsdp({{"version", 1}, {"sharded_dtype", "bf16"}})), TaskCategory::FsdpCopyIn).first == 0);
+  }
+}
+
+TEST_CASE("FSDP1's cast runs ahead of the rate limiter, FSDP2's copy-in waits for the free event with its AllGather")
+{
+  // _runtime_utils.py _unshard issues the pre-unshard stream's cast, then waits (on the host) for the free
+  // event of the AllGather two units back; FSDP2's all-gather streams both wait for that event. A free
+  // event is the last forward (or backward) task of an earlier unit; the root's forward waits for the
+  // optimizer step and the previous backward's last tasks, which are neither.
+  const auto waits_on_frees = [](int version) {
+    const Plan p = four_micro_steps_on_8(fsdp({{"version", version}}));
+    const auto& tasks = p.graph.tasks();
+    int n = 0;
+    for (const Task& t : tasks)
+      if (t.category == TaskCategory::FsdpCopyIn && t.device == p.ranks[0])
+        for (const int d : t.after) {
+          const TaskCategory c = tasks[static_cast<std::size_t>(d)].category;
+          n += c == TaskCategory::Forward || c == TaskCategory::Backward || c == TaskCategory::Recompute;
+        }
+    return n;
+  };
+  CHECK(waits_on_frees(2) > 0);
+  CHECK(waits_on_frees(1) == 0);
 }
 
 TEST_CASE("FSDP1's passes on the post-backward stream: cast and divide before each reduction, the shard after it")
