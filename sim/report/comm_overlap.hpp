@@ -1,7 +1,8 @@
 // How much of each kind of collective compute hid: per category of communication task (allgather,
-// reduce-scatter, allreduce, tensor-parallel, ...), the time one of its transfers or latencies
-// touching one GPU was in flight, and the part of it that set the iteration's length (its share of
-// the critical path, critical_path.hpp): the rest ran beside compute or beside a longer step.
+// reduce-scatter, allreduce, tensor-parallel, ...), the time one of them was in flight on one GPU
+// (device_communication.hpp: a collective from its last rank's join to the GPU's result), and the
+// part of it that set the iteration's length (its share of the critical path, critical_path.hpp):
+// the rest ran beside compute or beside a longer step.
 // Per steady-state iteration. Sharded data parallelism reports it for its first GPU (every rank
 // runs the same schedule).
 #pragma once
@@ -17,7 +18,7 @@ namespace dtsim {
 
 struct CommOverlap {
   TaskCategory category = TaskCategory::None;
-  double in_flight_s = 0;  ///< per iteration: time with one of its tasks in flight on the GPU
+  double in_flight_s = 0;  ///< per iteration: time with one of them in flight on the GPU
   double exposed_s = 0;    ///< per iteration: its time on the critical path
 };
 

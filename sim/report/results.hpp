@@ -39,7 +39,7 @@ struct RunResult {
   double iteration_spread = 0;   ///< (max - min) / mean over the measured iterations
   double compute_time_s = 0;
   double nccl_slowdown_s = 0;    ///< part of compute: kernels slowed by NCCL kernels beside them
-  double comm_time_s = 0;        ///< time with at least one of the first GPU's collectives or transfers under way
+  double comm_time_s = 0;        ///< time with at least one of the first GPU's collectives or transfers under way (device_communication.hpp)
   double straggler_wait_s = 0;   ///< slowest GPU's compute minus the mean (jitter, imbalance)
   double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait - input wait
   double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
