@@ -34,7 +34,10 @@ std::vector<DeviceCommunication> communication_on(const Plan& plan, const std::v
     lone_tasks_before(range.first);
     next = std::max(next, range.end);
     int first_here = -1;
-    double all_joined = 0;  // when the last rank's start-up ended: from then on the collective runs for all
+    // When the last rank's start-up ended: from then on the collective runs for all. A collective
+    // whose start-ups take no time (CollectiveOptions::ideal, the textbook expansion) counts from
+    // its first task's start, its first rank's join.
+    double all_joined = -1, first_start = -1;
     for (int i = range.first; i < range.end; ++i) {
       if (here(i)) {
         out.push_back({i, span_of(i)});
@@ -43,9 +46,13 @@ std::vector<DeviceCommunication> communication_on(const Plan& plan, const std::v
       }
       if (is_collective_startup(task(i)))
         all_joined = std::max(all_joined, span_of(i).end);
+      if (first_start < 0 || span_of(i).start < first_start)
+        first_start = span_of(i).start;
     }
     if (first_here < 0)
       continue;
+    if (all_joined < 0)
+      all_joined = first_start;
     double result = 0;  // when the device has the result
     for (const int d : range.done)
       if (d >= 0 && device_done(task(d)) == device)

@@ -35,7 +35,7 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   // The first GPU's communication, as compute is one GPU's: a folded plan simulates only its
   // representatives, and the union over every GPU grows with the ranks' jitter. Its collectives'
   // start-ups count, as a folded plan's delays (each a whole collective) hold them; a collective
-  // counts from its start-up there to its result there (device_communication.hpp).
+  // counts from its last rank's join to the GPU's result (device_communication.hpp).
   const auto counted = [&](const Task& t, int id) {
     return (is_communication(t) || is_collective_startup(t)) && t.iteration >= plan.warmup_iterations && id > plan.setup_end;
   };
