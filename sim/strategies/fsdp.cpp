@@ -432,9 +432,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (fsdp2_copies)
     plan.notes.push_back(fsdp2_copies_note(copy_out_s, opt.reshard_after_forward, grad_copy_s, copy_in_s));
   if (fsdp1_cast)
-    plan.notes.push_back(fmt::format("FSDP1's low-precision shards: each {} shard cast to {} before its AllGather, "
-                                     "on the pre-unshard stream beside compute, {:.2f} ms per iteration",
-                                     opt.sharded_dtype, unsharded_dtype(opt), copy_in_s * 1e3));
+    plan.notes.push_back(fsdp1_cast_note(opt.sharded_dtype, unsharded_dtype(opt), copy_in_s));
   if (grad_pass_s > 0)
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)

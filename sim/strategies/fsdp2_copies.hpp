@@ -3,7 +3,9 @@
 //  - Before each AllGather, the rank's shard copied into the gather's input (foreach_all_gather's
 //    all_gather_copy_in, on its own stream under implicit prefetching): forward, the sharded parameter
 //    read in its own dtype and written in param_dtype; backward after a reshard to fewer ranks
-//    (reshard_after_forward an int), the kept 1/K in param_dtype.
+//    (reshard_after_forward an int), the kept 1/K in param_dtype. FSDP1 with a param_dtype other
+//    than its shards' moves the same bytes: its pre-unshard stream casts each shard into the
+//    low-precision copy it AllGathers (_flat_param.py _use_low_precision_shard).
 //  - On the compute stream, the gathered parameters copied out of the gather's output
 //    (foreach_all_gather_copy_out, in wait_for_unshard) before each unit's forward, and again before
 //    its backward when it was resharded.
@@ -52,5 +54,8 @@ Fsdp2Copies fsdp2_copies_of(const std::vector<double>& unit_params, const std::v
 
 /// The run note: each kind's seconds per iteration.
 std::string fsdp2_copies_note(double copy_out_s, bool backward, double gradients_s, double copy_in_s);
+/// FSDP1's run note: the copy-in's traffic is its cast of each `sharded` shard into the `gathered`-dtype
+/// copy it AllGathers (_flat_param.py _use_low_precision_shard), `copy_in_s` per iteration.
+std::string fsdp1_cast_note(const std::string& sharded, const std::string& gathered, double copy_in_s);
 
 }  // namespace dtsim
