@@ -105,6 +105,10 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   for (const char* column : {"attention_kernel", "loss_dtype", "loss_kernel", "host_sync"})
     if (!row.get(column).empty())
       training[column] = row.get(column);
+  if (const std::string hold = row.get("hold_logits"); hold == "true" || hold == "false")
+    training["hold_logits"] = hold == "true";
+  else if (!hold.empty())
+    training["hold_logits"] = hold;  // refused by training_settings.cpp, naming the column
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).

@@ -38,7 +38,7 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
                                            "compute_model", "attention", "attention_kernel", "loss_dtype", "loss_kernel",
-                                           "host_sync",
+                                           "host_sync", "hold_logits",
                                            // simulation.ranks: folding a symmetric run (a simulator setting)
                                            "ranks",
                                            // measured peak memory per GPU (training_memory.hpp)
@@ -205,7 +205,8 @@ namespace {
       {"/training/compute/model", "compute_model"}, {"/training/attention_kernel", "attention_kernel"},
       {"/training/attention", "attention"},
       {"/training/loss_dtype", "loss_dtype"}, {"/training/loss_kernel", "loss_kernel"},
-      {"/training/host_sync", "host_sync"}, {"/simulation/ranks", "ranks"},
+      {"/training/host_sync", "host_sync"}, {"/training/hold_logits", "hold_logits"},
+      {"/simulation/ranks", "ranks"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};

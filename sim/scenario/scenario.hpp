@@ -151,6 +151,13 @@ struct TrainingSpec {
   /// logits.float()), 2 for bf16 or fp16 (F.cross_entropy on a half-precision model's output as it is).
   double loss_bytes = 4;
   LossKernel loss_kernel = LossKernel::Eager;
+  /// training.hold_logits: the training loop keeps the model's output (the logits the loss reads) in
+  /// a variable until the next forward's output replaces it, through backward, the optimizer step and
+  /// the next forward (KempnerForge's scripts/train.py: `logits = model(input_ids)`, never deleted).
+  /// false (the default): the loop lets it go before backward (torchtitan's train.py `del pred`,
+  /// "need to free it before bwd to avoid peaking memory"; Hugging Face's compute_loss returns the
+  /// loss alone; Megatron-LM's forward_step returns the loss).
+  bool hold_logits = false;
 };
 
 /// One --set override: "training.compute.single_gpu_throughput=367".

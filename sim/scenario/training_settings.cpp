@@ -125,7 +125,7 @@ TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
                     "loader", "optimizer", "activation_checkpointing", "attention", "loss_dtype",
-                    "loss_kernel", "host_sync", "attention_kernel"});
+                    "loss_kernel", "host_sync", "attention_kernel", "hold_logits"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -186,6 +186,8 @@ TrainingSpec parse_training(const JsonReader& r)
     t.loss_kernel = kernel->as_choice({"eager", "fused"}) == "fused" ? LossKernel::Fused : LossKernel::Eager;
   if (const auto sync = r.find("host_sync"))
     t.host_sync_each_micro_step = sync->as_choice({"step", "micro_step"}) == "micro_step";
+  if (const auto hold = r.find("hold_logits"))
+    t.hold_logits = hold->as_bool();
   t.compute = parse_compute(r.at("compute"));
   return t;
 }

@@ -97,6 +97,7 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
                                    tensor_parallel, sequence_parallel, megatron);
   c.autograd.loss_bytes = t.loss_bytes;
   c.autograd.fused_loss = t.loss_kernel == LossKernel::Fused;
+  c.hold_logits = t.hold_logits;
   return c;
 }
 
@@ -163,6 +164,11 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   base.params = params * r.stored_weight_bytes * req.share.weights;
   base.optimizer = params * r.optimizer_bytes * req.share.optimizer;
   base.io = req.io_bytes;
+  // Logits held by the training loop (MemoryContext::hold_logits): the previous micro-step's through
+  // this one's forward, the new ones from the head's output on (at that moment both: the loss's
+  // forward transient counts the new ones), an "input/output" buffer outside autograd.
+  if (ctx.hold_logits && pass.has_loss)
+    base.io += pass.loss_logits * micro;
   base.workspace = ctx.workspace_bytes + req.extra_bytes;
   base.grads = req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes;
   const double all_grads = params * r.grad_bytes * req.share.grads;

@@ -37,6 +37,10 @@ struct MemoryContext {
   ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
   double workspace_bytes = 0;     ///< cuBLAS + cuBLASLt workspaces (per GPU generation)
   double cuda_context_bytes = 0;  ///< the CUDA context with the training kernels loaded
+  /// training.hold_logits: the loop's variable keeps the last forward's logits through backward, the
+  /// optimizer step and the next forward (until that forward's output replaces them), so in steady
+  /// state one micro-batch's logits are alive at every moment of the iteration.
+  bool hold_logits = false;
 };
 
 /// `tensor_parallel` / `sequence_parallel`: Megatron's degrees (hybrid strategy); `megatron`: its

@@ -318,6 +318,7 @@ private:
       const bool gathered = !s_.loss_parallel && (t.sharded || s_.sequence_parallel) && s_.tensor_parallel > 1;
       const double seen = gathered ? t.elems * t.dtype : bytes(id);  // the logits the loss reads
       const double own = seen * lb / t.dtype;                         // in the loss's dtype
+      pass_.loss_logits += seen;
       if (s_.fused_loss) {
         // The kernel keeps its input: the logits themselves, or a tensor of the loss's own (their
         // copy in its dtype, their gather), after which the rank's logits are free.

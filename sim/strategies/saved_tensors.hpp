@@ -66,6 +66,9 @@ struct ActivationPass {
   /// The loss (cross-entropy over the last layer's output and any output nothing else read), when the
   /// pass ends the model: what its forward keeps, and the transients of its forward and backward.
   double loss_saved = 0, loss_fwd_transient = 0, loss_bwd_transient = 0;
+  /// The logits the loss reads as the model returns them (gathered whole to each tensor rank without
+  /// loss parallelism): what a training loop that holds its output keeps (training.hold_logits).
+  double loss_logits = 0;
   bool has_loss = false;
 
   /// Bytes per sample that the whole pass keeps at the end of its forward (the loss's included).

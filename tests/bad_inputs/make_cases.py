@@ -30,6 +30,7 @@ sets = [
     (DDP, "training.loss_dtype", ["bf16", "fp8", "1"]),
     (DDP, "training.loss_kernel", ["liger", "1"]),
     (DDP, "training.host_sync", ["always", "1"]),
+    (DDP, "training.hold_logits", ["yes", "1"]),
     (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
     (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
     (DDP, "training.loader.affinity", ["numa", "1"]),

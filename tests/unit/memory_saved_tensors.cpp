@@ -83,6 +83,10 @@ TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype,
   CHECK(replicated.loss_saved == doctest::Approx(logits * 2));
   CHECK(replicated.loss_bwd_transient == doctest::Approx(2 * logits * 2));
   CHECK(replicated.loss_fwd_transient == doctest::Approx(logits * 2));
+  // What a loop holding the model's output keeps (training.hold_logits): the logits as the model
+  // returns them, gathered whole without loss parallelism, the rank's quarter with it.
+  CHECK(replicated.loss_logits == doctest::Approx(logits * 2));
+  CHECK(vocab_parallel.loss_logits == doctest::Approx(logits / 4 * 2));
   // A fused kernel (flash-attn's CrossEntropyLoss, training.loss_kernel fused) keeps the logits it reads
   // and nothing of log_softmax; its backward holds one gradient of them.
   AutogradSettings fused;
@@ -234,4 +238,33 @@ TEST_CASE("the memory curve: one point per moment walked, its highest the peak")
   CHECK(highest == doctest::Approx(peak.total()));
   CHECK(curve.front().at == "forward of conv1");
   CHECK(curve.back().at == "the optimizer step");
+}
+
+TEST_CASE("a training loop that holds its logits keeps one micro-batch of them at every moment")
+{
+  // KempnerForge's `logits = model(input_ids)` stays alive through backward, the step and the next
+  // forward (training.hold_logits); torchtitan's `del pred` frees it before backward (the default).
+  const Model m = load_model("gpt2");
+  MemoryContext ctx =
+      memory_context(Precision::Bf16, "adamw", AttentionKernel::Sdpa, ActivationCheckpointing::Full, gpu_spec("H100"));
+  ctx.autograd.loss_bytes = 2;
+  StageMemoryRequest req;
+  req.last = m.layers.size();
+  req.micro_batch = 4;
+  std::vector<MemoryPoint> loose, held;
+  const GpuMemory freed = gpu_memory(m, ctx, req, &loose);
+  ctx.hold_logits = true;
+  const GpuMemory kept = gpu_memory(m, ctx, req, &held);
+  const double logits = 4.0 * 1024 * 50257 * 2;  // GPT-2: 1,024 tokens, a vocabulary of 50,257, bf16
+  REQUIRE(loose.size() == held.size());
+  for (std::size_t i = 0; i < loose.size(); ++i)
+    CHECK(held[i].other - loose[i].other == doctest::Approx(logits));
+  CHECK(kept.io - freed.io == doctest::Approx(logits));
+  CHECK(kept.total() - freed.total() == doctest::Approx(logits));
+  // A stage without the loss (a pipeline's first) holds no logits.
+  req.last = m.layers.size() / 2;
+  ctx.hold_logits = false;
+  const double without = gpu_memory(m, ctx, req).total();
+  ctx.hold_logits = true;
+  CHECK(gpu_memory(m, ctx, req).total() == doctest::Approx(without));
 }

@@ -275,6 +275,20 @@ TEST_CASE("runs CSV: measured peak memory, the loss's dtype and kernel and the h
   CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,liger,,10,samples/s,,\n")
             .rfind("line 2, column loss_kernel: expected one of", 0) == 0);
 
+  // hold_logits: the loop keeps the model's output (training.hold_logits), true or false.
+  const std::string held = "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,"
+                           "hold_logits,measured,unit\n";
+  const auto kept = read_training_runs(held + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,true,10,"
+                                              "samples/s\nb,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,10,"
+                                              "samples/s\n",
+                                       "h.csv");
+  CHECK(kept[0].scenario["training"]["hold_logits"] == true);
+  CHECK(parse_training_run(kept[0]).training.hold_logits);
+  CHECK_FALSE(kept[1].scenario["training"].contains("hold_logits"));
+  CHECK_FALSE(parse_training_run(kept[1]).training.hold_logits);
+  CHECK(problem_of(held + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,yes,10,samples/s\n") ==
+        "line 2, column hold_logits: expected true or false, got the string \"yes\"");
+
   // ranks: the simulator's folding of alike ranks (simulation.ranks), for rows below auto's 64 GPUs.
   const std::string folded = "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,ranks,"
                              "measured,unit\n";
