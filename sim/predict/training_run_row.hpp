@@ -71,11 +71,11 @@ struct RunsCsvRow {
     const std::filesystem::path rel = std::filesystem::path(v).lexically_normal();
     if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
       fail(column, fmt::format("expected a .json file inside the CSV's folder (a path relative to it, without ..), got '{}'", v));
-    const std::filesystem::path file = std::filesystem::path(csv_dir) / rel;
+    const std::filesystem::path path = std::filesystem::path(csv_dir) / rel;
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec))
+    if (!std::filesystem::is_regular_file(path, ec))
       fail(column, fmt::format("no file '{}' in the CSV's folder (expected a .json file beside the CSV, or a preset name)", v));
-    return file.string();
+    return path.string();
   }
 };
 

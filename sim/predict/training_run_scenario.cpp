@@ -142,7 +142,9 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     nlohmann::json extra;
     try {
       extra = parse_json_text(row.get("strategy_options"), "strategy_options");  // nesting and magnitude checked
-    } catch (const InputError&) {
+    } catch (const InputError& e) {
+      if (!e.pointer().empty())  // a member given twice
+        row.fail("strategy_options", fmt::format("at {}: {}", e.pointer(), e.problem()));
       extra = nullptr;
     }
     if (!extra.is_object())

@@ -211,9 +211,17 @@ namespace {
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
       {"/gpus", "gpus"}};
   const std::string csv = row.label.substr(0, row.label.rfind(" line "));
-  for (const auto& [pointer, column] : columns)
-    if (e.pointer().rfind(pointer, 0) == 0)
-      throw InputError(csv, "", fmt::format("{}, column {}: {}", row.label.substr(csv.size() + 1), column, e.problem()));
+  const std::string line = row.label.substr(csv.size() + 1);
+  for (const auto& [pointer, column] : columns) {
+    if (e.pointer().rfind(pointer, 0) != 0)
+      continue;
+    // A strategy member no column above sets came from the strategy_options object: name it, and
+    // the pointer inside that object.
+    const std::string inside = e.pointer().substr(pointer.size());
+    if (column == "strategy" && !inside.empty() && inside != "/kind" && inside.rfind("/kind/", 0) != 0)
+      throw InputError(csv, "", fmt::format("{}, column strategy_options: at {}: {}", line, inside, e.problem()));
+    throw InputError(csv, "", fmt::format("{}, column {}: {}", line, column, e.problem()));
+  }
   throw e;
 }
 

@@ -81,10 +81,14 @@ ComputeSpec parse_compute(const JsonReader& r)
     c.profile = read_compute_profile_source(r.at("profile"));
   } else if (r.has("step_time_s")) {
     c.source = ComputeSpec::Source::StepTime;
-    c.step_time_s = r.at("step_time_s").as_positive_at_most(1e6);  // 11 days: far beyond any training step
+    // From 1 us (a kernel launch alone takes about 5 us: no step is shorter; at 1e-300 a run printed a
+    // 300-digit throughput) to 11 days, far beyond any training step.
+    c.step_time_s = r.at("step_time_s").as_number_in(1e-6, 1e6);
   } else if (r.has("single_gpu_throughput")) {
     c.source = ComputeSpec::Source::Throughput;
-    c.single_gpu_throughput = r.at("single_gpu_throughput").as_positive();
+    // From one sample in 11 days (the inverse of step_time_s's bounds: at 1e-300 the times overflowed to
+    // inf and NaN) to 1e9 samples/s, as reference.single_gpu_throughput.
+    c.single_gpu_throughput = r.at("single_gpu_throughput").as_number_in(1e-6, 1e9);
   } else {
     c.source = ComputeSpec::Source::Flops;
     c.gpu = r.string_or("gpu", "");

@@ -82,10 +82,15 @@ std::vector<double> gradient_buckets(const ParallelBuild& b, int s)
   const double wanted = std::ceil(bytes / cap);
   // Each bucket is a collective of every replica in the plan: a tiny bucket_cap_mb gave
   // millions (0.0001 MB on ResNet-50: minutes before any output). DDP's buckets hold whole tensors.
-  if (wanted > kMaxBucketsPerStage)
-    b.scenario.strategy_options().at("bucket_cap_mb").fail(fmt::format(
-        "expected at least {:.3g} MB: {} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
-        bytes / kMiB / kMaxBucketsPerStage, b.cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage));
+  if (wanted > kMaxBucketsPerStage) {
+    const JsonReader options = b.scenario.strategy_options();
+    const std::string cuts = fmt::format("{} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
+                                         b.cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage);
+    const double least = bytes / kMiB / kMaxBucketsPerStage;
+    if (const auto given = options.find("bucket_cap_mb"))
+      given->fail(fmt::format("expected at least {:.3g} MB: {}", least, cuts));
+    options.fail(fmt::format("expected a bucket_cap_mb of at least {:.3g} MB: its default, {}", least, cuts));
+  }
   std::vector<double> sizes(static_cast<std::size_t>(std::max(1.0, wanted)));
   for (std::size_t k = 0; k < sizes.size(); ++k)
     sizes[k] = std::min(cap, bytes - cap * static_cast<double>(k));

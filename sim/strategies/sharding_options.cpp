@@ -108,6 +108,12 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
         r->fail(f.version == 2 ? "expected true, false or a number of ranks (version 2)" : "expected true or false");
       f.reshard_after_forward = r->as_bool();
     }
+    // SHARD_GRAD_OP is FULL_SHARD without the re-shard after forward (FSDP1's _runtime_utils.py:
+    // RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES holds FULL_SHARD and HYBRID_SHARD only; FSDP2 spells it
+    // reshard_after_forward=False): asking for both contradicts it.
+    if (f.sharding == Sharding::ShardGradOp && f.reshard_after_forward)
+      r->fail("expected reshard_after_forward false (or none) with sharding shard_grad_op, which keeps the gathered "
+              "parameters from forward to backward; sharding full_shard re-shards them");
   }
   if (const auto p = o.find("backward_prefetch")) {
     const std::string v = p->as_choice({"backward_pre", "backward_post", "none"});

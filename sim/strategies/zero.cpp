@@ -110,12 +110,18 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     return run.collective(op, groups, bytes, label, category, std::move(start), stream, root);
   };
   // `least`: a size that keeps the collectives within the bound.
+  // A size left at its default is blamed on the strategy, naming the member that would set it.
   const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
-    if (calls > kMaxCallsPerIteration)
-      scenario.strategy_options().at(key).fail(fmt::format(
-          "expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per iteration for {:.3g} "
-          "parameters), got {:.6g} ({:.3g} collectives)",
-          std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
+    if (calls <= kMaxCallsPerIteration)
+      return;
+    const JsonReader options = scenario.strategy_options();
+    if (const auto given = options.find(key))
+      given->fail(fmt::format("expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per "
+                              "iteration for {:.3g} parameters), got {:.6g} ({:.3g} collectives)",
+                              std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
+    options.fail(fmt::format("expected a {} of at least {:.3g} elements (at most {:.0f} collectives per iteration for "
+                             "{:.3g} parameters); its default, {:.6g}, gives {:.3g} collectives",
+                             key, std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
   };
 
   // Gradient buckets of at most reduce_bucket_size elements (DeepSpeed's rule, buckets.hpp): stages

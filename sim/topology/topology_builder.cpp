@@ -131,10 +131,10 @@ Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
   return t;
 }
 
-Topology load_topology(const std::string& name_or_file, std::optional<int> nodes)
+Topology load_topology(const std::string& name_or_file, std::optional<int> nodes, const std::string& option)
 {
   const nlohmann::json value = name_or_file;
-  return build_topology(JsonReader(value, "--topology", ""), nodes);
+  return build_topology(JsonReader(value, option, ""), nodes);
 }
 
 }  // namespace dtsim

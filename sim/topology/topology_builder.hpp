@@ -14,8 +14,9 @@ namespace dtsim {
 /// file and pointer. `nodes` (from --nodes) overrides the "nodes" field.
 Topology build_topology(const JsonReader& cluster, std::optional<int> nodes = std::nullopt);
 
-/// For --topology NAME|FILE on the command line.
-Topology load_topology(const std::string& name_or_file, std::optional<int> nodes = std::nullopt);
+/// For --topology NAME|FILE on the command line (`option`: the option's spelling, which errors name).
+Topology load_topology(const std::string& name_or_file, std::optional<int> nodes = std::nullopt,
+                       const std::string& option = "--topology");
 
 std::vector<std::string> topology_preset_names();
 

@@ -160,7 +160,9 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
       r.fail(fmt::format("expected a latency of at most 1e6 us, got {}", r.json().dump()));
     return v * 1e-6;
   };
-  const auto gbytes = [](const JsonReader& r) { return r.as_positive_at_most(1e6) * 1e9; };
+  // Rates from 1 MB/s (1 Mb/s for a NIC), far below any link a GPU sits on (at 1e-300 Gb/s an
+  // iteration took a 170-digit number of seconds).
+  const auto gbytes = [](const JsonReader& r) { return r.as_number_in(1e-3, 1e6) * 1e9; };
 
   const JsonReader nodes_at = layers.at({"nodes"});
   s.nodes = positive_int(nodes_at);
@@ -268,7 +270,7 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   if (s.nics_per_node > 0 || s.nodes > 1) {
     if (s.nics_per_node == 0)
       layers.at({"nic", "count_per_node"}).fail(fmt::format("{} nodes need at least one NIC per node, got 0", s.nodes));
-    s.nic_bandwidth = layers.at({"nic", "gbps"}).as_positive_at_most(1e7) * 1e9 / 8.0;
+    s.nic_bandwidth = layers.at({"nic", "gbps"}).as_number_in(1e-3, 1e7) * 1e9 / 8.0;
     s.nic_latency = us(layers.at({"nic", "latency_us"}));
     s.nic_pcie_gen = s.pcie_gen;
     if (auto gen = layers.find({"nic", "pcie_gen"}))

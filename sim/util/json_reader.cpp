@@ -230,6 +230,14 @@ double JsonReader::as_positive_at_most(double max) const
   return v;
 }
 
+double JsonReader::as_number_in(double lo, double hi) const
+{
+  const double v = as_number();
+  if (!(v >= lo && v <= hi))
+    fail(fmt::format("expected a number from {:g} to {:g}, got {}", lo, hi, value_->dump()));
+  return v;
+}
+
 double JsonReader::as_positive() const
 {
   const double v = as_number();

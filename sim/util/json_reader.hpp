@@ -50,6 +50,8 @@ public:
   double as_non_negative() const;   // >= 0
   /// A number in (0, max]: physical quantities with a bound well above any real machine.
   double as_positive_at_most(double max) const;
+  /// A number in [lo, hi]: a quantity whose physical range bounds it on both sides.
+  double as_number_in(double lo, double hi) const;
   std::int64_t as_int() const;
   std::int64_t as_positive_int() const;
   /// An integer in [lo, hi] (a count that becomes an int, an index): outside it, an error naming both.

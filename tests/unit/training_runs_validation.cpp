@@ -298,3 +298,22 @@ TEST_CASE("runs CSV: measured peak memory, the loss's dtype and kernel and the h
   CHECK(predicted_problem_of(folded + "a,hgx-h100,H100-SXM,4,32,gpt2,bf16,4,128,fsdp,efficiency=0.4,some,10,samples/s\n") ==
         "line 2, column ranks: expected one of auto, all, representatives, got \"some\"");
 }
+
+TEST_CASE("runs CSV: an error inside strategy_options names that column and the member's pointer in it")
+{
+  const std::string header =
+      "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,strategy_options,measured,unit\n";
+  const auto row = [&](const std::string& options) {
+    return header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4," + options + ",10,samples/s\n";
+  };
+  // Checked where the plan is built (the strategy reads its options), so through validate.
+  CHECK(predicted_problem_of(row(R"("{""mixed_precision"": {""param_dtype"": 16}}")")) ==
+        "line 2, column strategy_options: at /mixed_precision/param_dtype: expected a string, got 16");
+  CHECK(predicted_problem_of(row(R"("{""version"": 3}")"))
+            .rfind("line 2, column strategy_options: at /version: expected", 0) == 0);
+  CHECK(problem_of(row(R"("{""no_sync"": true, ""no_sync"": false}")")) ==
+        "line 2, column strategy_options: at /no_sync: member \"no_sync\" given twice (expected each member once)");
+  // The strategy column itself keeps its name.
+  CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdq,efficiency=0.4,,10,samples/s\n")
+            .rfind("line 2, column strategy:", 0) == 0);
+}

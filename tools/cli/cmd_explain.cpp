@@ -114,7 +114,7 @@ void add_explain_command(CLI::App& app, Action& action)
     action = [a] {
       ExplainArgs args = *a;
       if (!args.nodes) {  // --gpus 16 on 8-GPU nodes: 2 nodes
-        const int per_node = std::max(1, load_topology(args.cluster).gpus_per_node);
+        const int per_node = std::max(1, load_topology(args.cluster, std::nullopt, "--cluster").gpus_per_node);
         args.nodes = (args.gpus + per_node - 1) / per_node;
       }
       const Scenario s = parse_scenario(explain_scenario(args), "explain");
