@@ -115,14 +115,14 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   const std::string strategy_kind = strategy["kind"];
   for (const char* column :
        {"tensor_parallel", "pipeline_stages", "sequence_parallel", "distributed_optimizer", "virtual_stages", "schedule"}) {
-    const std::string c = column;
-    const bool sharded_tp = strategy_kind == "fsdp" && (c == "tensor_parallel" || c == "sequence_parallel");
-    const bool pipelined = strategy_kind == "hybrid" || (strategy_kind == "pipeline" && c == "schedule") || sharded_tp;
+    const std::string name = column;
+    const bool sharded_tp = strategy_kind == "fsdp" && (name == "tensor_parallel" || name == "sequence_parallel");
+    const bool pipelined = strategy_kind == "hybrid" || (strategy_kind == "pipeline" && name == "schedule") || sharded_tp;
     if (!row.get(column).empty() && !pipelined)
       row.fail(column, fmt::format("expected an empty cell for strategy '{}' ({} is an option of {}), got '{}'", strategy_kind,
                                    column,
-                                   c == "schedule"                                             ? "pipeline and hybrid"
-                                   : c == "tensor_parallel" || c == "sequence_parallel" ? "hybrid and fsdp"
+                                   name == "schedule"                                             ? "pipeline and hybrid"
+                                   : name == "tensor_parallel" || name == "sequence_parallel" ? "hybrid and fsdp"
                                                                                                : "hybrid",
                                    row.get(column)));
   }
@@ -150,10 +150,10 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     if (!extra.is_object())
       row.fail("strategy_options", fmt::format("expected a JSON object of the strategy's options, such as "
                                                "{{\"sharding\": \"hybrid_shard\"}}, got '{}'", row.get("strategy_options")));
-    for (const auto& [key, value] : extra.items()) {
+    for (const auto& [key, option] : extra.items()) {
       if (key == "kind" || strategy.contains(key))
         row.fail("strategy_options", fmt::format("expected options other than kind and the row's own columns, got \"{}\"", key));
-      strategy[key] = value;
+      strategy[key] = option;
     }
   }
 
