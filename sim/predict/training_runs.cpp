@@ -48,31 +48,54 @@ const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
 
 /// The cells of one CSV record (RFC 4180: a quoted cell may hold commas and "" for a quote; cells
-/// are trimmed of spaces outside quotes). std::nullopt when a quote is left open.
-std::optional<std::vector<std::string>> split_csv(const std::string& line)
+/// are trimmed of spaces outside quotes), or what is wrong with it: a quote left open, or text
+/// joined to a quoted part (`"4"0`, `4"0"`: RFC 4180's fields are quoted whole or not at all).
+struct CsvRecord {
+  std::vector<std::string> cells;
+  std::string problem;  ///< empty when the record is well formed
+};
+
+CsvRecord split_csv(const std::string& line)
 {
-  std::vector<std::string> out(1);
-  bool quoted = false;
+  CsvRecord r;
+  r.cells.emplace_back();
+  bool quoted = false, closed = false;  // inside quotes; after a quoted cell's closing quote
+  bool started = false;                 // the cell has begun (text other than leading spaces)
   for (std::size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
-    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
-      out.back() += '"';
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      r.cells.back() += '"';
       ++i;
+    } else if (quoted && c == '"') {
+      quoted = false;
+      closed = true;
+    } else if (quoted) {
+      r.cells.back() += c;
+    } else if (c == ',') {
+      r.cells.emplace_back();
+      closed = started = false;
+    } else if (c == ' ' || c == '\t') {
+      if (started && !closed)
+        r.cells.back() += c;
+    } else if (closed || (c == '"' && started)) {
+      r.problem = fmt::format("cell {}: text joined to a quoted part (expected a cell quoted whole, \"...\", or not "
+                              "quoted at all)",
+                              r.cells.size());
+      return r;
     } else if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.emplace_back();
+      quoted = started = true;
     } else {
-      out.back() += c;
+      r.cells.back() += c;
+      started = true;
     }
   }
   if (quoted)
-    return std::nullopt;
-  for (auto& cell : out) {
+    r.problem = "a quoted cell is not closed (expected \"...\")";
+  for (auto& cell : r.cells) {
     const auto first = cell.find_first_not_of(" \t");
     cell = first == std::string::npos ? std::string() : cell.substr(first, cell.find_last_not_of(" \t") - first + 1);
   }
-  return out;
+  return r;
 }
 
 }  // namespace
@@ -105,11 +128,12 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     }
     if (std::count(line.begin(), line.end(), ',') >= 1000)  // a line of commas is not 67 M cells in memory
       throw InputError(csv_path, "", fmt::format("line {}: 1000 or more commas (expected one cell per column)", n));
-    const auto cells = split_csv(line);
-    if (!cells)
-      throw InputError(csv_path, "", fmt::format("line {}: a quoted cell is not closed (expected \"...\")", n));
+    const CsvRecord record = split_csv(line);
+    if (!record.problem.empty())
+      throw InputError(csv_path, "", fmt::format("line {}: {}", n, record.problem));
+    const std::vector<std::string>& cells = record.cells;
     if (header.empty()) {
-      header = *cells;
+      header = cells;
       for (std::size_t i = 0; i < header.size(); ++i) {
         if (std::find(kColumns.begin(), kColumns.end(), header[i]) == kColumns.end())
           throw InputError(csv_path, "", fmt::format("line {}: unknown column '{}' (expected columns among {})", n,
@@ -124,15 +148,15 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
           throw InputError(csv_path, "", fmt::format("line {}: the header has no '{}' column", n, needed));
       continue;
     }
-    if (cells->size() != header.size())
+    if (cells.size() != header.size())
       throw InputError(csv_path, "", fmt::format("line {}: expected {} cells (as the header), got {}", n, header.size(),
-                                                 cells->size()));
+                                                 cells.size()));
     if (rows.size() == kMaxTrainingRuns)
       throw InputError(csv_path, "", fmt::format("line {}: more than {} measured runs (each is a simulation)", n,
                                                  kMaxTrainingRuns));
     RunsCsvRow row{csv_path, n, {}};
-    for (std::size_t i = 0; i < cells->size(); ++i)
-      row.cells[header[i]] = (*cells)[i];
+    for (std::size_t i = 0; i < cells.size(); ++i)
+      row.cells[header[i]] = cells[i];
     rows.push_back(std::move(row));
   }
   if (rows.empty())

@@ -317,3 +317,18 @@ TEST_CASE("runs CSV: an error inside strategy_options names that column and the 
   CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdq,efficiency=0.4,,10,samples/s\n")
             .rfind("line 2, column strategy:", 0) == 0);
 }
+
+TEST_CASE("runs CSV: RFC 4180 quoting; a cell is quoted whole or not at all")
+{
+  const std::string header = "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,measured,unit\n";
+  const auto rows = read_training_runs(
+      header + R"(  "a, b" ,hgx-h100,H100-SXM,1,8,gpt2,bf16, 4 ,64,fsdp,"efficiency=0.4",10,samples/s)" "\n", "q.csv");
+  CHECK(rows[0].id == "a, b");
+  CHECK(rows[0].scenario["training"]["micro_batch"] == 4);
+  CHECK(problem_of(header + R"(a,hgx-h100,H100-SXM,1,8,gpt2,bf16,"4"0,64,fsdp,efficiency=0.4,10,samples/s)" "\n") ==
+        "line 2: cell 8: text joined to a quoted part (expected a cell quoted whole, \"...\", or not quoted at all)");
+  CHECK(problem_of(header + R"(a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4"0",64,fsdp,efficiency=0.4,10,samples/s)" "\n")
+            .rfind("line 2: cell 8: text joined to a quoted part", 0) == 0);
+  CHECK(problem_of(header + R"(a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,"efficiency=0.4,10,samples/s)" "\n") ==
+        "line 2: a quoted cell is not closed (expected \"...\")");
+}
