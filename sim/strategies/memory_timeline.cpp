@@ -201,11 +201,13 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   }
   if (pass.has_loss) {
     GpuMemory now = cur;
+    now.workspace -= req.extra_bytes_off_at_loss;
     now.activations += pass.loss_fwd_transient * micro;
     consider(now, 1, req.last - 1);
     cur.activations += pass.loss_saved * micro;
     cur.grads += backward_buckets;
     now = cur;
+    now.workspace -= req.extra_bytes_off_at_loss;
     now.activations += pass.loss_bwd_transient * micro;
     consider(now, 2, req.last - 1);
     cur.activations -= pass.loss_saved * micro;

@@ -69,6 +69,10 @@ struct StageMemoryRequest {
   double step_cast_bytes = 0;
   double step_grad_bytes = 0;
   double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
+  /// Of extra_bytes, what is not alive while the loss runs: FSDP's gathered units other than the
+  /// root, each freed after its forward, the last one gathered again only by the root's pre-backward
+  /// hook, which fires once the loss's backward has produced the logits' gradient.
+  double extra_bytes_off_at_loss = 0;
   double grad_buckets_bytes = 0;     ///< DDP's flat bucket copies of the gradients (allocated once, kept)
   bool buckets_in_backward_only = false;  ///< the buckets exist from backward's start to its end (DeepSpeed's IPG buffers)
   double io_bytes = 0;               ///< the input batch and other buffers outside autograd

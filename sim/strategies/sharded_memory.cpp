@@ -101,11 +101,16 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   // FSDP2's two AllGather outputs; forward_prefetch adds FSDP1's second buffer), or every unit when
   // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
-  double gathered = root_b + (limited ? (opt.forward_prefetch ? 3 : 2) * largest_b : others_b);
+  const double in_flight = limited ? (opt.forward_prefetch ? 3 : 2) * largest_b : others_b;
+  double gathered = root_b + in_flight;
   if (!opt.reshard_after_forward)
     gathered = root_b + others_b;
   else if (opt.reshard_ranks > 0)
     gathered += others_b / opt.reshard_ranks;
+  // Re-sharded after forward, no unit but the root is gathered while the loss runs (the root is
+  // kept from forward to backward: FSDP1's root does not free after forward, FSDP2's _lazy_init sets
+  // the root's post_forward_mesh_info to None).
+  req.extra_bytes_off_at_loss = opt.reshard_after_forward ? in_flight : 0.0;
   // The unit being reduced holds its unsharded gradient (param dtype, cast to the reduce dtype); with
   // no_sync every unsharded gradient stays between micro-steps: FSDP1 in the parameters' dtype, FSDP2
   // upcast to the reduce dtype where it differs (FSDPParam.to_accumulated_grad_if_needed keeps

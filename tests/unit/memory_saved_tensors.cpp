@@ -268,3 +268,26 @@ TEST_CASE("a training loop that holds its logits keeps one micro-batch of them a
   ctx.hold_logits = true;
   CHECK(gpu_memory(m, ctx, req).total() == doctest::Approx(without));
 }
+
+TEST_CASE("FSDP's gathered units other than the root are not alive while the loss runs")
+{
+  const Model m = load_model("gpt2");
+  const MemoryContext ctx =
+      memory_context(Precision::Bf16, "adamw", AttentionKernel::Sdpa, ActivationCheckpointing::None, gpu_spec("H100"));
+  StageMemoryRequest req;
+  req.last = m.layers.size();
+  req.micro_batch = 4;
+  req.extra_bytes = 3e8;  // the root and two units gathered
+  std::vector<MemoryPoint> all, off;
+  (void)gpu_memory(m, ctx, req, &all);
+  req.extra_bytes_off_at_loss = 2e8;  // the two units
+  (void)gpu_memory(m, ctx, req, &off);
+  REQUIRE(all.size() == off.size());
+  int at_loss = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bool loss = all[i].at.rfind("the loss's", 0) == 0;
+    at_loss += loss;
+    CHECK(all[i].other - off[i].other == doctest::Approx(loss ? 2e8 : 0.0));
+  }
+  CHECK(at_loss == 2);  // its forward and its backward
+}
