@@ -208,6 +208,8 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     cur.grads += backward_buckets;
     now = cur;
     now.workspace -= req.extra_bytes_off_at_loss;
+    if (ctx.hold_logits)  // the logits a fused loss keeps are the ones the loop holds
+      now.io -= pass.loss_saved_logits * micro;
     now.activations += pass.loss_bwd_transient * micro;
     consider(now, 2, req.last - 1);
     cur.activations -= pass.loss_saved * micro;

@@ -324,6 +324,7 @@ private:
         // copy in its dtype, their gather), after which the rank's logits are free.
         const bool copy = t.dtype != lb || gathered;
         pass_.loss_saved += copy || !t.saved ? own : 0;
+        pass_.loss_saved_logits += !copy && !t.saved ? own : 0;
         pass_.loss_fwd_transient += copy && !t.saved ? bytes(id) : 0;
         pass_.loss_bwd_transient += own;
         continue;

@@ -69,6 +69,9 @@ struct ActivationPass {
   /// The logits the loss reads as the model returns them (gathered whole to each tensor rank without
   /// loss parallelism): what a training loop that holds its output keeps (training.hold_logits).
   double loss_logits = 0;
+  /// Of loss_saved, the logits themselves (a fused loss keeping its input as it is): held by the loop
+  /// too, the same bytes, counted once.
+  double loss_saved_logits = 0;
   bool has_loss = false;
 
   /// Bytes per sample that the whole pass keeps at the end of its forward (the loss's included).

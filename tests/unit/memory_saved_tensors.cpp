@@ -97,11 +97,14 @@ TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype,
   CHECK(on_logits.loss_saved == doctest::Approx(logits * 2));
   CHECK(on_logits.loss_fwd_transient == doctest::Approx(0));
   CHECK(on_logits.loss_bwd_transient == doctest::Approx(logits * 2));
+  CHECK(on_logits.loss_saved_logits == doctest::Approx(logits * 2));  // the held logits themselves
   fused.loss_bytes = 4;  // on logits.float(): the copy is what it keeps
   const ActivationPass on_copy = activation_pass(m, 0, m.layers.size(), fused, true);
   CHECK(on_copy.loss_saved == doctest::Approx(logits * 4));
   CHECK(on_copy.loss_fwd_transient == doctest::Approx(logits * 2));
   CHECK(on_copy.loss_bwd_transient == doctest::Approx(logits * 4));
+  CHECK(on_copy.loss_saved_logits == doctest::Approx(0));  // its own copy
+  CHECK(replicated.loss_saved_logits == doctest::Approx(0));  // log_softmax's result
   // One tensor rank: nothing to gather, the setting changes nothing.
   AutogradSettings one;
   one.precision = Precision::Bf16;
@@ -261,6 +264,18 @@ TEST_CASE("a training loop that holds its logits keeps one micro-batch of them a
     CHECK(held[i].other - loose[i].other == doctest::Approx(logits));
   CHECK(kept.io - freed.io == doctest::Approx(logits));
   CHECK(kept.total() - freed.total() == doctest::Approx(logits));
+  // A fused loss keeping the logits as they are holds the loop's own tensor: at its backward the
+  // held logits are those bytes, counted once.
+  ctx.autograd.fused_loss = true;
+  std::vector<MemoryPoint> fused_loose, fused_held;
+  ctx.hold_logits = false;
+  (void)gpu_memory(m, ctx, req, &fused_loose);
+  ctx.hold_logits = true;
+  (void)gpu_memory(m, ctx, req, &fused_held);
+  for (std::size_t i = 0; i < fused_loose.size(); ++i)
+    CHECK(fused_held[i].other - fused_loose[i].other ==
+          doctest::Approx(fused_loose[i].at.rfind("the loss's backward", 0) == 0 ? 0.0 : logits));
+  ctx.autograd.fused_loss = false;
   // A stage without the loss (a pipeline's first) holds no logits.
   req.last = m.layers.size() / 2;
   ctx.hold_logits = false;
