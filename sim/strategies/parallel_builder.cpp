@@ -87,9 +87,8 @@ std::vector<double> gradient_buckets(const ParallelBuild& b, int s)
     const std::string cuts = fmt::format("{} MB cuts stage {}'s {:.3g} MB of gradients into {:.3g} buckets (at most {})",
                                          b.cfg.bucket_cap_mb, s, bytes / kMiB, wanted, kMaxBucketsPerStage);
     const double least = bytes / kMiB / kMaxBucketsPerStage;
-    if (const auto given = options.find("bucket_cap_mb"))
-      given->fail(fmt::format("expected at least {:.3g} MB: {}", least, cuts));
-    options.fail(fmt::format("expected a bucket_cap_mb of at least {:.3g} MB: its default, {}", least, cuts));
+    options.fail_member_or_here("bucket_cap_mb", fmt::format("expected at least {:.3g} MB: {}", least, cuts),
+                                fmt::format("expected a bucket_cap_mb of at least {:.3g} MB: its default, {}", least, cuts));
   }
   std::vector<double> sizes(static_cast<std::size_t>(std::max(1.0, wanted)));
   for (std::size_t k = 0; k < sizes.size(); ++k)

@@ -114,14 +114,14 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
     if (calls <= kMaxCallsPerIteration)
       return;
-    const JsonReader options = scenario.strategy_options();
-    if (const auto given = options.find(key))
-      given->fail(fmt::format("expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per "
-                              "iteration for {:.3g} parameters), got {:.6g} ({:.3g} collectives)",
-                              std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
-    options.fail(fmt::format("expected a {} of at least {:.3g} elements (at most {:.0f} collectives per iteration for "
-                             "{:.3g} parameters); its default, {:.6g}, gives {:.3g} collectives",
-                             key, std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
+    scenario.strategy_options().fail_member_or_here(
+        key,
+        fmt::format("expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per "
+                    "iteration for {:.3g} parameters), got {:.6g} ({:.3g} collectives)",
+                    std::ceil(least), kMaxCallsPerIteration, params, elements, calls),
+        fmt::format("expected a {} of at least {:.3g} elements (at most {:.0f} collectives per iteration for "
+                    "{:.3g} parameters); its default, {:.6g}, gives {:.3g} collectives",
+                    key, std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
   };
 
   // Gradient buckets of at most reduce_bucket_size elements (DeepSpeed's rule, buckets.hpp): stages

@@ -162,6 +162,14 @@ void JsonReader::fail(const std::string& problem) const
   throw InputError(file_, pointer_.empty() ? "/" : pointer_, problem);
 }
 
+void JsonReader::fail_member_or_here(const std::string& key, const std::string& if_given,
+                                     const std::string& if_default) const
+{
+  if (const auto given = find(key))
+    given->fail(if_given);
+  fail(if_default);
+}
+
 bool JsonReader::has(const std::string& key) const
 {
   return value_->is_object() && value_->contains(key);

@@ -66,6 +66,10 @@ public:
   void reject_unknown(const std::vector<std::string>& known) const;
   /// Throws an InputError at this value.
   [[noreturn]] void fail(const std::string& problem) const;
+  /// Throws at member `key` with `if_given` when the member is given, else at this value with
+  /// `if_default`: a limit that the member's default broke, which that message names.
+  [[noreturn]] void fail_member_or_here(const std::string& key, const std::string& if_given,
+                                        const std::string& if_default) const;
 
   // Convenience: optional members with defaults.
   std::string string_or(const std::string& key, const std::string& fallback) const;
