@@ -3,7 +3,6 @@
 
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
-#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/fsdp1_grad_passes.hpp"
 #include "sim/strategies/fsdp2_copies.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
@@ -21,7 +20,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <optional>
 
 namespace dtsim {
 
@@ -177,12 +175,6 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   }
 
   ShardedRun run(plan, topology, collectives);
-  // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
-  std::optional<FoldedComms> folded;
-  if (collectives.fold_ranks && n > 1) {
-    folded.emplace(topology, collectives);
-    run.fold(*folded, {0});
-  }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks),
                                          host_extras(topology, plan.ranks, compute_s > 0 ? micro / compute_s : 0.0));
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch

@@ -15,20 +15,19 @@ ShardedRun::ShardedRun(Plan& plan, const Topology& topology, const CollectiveOpt
     : plan_(plan), topology_(topology), options_(collectives)
 {
   const auto n = plan.ranks.size();
-  for (std::size_t r = 0; r < n; ++r)
-    active_.push_back(static_cast<int>(r));
+  if (collectives.fold_ranks && n > 1) {
+    folded_.emplace(topology, collectives);
+    active_ = {0};
+  } else {
+    for (std::size_t r = 0; r < n; ++r)
+      active_.push_back(static_cast<int>(r));
+  }
   compute_.assign(n, -1);
   compute_waits_.assign(n, {});
   for (int s = 0; s < kStreams; ++s) {
     stream_[s].assign(n, -1);
     stream_waits_[s].assign(n, {});
   }
-}
-
-void ShardedRun::fold(FoldedComms& comms, std::vector<int> active)
-{
-  folded_ = &comms;
-  active_ = std::move(active);
 }
 
 std::vector<FoldedComms::Member> ShardedRun::members(const std::vector<std::vector<int>>& groups,

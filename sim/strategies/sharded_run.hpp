@@ -30,13 +30,12 @@ public:
   enum class Stream { Shard = 0, Replicate = 1, Reduce = 2, CopyIn = 3 };
   static constexpr int kStreams = 4;
 
-  /// Ranks are indices into plan.ranks.
+  /// Ranks are indices into plan.ranks. With collectives.fold_ranks and more than one rank the run
+  /// is folded (folded_comms.hpp): rank 0 stands for every rank, as they all run the same schedule;
+  /// only it gets tasks, and every collective is a delay on it, timed with all the groups it runs on.
   ShardedRun(Plan& plan, const Topology& topology, const CollectiveOptions& collectives);
 
-  /// Folds the run (folded_comms.hpp): only the ranks `active` get tasks, every collective is a
-  /// delay per active rank, timed with all the groups it runs on. Before anything is added.
-  void fold(FoldedComms& comms, std::vector<int> active);
-  /// The ranks that get tasks: every rank, or the active ones of a folded run.
+  /// The ranks that get tasks: every rank, or rank 0 of a folded run.
   const std::vector<int>& active() const { return active_; }
 
   /// Every stream of every rank starts after `task`.
@@ -122,7 +121,7 @@ private:
   const Topology& topology_;
   const CollectiveOptions& options_;
   const LoaderSpec* loader_ = nullptr;
-  FoldedComms* folded_ = nullptr;
+  std::optional<FoldedComms> folded_;
   std::vector<int> active_;
   /// Folded: per rank, its (group, position) in `groups` for each active rank that is in one.
   std::vector<FoldedComms::Member> members(const std::vector<std::vector<int>>& groups,

@@ -4,7 +4,6 @@
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
-#include "sim/strategies/folded_comms.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/optimizer_step.hpp"
@@ -70,12 +69,6 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const bool qgz = opt.quantized_gradients && opt.stage == 3 && n > per_node;
 
   ShardedRun run(plan, topology, collectives);
-  // Folded (folded_comms.hpp): rank 0 stands for every rank; they all run the same schedule.
-  std::optional<FoldedComms> folded;
-  if (collectives.fold_ranks && n > 1) {
-    folded.emplace(topology, collectives);
-    run.fold(*folded, {0});
-  }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks),
                                          host_extras(topology, plan.ranks, compute_s > 0 ? micro / compute_s : 0.0));
   run.add_loaders(loader, [n] {
