@@ -27,6 +27,7 @@ struct Tensor {
   std::size_t made = 0;
   bool saved = false;
   bool op_saved = false;  // the output of an op torchtitan's op-level checkpointing saves (SavedTensor)
+  bool whole = false;     // gathered over the tensor ranks (AutogradSettings::dtensor_tp): never split
 };
 
 class Walk {
@@ -44,7 +45,7 @@ public:
 
   int make(double elems, double dtype, bool sharded)
   {
-    tensors_.push_back({elems, dtype, sharded, layer_, false, false});
+    tensors_.push_back({elems, dtype, sharded, layer_, false, false, false});
     made_.push_back(static_cast<int>(tensors_.size()) - 1);
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -52,7 +53,7 @@ public:
   double bytes(int id) const
   {
     const Tensor& t = tensors_[static_cast<std::size_t>(id)];
-    const bool split = t.sharded || s_.sequence_parallel;
+    const bool split = !t.whole && (t.sharded || s_.sequence_parallel);
     return t.elems * t.dtype / (split ? s_.tensor_parallel : 1);
   }
   void save(int id)
@@ -158,7 +159,13 @@ private:
       // derivatives.yaml convolution: input, weight; addmm / mm: mat1 (the input), mat2 (the weight).
       // Autocast runs both in fp16 and casts an fp32 input to a new fp16 tensor, which is what
       // they keep; the weights' fp16 copies are cached and kept too (counted as weight casts).
-      const int used = amp_ && x.dtype == 4 ? make(x.elems, 2, x.sharded) : in;
+      // A column-parallel DTensor linear under sequence parallelism reads (and keeps) the whole
+      // input gathered over the tensor ranks (AutogradSettings::dtensor_tp).
+      const bool gathers = l.kind == "linear" && s_.dtensor_tp && s_.sequence_parallel && s_.tensor_parallel > 1 && !x.sharded;
+      const int read = gathers ? gathered(in) : in;
+      const int used = amp_ && x.dtype == 4 ? make(x.elems, 2, x.sharded) : read;
+      if (gathers)
+        tensors_[static_cast<std::size_t>(used)].whole = true;
       save(used);
       if (amp_) {  // its own parameters, or the tied weight it multiplies by (a bias of its own left out)
         const double own = static_cast<double>(l.params());
@@ -205,6 +212,20 @@ private:
       return attention(l, in, pending);
     // "activation": ReLU out of place, derivatives.yaml threshold / relu: result
     return keep(n, x.dtype, false);
+  }
+
+  /// Tensor `in` all-gathered over the tensor ranks: one gather per module, shared by the linears
+  /// that read `in` (q, k and v; gate and up), or one per linear (AutogradSettings::gather_per_linear).
+  int gathered(int in)
+  {
+    if (!s_.gather_per_linear)
+      if (const auto it = gathered_of_.find(in); it != gathered_of_.end())
+        return it->second;
+    const Tensor x = tensors_[static_cast<std::size_t>(in)];
+    const int id = make(x.elems, x.dtype, false);
+    tensors_[static_cast<std::size_t>(id)].whole = true;
+    gathered_of_[in] = id;
+    return id;
   }
 
   int attention(const Layer& l, int in, std::vector<int>& pending)
@@ -331,6 +352,17 @@ private:
       }
       pass_.loss_saved += own;
       pass_.loss_fwd_transient += (t.saved ? 0 : seen) + (t.dtype == lb ? 0 : own);
+      if (s_.dtensor_tp && s_.loss_parallel && s_.tensor_parallel > 1) {
+        // DTensor's loss parallel (torch/distributed/tensor/parallel/loss.py) in fp32 (its
+        // computation dtype): _log_softmax casts its input (a new tensor unless the logits are fp32
+        // already), then holds x - max and exp(x - max), or x - max and the result, at once; the
+        // fused nll/log_softmax backward holds zeros_like(x), exp(x), their sum and its product with
+        // the loss's gradient, three of them at once beside the saved result.
+        const double fp32 = seen * 4 / t.dtype;
+        pass_.loss_fwd_transient += (lb == 4 ? 0 : fp32) + 2 * fp32;
+        pass_.loss_bwd_transient += 3 * own;
+        continue;
+      }
       pass_.loss_bwd_transient += 2 * own;
     }
   }
@@ -340,6 +372,7 @@ private:
   ActivationPass& pass_;
   std::vector<Tensor> tensors_;
   std::vector<int> made_;  // tensors made by the current layer
+  std::map<int, int> gathered_of_;  // a tensor's all-gathered copy (dtensor_tp)
   std::size_t layer_ = 0;
   double casts_ = 0;
   std::string mm_block_;    // the block of the last linear layer, and its matmuls so far (op-level checkpointing)

@@ -39,6 +39,17 @@ struct AutogradSettings {
   /// "fused_crossentropy") keeps its input logits and a per-row logsumexp, no log_softmax output, and
   /// its backward writes one gradient of the logits in their dtype (inplace_backward false, its default).
   bool fused_loss = false;
+  /// Tensor parallelism through DTensor (torchtitan's and KempnerForge's ColwiseParallel /
+  /// RowwiseParallel plans over FSDP2), not Megatron-LM's layers. Under sequence parallelism a
+  /// column-parallel linear's input is redistributed from Shard(1) to Replicate() before its matmul
+  /// (torch/distributed/tensor/parallel/style.py, _prepare_input_fn), and aten's mm keeps that whole
+  /// gathered tensor for backward, where Megatron's linear keeps its shard and gathers it again
+  /// (Korthikanti et al. 2022, section 4.2.2). With loss parallelism the cross entropy is DTensor's
+  /// decomposition (torch/distributed/tensor/parallel/loss.py), not one kernel.
+  bool dtensor_tp = false;
+  /// With dtensor_tp: each column-parallel linear gathers its own input (a ColwiseParallel with
+  /// input_layouts=Shard(1) per projection) instead of one gather per module serving them all.
+  bool gather_per_linear = false;
 };
 
 /// A tensor kept for backward: bytes per sample on one GPU.

@@ -35,6 +35,8 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   const double T = tensor;
   MemoryContext ctx = memory_context(scenario, gpu, tensor, opt.sequence_parallel);
   ctx.autograd.loss_parallel = opt.loss_parallel;
+  ctx.autograd.dtensor_tp = true;  // FSDP2 x TP is torchtitan's and KempnerForge's DTensor plan
+  ctx.autograd.gather_per_linear = opt.gather_per_linear;
   StageMemoryRequest req;
   req.first = 0;
   req.last = model.layers.size();

@@ -114,6 +114,40 @@ TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype,
   CHECK(activation_pass(m, 0, m.layers.size(), one, true).loss_saved == doctest::Approx(single));
 }
 
+TEST_CASE("DTensor tensor parallelism: whole gathered inputs kept, and loss parallel as its decomposition holds it")
+{
+  const Model m = load_model("llama3-8b");
+  const double sh2 = m.arch.at("seq_len") * m.arch.at("hidden") * 2;  // a bf16 hidden-sized tensor per sample
+  const double logits = m.arch.at("vocab") * m.arch.at("seq_len");
+  AutogradSettings megatron;
+  megatron.precision = Precision::Bf16;
+  megatron.tensor_parallel = 4;
+  megatron.sequence_parallel = true;
+  AutogradSettings module = megatron;
+  module.dtensor_tp = true;
+  AutogradSettings linear = module;
+  linear.gather_per_linear = true;
+  // Megatron keeps each normalised input's sequence shard; DTensor the one gather that q, k and v
+  // (gate and up) read, whole; a ColwiseParallel per projection gathers, and keeps, five.
+  const double sp = layer_saved(m, megatron, 3);
+  CHECK(layer_saved(m, module, 3) == doctest::Approx(sp + 2 * sh2 * (1 - 1.0 / 4)));
+  CHECK(layer_saved(m, linear, 3) == doctest::Approx(sp + 5 * sh2 - 2 * sh2 / 4));
+  // Without sequence parallelism nothing is gathered: the same as Megatron's.
+  megatron.sequence_parallel = module.sequence_parallel = false;
+  CHECK(layer_saved(m, module, 3) == doctest::Approx(layer_saved(m, megatron, 3)));
+  // The loss over each rank's quarter of the vocabulary in fp32: DTensor's _log_softmax holds the
+  // fp32 logits, x - max and exp(x - max) at once; its fused backward three tensors beside the saved
+  // result, where aten's log_softmax kernel holds two.
+  module.sequence_parallel = megatron.sequence_parallel = true;
+  const ActivationPass dtensor = activation_pass(m, 0, m.layers.size(), module, true);
+  const ActivationPass aten = activation_pass(m, 0, m.layers.size(), megatron, true);
+  const double quarter = logits / 4 * 4;
+  CHECK(dtensor.loss_saved == doctest::Approx(quarter));
+  CHECK(dtensor.loss_bwd_transient == doctest::Approx(3 * quarter));
+  CHECK(dtensor.loss_fwd_transient == doctest::Approx(logits / 4 * 2 + quarter + 2 * quarter));
+  CHECK(aten.loss_bwd_transient == doctest::Approx(2 * quarter));
+}
+
 TEST_CASE("gpu_memory: shares divide weights, gradients and optimizer state separately; extra bytes add")
 {
   const Model m = load_model("gpt2");
