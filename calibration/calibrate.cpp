@@ -53,6 +53,13 @@ void fit_links(const std::vector<std::string>& paths, Topology& topology, Calibr
                                        topology.name, pct(rms(by_topology)), pct(rms(fit))));
   }
   nlohmann::json fragment = links_fragment(fit);
+  // A log of zeros fits zero rates: the logs are what is wrong, not the calibration file.
+  for (const auto& [link, figures] : fragment.at("links").items())
+    for (const auto& [key, value] : figures.items())
+      if (key.find("GBps") != std::string::npos && value.is_number() && !(value.get<double>() > 0))
+        throw InputError(fmt::format("{}", fmt::join(paths, ", ")), "",
+                         fmt::format("the measured bandwidths give the {} link a rate of {} GB/s (expected "
+                                     "positive GB/s in the log's cells)", link, value.get<double>()));
   fragment["fit"]["bandwidth"] = fit.at("fit");
   out.file.merge(fragment);
   apply_calibration(topology, out.file);

@@ -56,6 +56,11 @@ std::optional<std::int64_t> header_count(const std::string& line, std::size_t af
 /// (NVIDIA Blackwell datasheet); 1e5 leaves room, as the bandwidth logs' bound.
 constexpr double kMaxBusbw = 1e5;
 
+/// A row's time (us): a collective takes at least a kernel launch, a few microseconds (NCCL's
+/// baseLat, tuning.cc), so 1 ns leaves room; at most 1e12 us (11.6 days), beyond any benchmark run.
+constexpr double kMinTimeUs = 1e-3;
+constexpr double kMaxTimeUs = 1e12;
+
 /// The largest size (bytes) or count a row may show: 1 TiB, beyond one GPU's memory (192 GB on a
 /// B200, NVIDIA datasheet), where nccl-tests' buffers live.
 constexpr std::uint64_t kMaxRowBytes = std::uint64_t{1} << 40;
@@ -80,6 +85,13 @@ std::string op_in(const std::string& raw)
 bool is_data_row(const std::vector<std::string>& t)
 {
   return t.size() >= 12 && is_integer(t[0]) && t[0][0] != '-' && is_integer(t[1]);
+}
+
+/// A line that starts as a data row does (size, count, data type) whatever follows: a row cut short
+/// or with a negative size, which the parser refuses rather than skips as prose.
+bool starts_like_row(const std::vector<std::string>& t)
+{
+  return t.size() >= 3 && is_integer(t[0]) && is_integer(t[1]) && nccl_tests_type_bytes(t[2]) > 0;
 }
 
 /// True when `line` states how the run was set up rather than describing something: NCCL_DEBUG's
@@ -255,7 +267,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
       continue;
     }
     const auto& t = tokens;
-    if (t.empty() || !is_data_row(t))
+    if (t.empty() || !(is_data_row(t) || starts_like_row(t)))
       continue;
     const bool root = header_has_root.value_or(t.size() != 12);
     const std::size_t first = root ? 5 : 4;
@@ -295,9 +307,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& pa
     row.out_of_place = {number(first), number(first + 1), number(first + 2)};
     row.in_place = {number(first + 4), number(first + 5), number(first + 6)};
     for (const auto* run : {&row.out_of_place, &row.in_place})
-      if (!(run->time_us > 0) || run->algbw < 0 || run->busbw < 0 || run->algbw > kMaxBusbw || run->busbw > kMaxBusbw)
-        throw InputError(path, "", fmt::format("line {}: expected a positive time and bandwidths >= 0, found {} us, {} "
-                                               "and {} GB/s", line_no, run->time_us, run->algbw, run->busbw));
+      if (!(run->time_us >= kMinTimeUs && run->time_us <= kMaxTimeUs) || run->algbw < 0 || run->busbw < 0 ||
+          run->algbw > kMaxBusbw || run->busbw > kMaxBusbw)
+        throw InputError(path, "", fmt::format("line {}: expected a time from {:g} to {:g} us and bandwidths from 0 to {:g} "
+                                               "GB/s, found {} us, {} and {} GB/s", line_no, kMinTimeUs, kMaxTimeUs, kMaxBusbw,
+                                               run->time_us, run->algbw, run->busbw));
     if (log.rows.size() >= kMaxRows)
       throw InputError(path, "", fmt::format("line {}: more than {} data rows (expected an nccl-tests log, a few "
                                              "dozen rows per run)", line_no, kMaxRows));

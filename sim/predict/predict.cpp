@@ -71,15 +71,18 @@ struct SingleGpuRun {
   double input_s = 0;      // its DataLoader's time per iteration
 };
 
+// `micro_steps` per optimizer step, as each replica of the scenario runs them (its optimizer step is
+// then shared by that many micro-batches, as the replicas' is; with one, every micro-batch steps the
+// optimizer: the baseline of a measured single-GPU step). iteration_s and input_s are per micro-step.
 SingleGpuRun simulated_single_gpu_iteration(const Scenario& s, const Topology& topology, const Model& model,
-                                            const SimulationSettings& sim)
+                                            const SimulationSettings& sim, int micro_steps = 1)
 {
   Scenario one = s;
   one.gpus = 1;
   one.strategy = "single";
   one.strategy_spec = StrategySpec{StrategyKind::Single};
-  one.training.batch.accumulation = 1;  // one micro-step: the baseline of a measured single-GPU step
-  one.training.batch.global_batch = one.training.batch_per_gpu;
+  one.training.batch.accumulation = micro_steps;
+  one.training.batch.global_batch = one.training.batch_per_gpu * micro_steps;
   one.doc["gpus"] = 1;
   one.doc["strategy"] = {{"kind", "single"}};
   const Plan plan = build_ddp_plan(one, topology, model, sim.iterations, sim.warmup);
@@ -87,8 +90,8 @@ SingleGpuRun simulated_single_gpu_iteration(const Scenario& s, const Topology& t
   const auto end_of = [&](std::size_t it) { return spans[static_cast<std::size_t>(plan.iteration_end[it])].end; };
   const auto last = plan.iteration_end.size() - 1;
   const auto warm = static_cast<std::size_t>(plan.warmup_iterations) - 1;
-  return {(end_of(last) - end_of(warm)) / static_cast<double>(last - warm), plan.single_gpu_iteration_s,
-          plan.input_seconds_per_iteration};
+  return {(end_of(last) - end_of(warm)) / static_cast<double>(last - warm) / micro_steps, plan.single_gpu_iteration_s,
+          plan.input_seconds_per_iteration / micro_steps};
 }
 
 // A measured single-GPU step time or throughput is the whole iteration as the user ran it, host-to-
@@ -259,10 +262,15 @@ Prediction predict_scenario(const Scenario& s)
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate_plan(p.topology, p.plan, sim, pool);
+  // From FLOPs the optimizer step is its own, once per optimizer step: the one GPU shares it over the
+  // replicas' micro-steps, as they do (a measured step holds its own: one micro-step per step).
   if (replicates_the_model(s.strategy_spec.kind))
-    p.plan.single_gpu_iteration_s = net.single_gpu_iteration_s
-                                         ? *net.single_gpu_iteration_s
-                                         : simulated_single_gpu_iteration(net.scenario, p.topology, model, sim).iteration_s;
+    p.plan.single_gpu_iteration_s =
+        net.single_gpu_iteration_s
+            ? *net.single_gpu_iteration_s
+            : simulated_single_gpu_iteration(net.scenario, p.topology, model, sim,
+                                             s.training.compute.source == ComputeSpec::Source::Flops ? s.training.batch.accumulation : 1)
+                  .iteration_s;
 
   RunResult& r = p.result;
   r.scenario = s.name.empty() ? s.file : s.name;

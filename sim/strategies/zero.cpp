@@ -410,8 +410,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
   // The host's step is not the GPU's compute; stages 1-2 copy into the buckets on the compute stream.
   plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s + bucket_copies_s;
-  // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model.
-  plan.single_gpu_iteration_s = with_optimizer_step(mt, scenario, params, topology.gpu).step();
+  // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model once per M
+  // micro-batches, as the ranks step theirs.
+  const LayerTimes one_gpu = with_optimizer_step(mt, scenario, params, topology.gpu);
+  plan.single_gpu_iteration_s = one_gpu.fwd_total() + one_gpu.bwd_total() + one_gpu.optimizer_s / M;
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, n, M, n);
   // hpZ's secondary copies: every partitioned parameter's 1/H, from its first release on.
   const double secondary_elements = H < S ? partitioned / H : 0.0;

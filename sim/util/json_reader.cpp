@@ -111,19 +111,25 @@ private:
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& path)
 {
+  // Byte offset `upto` (0-based) as line:column, which is what an editor shows.
+  const auto where = [&text](std::size_t upto) {
+    upto = std::min(upto, text.size());
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(upto), '\n');
+    const auto last_nl = text.rfind('\n', upto == 0 ? 0 : upto - 1);
+    const auto column = last_nl == std::string::npos || upto == 0 ? upto + 1 : upto - last_nl;
+    return fmt::format("line {}, column {}", line, column);
+  };
+  // nlohmann's lexer takes a NUL byte for the end of the input and would ignore what follows it.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw InputError(path, "", fmt::format("a NUL byte at {} (expected JSON text)", where(nul)));
   nlohmann::json doc;
   CheckedBuilder builder(doc, path);
   if (nlohmann::json::sax_parse(text, &builder))
     return doc;
   if (builder.error_id == 406)  // out_of_range.406: a number beyond a double
     throw InputError(path, "", "a number too large for a double (expected finite numbers, at most 1.8e308)");
-  // Turn the byte offset into line:column, which is what an editor shows.
   const std::size_t byte = builder.error_byte;
-  const auto upto = std::min<std::size_t>(byte == 0 ? 0 : byte - 1, text.size());
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(upto), '\n');
-  const auto last_nl = text.rfind('\n', upto == 0 ? 0 : upto - 1);
-  const auto column = last_nl == std::string::npos ? upto + 1 : upto - last_nl;
-  throw InputError(path, "", fmt::format("malformed JSON at line {}, column {} (expected valid JSON)", line, column));
+  throw InputError(path, "", fmt::format("malformed JSON at {} (expected valid JSON)", where(byte == 0 ? 0 : byte - 1)));
 }
 
 std::string json_pointer_escape(const std::string& key)

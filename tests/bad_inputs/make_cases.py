@@ -215,6 +215,7 @@ case("scenario_empty", "topo_empty.json", "-", f"run {F}topo_empty.json")
 case("scenario_deep", "topo_deep.json", "-", f"run {F}topo_deep.json")
 case("scenario_bad_utf8", "topo_bad_utf8.json", "-", f"run {F}topo_bad_utf8.json")
 case("scenario_not_object", "topo_not_object.json", "-", f"run {F}topo_not_object.json")
+case("scenario_nul_tail", "topo_nul_tail.json", "-", f"run {F}topo_nul_tail.json")
 
 # Topology files
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
@@ -319,6 +320,7 @@ case("nccl_tests_proto_exclude_all", "command line", "-", "nccl-tests --topology
 case("nccl_tests_nodes_zero", "--nodes", "-", "nccl-tests --topology dgx1-v100 --nodes 0")
 case("nccl_tests_root_negative", "command line", "-", "nccl-tests --topology dgx1-v100 --op broadcast -r -1")
 case("nccl_tests_ngpus_bad", "command line", "-", "nccl-tests --topology dgx1-v100 -g 3")
+case("nccl_tests_ngpus_zero", "command line", "-", "nccl-tests --topology dgx1-v100 -g 0")
 case("validate_nodes_zero", "--nodes", "-", f"validate {V100} --topology dgx1-v100 --nodes 0")
 case("validate_algo_collnet", "command line", "-", f"validate {V100} --topology dgx1-v100 --algo CollNetDirect")
 case("calibrate_nodes_zero", "--nodes", "-", f"calibrate {V100} --topology dgx1-v100 --nodes 0 -o @OUT@")
@@ -589,6 +591,17 @@ ZERO3 = "scenarios/llama2-13b-zero3-a100-16gpu.json"
 case("zero_default_bucket_too_small", "llama2-13b-zero3-a100-16gpu.json", "/strategy",
      f"run {ZERO3} --set model.layers=10000")
 case("explain_cluster_unknown", "--cluster", "-", "explain fsdp --gpus 8 --cluster nosuch")
+# An option of another strategy is refused, not ignored.
+for name, option, args in [("ddp_stage", "--stage", "explain ddp --gpus 8 --stage 2"),
+                           ("ddp_tp", "--tp", "explain ddp --gpus 8 --tp 2"),
+                           ("ddp_pp", "--pp", "explain ddp --gpus 8 --pp 2"),
+                           ("ddp_microbatches", "--microbatches", "explain ddp --gpus 8 --microbatches 4"),
+                           ("fsdp_stage", "--stage", "explain fsdp --gpus 8 --stage 2"),
+                           ("zero_tp", "--tp", "explain zero --gpus 8 --tp 2"),
+                           ("pipeline_tp", "--tp", "explain pipeline --gpus 2 --tp 2"),
+                           ("hybrid_stage", "--stage", "explain hybrid --gpus 8 --stage 1"),
+                           ("dp_microbatches", "--microbatches", "explain dp --gpus 4 --microbatches 4")]:
+    case("explain_" + name, option, "-", args)
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

@@ -75,6 +75,8 @@ write("topo_1e400.json", json.dumps(topo).replace('"gbps": 100', '"gbps": 1e400'
 write("topo_deep.json", "[" * 100000 + "]" * 100000)
 write("topo_bad_utf8.json", b'{"nodes": 1, "gpu": "\xff\xfe"}')
 write("topo_nul.json", b'{"nodes": 1\x00}')
+# A NUL byte ends nlohmann's input: a whole document before it must not hide what follows.
+write("topo_nul_tail.json", json.dumps(topo).encode() + b'\x00{"nodes": 999, garbage ]]]')
 
 # --- models (dtsim run SCENARIO --set model=FILE) --------------------------------------------------
 model = load("models/toymodel.json")
@@ -187,6 +189,11 @@ write("nccl_root_text.txt", "\n".join(header[:-3] + [
 write("nccl_root_huge.txt", "\n".join(header[:-3] + [
     "#       size         count    type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
     "        1024           256   float     sum 99999999999    48.88    0.02    0.04      0    48.83    0.02    0.04      0"]) + "\n")
+write("nccl_row_cut.txt", log_with([row, "        2048           512   float"]))  # a row cut short after a good one
+write("nccl_row_cut_time.txt", log_with([row, "   268435456      67108864   float     sum    35"]))
+write("nccl_size_negative.txt", log_with([row, row.replace("        1024", "       -1024")]))
+write("nccl_time_1e308.txt", log_with([row.replace("48.88", "1e308").replace("48.83", "1e308")]))
+write("nccl_time_denormal.txt", log_with([row.replace("48.88", "1e-320")]))
 write("nccl_garbage.txt", "this is not an nccl-tests log\nnor anything else\n")
 write("nccl_binary.txt", bytes(range(256)) * 4)
 
@@ -425,6 +432,7 @@ P2P = ("[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\nUnidirectional P2P=Enab
 SMI = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV2\t0-19\nGPU1\tNV2\t X \t0-19\n"
 write("bw_nvbandwidth_negative.txt", NVB.replace("26.34", "-26.34"))
 write("bw_nvbandwidth_huge.txt", NVB.replace("26.34", "1e300"))
+write("bw_nvbandwidth_zero.txt", NVB.replace("26.34", "0.00"))  # fits a zero rate: the log is to blame
 write("bw_nvbandwidth_nonsquare.txt", "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n           0         1         2\n"
       " 0       N/A     26.34     3\n 1     26.34       N/A     3\n")
 write("bw_nvbandwidth_ragged.txt", NVB.replace(" 1     26.34       N/A", " 1     26.34"))

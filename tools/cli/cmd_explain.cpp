@@ -11,8 +11,13 @@
 #include "sim/util/number_text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dtsim::cli {
 
@@ -92,11 +97,11 @@ void add_explain_command(CLI::App& app, Action& action)
   cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (default: as many as --gpus needs)")->check(CLI::Range(1, 1024));
   cmd->add_option("--batch", a->batch, "Batch per GPU (per pipeline for pipeline; default 32)")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--precision", a->precision, "fp32 | tf32 | amp | fp16 | bf16 (default fp32)");
-  cmd->add_option("--microbatches", a->microbatches, "Pipeline micro-batches (default 1: the naive split)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--tp", a->tensor_parallel, "hybrid: tensor-parallel GPUs per stage (default 2)")->check(CLI::Range(1, 4096));
-  cmd->add_option("--pp", a->pipeline_stages, "hybrid: pipeline stages (default 2)")->check(CLI::Range(1, 4096));
-  cmd->add_option("--stage", a->zero_stage, "zero: ZeRO stage 1, 2 or 3 (default 3)")->check(CLI::Range(1, 3));
+  auto* microbatches = cmd->add_option("--microbatches", a->microbatches, "Pipeline micro-batches (default 1: the naive split)")
+                           ->check(CLI::Range(1, 1024));
+  auto* tp = cmd->add_option("--tp", a->tensor_parallel, "hybrid: tensor-parallel GPUs per stage (default 2)")->check(CLI::Range(1, 4096));
+  auto* pp = cmd->add_option("--pp", a->pipeline_stages, "hybrid: pipeline stages (default 2)")->check(CLI::Range(1, 4096));
+  auto* stage = cmd->add_option("--stage", a->zero_stage, "zero: ZeRO stage 1, 2 or 3 (default 3)")->check(CLI::Range(1, 3));
   cmd->add_option("--throughput", a->throughput,
                   "Measured single-GPU samples/s at this batch (default: model FLOPs at 50% of the GPU's peak)")
       ->check(CLI::Validator(
@@ -106,7 +111,14 @@ void add_explain_command(CLI::App& app, Action& action)
           },
           "SAMPLES_PER_S"));
   cmd->add_flag("--json", a->json, "Print the step table as JSON");
-  cmd->callback([&action, a, model] {
+  cmd->callback([&action, a, model, microbatches, tp, pp, stage] {
+    // An option of another strategy would be ignored: refused, naming the strategies it applies to.
+    const std::pair<CLI::Option*, std::vector<std::string>> scoped[] = {
+        {microbatches, {"pipeline", "hybrid"}}, {tp, {"hybrid"}}, {pp, {"hybrid"}}, {stage, {"zero"}}};
+    for (const auto& [option, strategies] : scoped)
+      if (option->count() > 0 && std::find(strategies.begin(), strategies.end(), a->strategy) == strategies.end())
+        throw CLI::ValidationError(option->get_name(), fmt::format("applies to {} only, not to {}", fmt::join(strategies, " and "),
+                                                                   a->strategy));
     if (a->strategy == "hybrid" && model->count() == 0)
       a->model = "gpt2";  // tensor parallelism splits transformer layers
     if (a->strategy == "zero" && model->count() == 0)

@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include <memory>
+#include <optional>
 
 namespace dtsim::cli {
 
@@ -42,7 +43,7 @@ struct NcclTestsArgs {
   std::string calibration;
   std::string algo, proto;
   int root = 0;
-  int gpus_per_thread = 0;  ///< -g; 0: the usual run (usual_gpus_per_thread)
+  std::optional<int> gpus_per_thread;  ///< -g; not given: the usual run (usual_gpus_per_thread)
   bool json = false;
 };
 
@@ -153,13 +154,13 @@ int run(const NcclTestsArgs& a)
   const Topology topology = load_calibrated_topology(a.topology, a.nodes,
                                                      a.calibration, options);
   const int n = static_cast<int>(topology.gpus().size());
-  if (a.gpus_per_thread < 0 || a.gpus_per_thread > n || (a.gpus_per_thread > 0 && n % a.gpus_per_thread != 0))
-    throw InputError("command line", "", fmt::format("-g expects a divisor of the {} GPUs, got {}", n, a.gpus_per_thread));
+  if (a.gpus_per_thread && (*a.gpus_per_thread < 1 || *a.gpus_per_thread > n || n % *a.gpus_per_thread != 0))
+    throw InputError("command line", "", fmt::format("-g expects a divisor of the {} GPUs, got {}", n, *a.gpus_per_thread));
   const int threads = a.threads.value_or(1);
   if (a.threads && (threads < 1 || threads > n || n % threads != 0))
     throw InputError("-t", "", fmt::format("expected a divisor of the {} GPUs, got {}", n, threads));
   // Without -g: the usual run (one thread drives a node's GPUs, one per process across nodes), split over -t threads.
-  options.gpus_per_thread = a.gpus_per_thread > 0 ? a.gpus_per_thread : std::max(1, usual_gpus_per_thread(topology) / threads);
+  options.gpus_per_thread = a.gpus_per_thread ? *a.gpus_per_thread : std::max(1, usual_gpus_per_thread(topology) / threads);
   if (n % (threads * options.gpus_per_thread) != 0)
     throw InputError("-t", "", fmt::format("-t {} x -g {} GPUs per process does not divide the {} GPUs", threads,
                                            options.gpus_per_thread, n));

@@ -12,8 +12,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
+#include <string>
+#include <system_error>
 
 int main(int argc, char** argv)
 {
@@ -70,13 +75,32 @@ int main(int argc, char** argv)
     return 2;
   }
 
+  // Standard output that cannot be written (a full disk, a closed descriptor) is refused as a
+  // file that cannot be written is (atomic_file.cpp): one line, exit 2, whichever way the command
+  // printed (fmt::print throws, std::cout and stdio only set their error state).
+  const auto stdout_failed = [] {
+    const int err = errno;
+    fmt::print(stderr, "dtsim: standard output: writing failed{}\n", err != 0 ? std::string(": ") + std::strerror(err) : "");
+    return 2;
+  };
+  int rc = 0;
   try {
-    return action ? action() : 0;
+    rc = action ? action() : 0;
   } catch (const dtsim::InputError& e) {
     fmt::print(stderr, "dtsim: {}\n", e.what());
     return 2;
+  } catch (const std::system_error& e) {
+    if (std::ferror(stdout))
+      return stdout_failed();
+    fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
     return 1;
   }
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))
+    return stdout_failed();
+  return rc;
 }

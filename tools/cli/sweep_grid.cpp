@@ -160,11 +160,44 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw InputError(dir, "", "is not a directory (expected a folder to write the sweep into, for --emit)");
-  fs::create_directories(fs::path(dir) / "points", ec);
-  fs::create_directories(fs::path(dir) / "results", ec);
-  if (ec)
-    throw InputError(dir, "", fmt::format("cannot create the sweep folder: {}", ec.message()));
+  // What this call creates, deepest last: removed again if a write fails, so that nothing is left
+  // half-written (its new files first, then the folders it made, each only if empty).
+  std::vector<fs::path> made_dirs;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    made_dirs.insert(made_dirs.begin(), p);
+    if (p == p.parent_path())
+      break;
+  }
   const fs::path root = fs::absolute(dir);
+  for (const char* sub : {"points", "results"})
+    if (!fs::exists(root / sub, ec))
+      made_dirs.push_back(root / sub);
+  std::vector<fs::path> written;
+  const auto undo = [&] {
+    std::error_code ignored;
+    for (const auto& f : written)
+      fs::remove(f, ignored);
+    for (auto it = made_dirs.rbegin(); it != made_dirs.rend(); ++it)
+      fs::remove(*it, ignored);  // only an empty folder goes
+  };
+  fs::create_directories(root / "points", ec);
+  if (!ec)
+    fs::create_directories(root / "results", ec);
+  if (ec) {
+    undo();
+    throw InputError(dir, "", fmt::format("cannot create the sweep folder: {}", ec.message()));
+  }
+  const auto write = [&](const fs::path& file, const std::string& text) {
+    const bool is_new = !fs::exists(file, ec);  // a file of an earlier emit is replaced, never removed
+    try {
+      write_file_atomically(file.string(), text);
+    } catch (...) {
+      undo();
+      throw;
+    }
+    if (is_new)
+      written.push_back(file);
+  };
   const std::string cwd = fs::current_path().string();
   const std::string dtsim = self_path();
   nlohmann::json manifest = {{"scenario", fs::absolute(scenario).string()}, {"varied", varied}, {"points", nlohmann::json::array()}};
@@ -175,15 +208,15 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
     // Relative files named by the scenario (models, profiles, calibrations) resolve from the working
     // directory first: the jobs run from the one the sweep was emitted in.
     const fs::path point_file = root / "points" / (id + ".json");
-    write_file_atomically(point_file.string(), s.doc.dump(2) + "\n");
+    write(point_file, s.doc.dump(2) + "\n");
     manifest["points"].push_back({{"id", id}, {"values", points[i].values}});
     const fs::path result = root / "results" / (id + ".json");
     jobs += fmt::format("cd {} && \"${{DTSIM:-{}}}\" run {} --json > {} && mv {} {}\n", quoted(cwd), dtsim,
                         quoted(point_file.string()), quoted(result.string() + ".tmp"), quoted(result.string() + ".tmp"),
                         quoted(result.string()));
   }
-  write_file_atomically((root / "manifest.json").string(), manifest.dump(2) + "\n");
-  write_file_atomically((root / "jobs.txt").string(), jobs);
+  write(root / "manifest.json", manifest.dump(2) + "\n");
+  write(root / "jobs.txt", jobs);
   const std::string slurm = fmt::format(
       "#!/bin/bash\n"
       "# dtsim sweep: {} points, one Slurm array task each. Submit with: sbatch {}\n"
@@ -196,7 +229,7 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
       "sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" {} | bash\n",
       points.size(), quoted((root / "slurm.sh").string()), quoted(root.string()), points.size() - 1, root.string(),
       quoted((root / "jobs.txt").string()));
-  write_file_atomically((root / "slurm.sh").string(), slurm);
+  write(root / "slurm.sh", slurm);
   fs::permissions(root / "slurm.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
 }
 
