@@ -262,14 +262,17 @@ Prediction predict_scenario(const Scenario& s)
   if (calibration)
     p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
   p.spans = simulate_plan(p.topology, p.plan, sim, pool);
-  // From FLOPs the optimizer step is its own, once per optimizer step: the one GPU shares it over the
-  // replicas' micro-steps, as they do (a measured step holds its own: one micro-step per step).
+  // From FLOPs or a per-layer profile the optimizer step is its own, once per optimizer step: the one
+  // GPU shares it over the replicas' micro-steps, as they do (a measured step time or throughput holds
+  // its own: one micro-step per step).
+  const auto source = s.training.compute.source;
+  const bool own_optimizer_step = source == ComputeSpec::Source::Flops || source == ComputeSpec::Source::Profile;
   if (replicates_the_model(s.strategy_spec.kind))
     p.plan.single_gpu_iteration_s =
         net.single_gpu_iteration_s
             ? *net.single_gpu_iteration_s
             : simulated_single_gpu_iteration(net.scenario, p.topology, model, sim,
-                                             s.training.compute.source == ComputeSpec::Source::Flops ? s.training.batch.accumulation : 1)
+                                             own_optimizer_step ? s.training.batch.accumulation : 1)
                   .iteration_s;
 
   RunResult& r = p.result;

@@ -397,11 +397,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled),
   // once per M micro-batches as the ranks do.
-  plan.single_gpu_iteration_s =
+  const LayerTimes one_gpu =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples) : mt,
-                         scenario.training.activation_checkpointing)
-          .step() +
-      (shard_params > 0 ? optimizer_s * static_cast<double>(model.params()) / shard_params / M : 0.0);
+                         scenario.training.activation_checkpointing);
+  plan.single_gpu_iteration_s =
+      one_gpu.fwd_total() + one_gpu.bwd_total() +
+      (one_gpu.optimizer_s + (shard_params > 0 ? optimizer_s * static_cast<double>(model.params()) / shard_params : 0.0)) / M;
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, D, M, n);
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
                                     &plan.memory_curve);
