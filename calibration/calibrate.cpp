@@ -137,10 +137,13 @@ void fit_compute(const std::vector<std::string>& paths, const Topology& topology
 
 void fit_host(const std::vector<std::string>& paths, const Topology& topology, CalibrateOutcome& out)
 {
+  // One machine's curve: a second would replace the first without a word.
+  if (paths.size() > 1)
+    throw InputError(paths[1], "", fmt::format("expected one host load curve per calibration ({} gives one already)", paths[0]));
   for (const auto& path : paths) {
     const nlohmann::json doc = parse_json_text(read_text(path), path);
     const nlohmann::json fragment = host_load_curve_fragment(doc, path);
-    out.file.merge(fragment);  // a later file's curve replaces an earlier one's
+    out.file.merge(fragment);
     const auto& h = fragment.at("host");
     std::string points;
     for (const auto& p : h.at("load_curve"))

@@ -71,8 +71,11 @@ void read_compute_profile(const nlohmann::json& doc, const std::string& file, Co
   if (into.file.empty())
     into.file = file;
   if (auto kernels = root.find("kernels"))
-    for (const auto& k : kernels->items())
+    for (const auto& k : kernels->items()) {
       into.kernels.push_back(read_kernel(k));
+      into.kernels.back().file = k.file();
+      into.kernels.back().pointer = k.pointer();
+    }
   if (auto model = root.find("model")) {
     model->reject_unknown({"name", "batch", "precision", "layers", "source", "optimizer_s"});
     if (!into.layers.empty())
@@ -106,16 +109,27 @@ nlohmann::json compute_fragment(const ComputeProfile& profile, const PeakFlops& 
 {
   nlohmann::json out = {{"gpu", profile.gpu}};
   std::map<std::string, std::map<std::string, double>> best;   // kind -> precision -> TFLOP/s
-  for (const auto& k : profile.kernels)
+  std::map<std::string, const KernelTiming*> fastest_gemm;      // precision -> its kernel
+  for (const auto& k : profile.kernels) {
     best[k.kind][k.precision] = std::max(best[k.kind][k.precision], k.tflops());
+    if (k.kind == "gemm" && best[k.kind][k.precision] == k.tflops())
+      fastest_gemm[k.precision] = &k;
+  }
   for (const auto& [kind, by_precision] : best)
     for (const auto& [precision, tflops] : by_precision)
       out[kind + "_tflops"][precision] = tflops;
   // Efficiency of the best GEMM against the GPU's peak: what FLOPs / (peak x efficiency) uses.
+  // Above 1 the GEMMs ran faster than the GPU can: the profile was measured on another GPU.
   if (best.count("gemm"))
     for (const auto& [precision, tflops] : best["gemm"])
-      if (auto it = peak.find(precision); it != peak.end() && it->second > 0)
+      if (auto it = peak.find(precision); it != peak.end() && it->second > 0) {
+        if (tflops * 1e12 > it->second)
+          throw InputError(fastest_gemm.at(precision)->file, fastest_gemm.at(precision)->pointer,
+                           fmt::format("the best {} GEMM measured {:.4g} TFLOP/s, above the topology's GPU peak of {:.4g} "
+                                       "TFLOP/s (expected a profile measured on the topology's GPU; this one says {})",
+                                       precision, tflops, it->second / 1e12, profile.gpu.empty() ? "no GPU" : profile.gpu));
         out["efficiency"][precision] = tflops * 1e12 / it->second;
+      }
   if (!profile.layers.empty()) {
     out["model"] = {{"name", profile.model}, {"batch", profile.batch}, {"precision", profile.model_precision}};
     nlohmann::json layers = nlohmann::json::array();

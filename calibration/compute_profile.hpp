@@ -19,6 +19,7 @@ struct KernelTiming {
   double flops = 0;        ///< floating-point operations of one call
   double median_s = 0, min_s = 0, max_s = 0;
   int repeats = 0;
+  std::string file, pointer;  ///< where it was read (its file and JSON pointer), for errors
   double tflops() const { return flops / median_s / 1e12; }
 };
 

@@ -14,6 +14,8 @@ namespace dtsim::calibration {
 nlohmann::json host_load_curve_fragment(const nlohmann::json& doc, const std::string& path)
 {
   const JsonReader root(doc, path);
+  if (const auto version = root.find("schema_version"); version && version->as_int() != 1)
+    version->fail("expected schema_version 1 (calibration/bench/host_costs.py)");
   const auto curve = root.find("loadcurve");
   if (!curve)
     root.fail("expected a \"loadcurve\" section (run calibration/bench/host_costs.py --only loadcurve)");
@@ -40,9 +42,16 @@ nlohmann::json host_load_curve_fragment(const nlohmann::json& doc, const std::st
   const auto points = curve->at(series);
   double one = 0;  // samples/s of one process
   double one_ms = 0;
+  int last_k = -1;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : points.items()) {
     const int k = static_cast<int>(p.at("processes").as_int_in(0, 1 << 16));
+    if (k <= last_k)
+      p.at("processes").fail(fmt::format("expected the points in increasing process counts, got {} after {}", k, last_k));
+    last_k = k;
+    if (const auto errors = p.find("errors"); errors && !errors->json().empty())
+      errors->fail(fmt::format("the benchmark reported errors at this point ({}): expected a point measured cleanly",
+                               errors->json().dump()));
     if (k == 0 || static_cast<double>(k) > cpus)
       continue;  // the trainer alone; or past the CPUs, where the queue, not the load, sets the cost
     if (p.at("ok").as_int_in(0, 1 << 16) != k)
@@ -52,6 +61,12 @@ nlohmann::json host_load_curve_fragment(const nlohmann::json& doc, const std::st
       one = rate;
       one_ms = 1e3 / rate;
     }
+    // The calibration file's bound on a cost ratio (calibration_file.cpp), checked here against the
+    // measurement that gives it.
+    if (const double ratio = one / rate; !(ratio >= 0.01 && ratio <= 100))
+      p.at("samples_per_s").fail(fmt::format("expected a rate within a factor 100 of one process's ({:.4g} samples/s "
+                                             "each), got {:.4g} per process",
+                                             one, rate));
     const double busy = k + (beside_training ? 1.0 : 0.0);
     // The share of a core each runnable thread got (SMT siblings, a queue): host_model counts it apart.
     const double on_cores = std::min(busy, cores);

@@ -200,6 +200,11 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                         std::pair{"peak_reserved_gib", &run.reserved_gib}})
       if (!row.get(column).empty())
         *field = row.number(column, 1e-3, 1e6);
+    // The caching allocator's reserved bytes hold every allocated one: reserved >= allocated.
+    if (run.allocated_gib > 0 && run.reserved_gib > 0 && run.reserved_gib < run.allocated_gib)
+      row.fail("peak_reserved_gib", fmt::format("expected at least peak_allocated_gib ({}): the allocator's reserved memory "
+                                                "holds what it allocated, got {}",
+                                                row.get("peak_allocated_gib"), row.get("peak_reserved_gib")));
     run.label = fmt::format("{} line {}", csv_path, row.line);
     run.summary = fmt::format("{} {} GPUs {} {} {}", row.get("strategy"), row.get("gpus"), row.get("model"),
                               row.get("precision"), batch_summary(row));

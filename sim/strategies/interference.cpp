@@ -82,7 +82,7 @@ std::vector<double> backward_slowdown(const std::vector<double>& segment_s,
       work -= done_here;
     }
     now += std::max(0.0, work);
-    extra[j] = (now - started) - segment_s[j];
+    extra[j] = std::max(0.0, (now - started) - segment_s[j]);  // never below full speed (rounding gave -1e-17)
     if (j < collectives.size()) {  // bucket j is ready now: queue its collective
       const double start = std::max(now, end.empty() ? 0.0 : end.back());
       begin.push_back(start);

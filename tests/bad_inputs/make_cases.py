@@ -321,6 +321,11 @@ case("nccl_tests_nodes_zero", "--nodes", "-", "nccl-tests --topology dgx1-v100 -
 case("nccl_tests_root_negative", "command line", "-", "nccl-tests --topology dgx1-v100 --op broadcast -r -1")
 case("nccl_tests_ngpus_bad", "command line", "-", "nccl-tests --topology dgx1-v100 -g 3")
 case("nccl_tests_ngpus_zero", "command line", "-", "nccl-tests --topology dgx1-v100 -g 0")
+case("calibrate_compute_above_peak", "bench_compute_sample.json", "/kernels/4",
+     "calibrate tests/data/calibration/compute/bench_compute_sample.json --topology pcie-box -o @OUT@")
+case("calibrate_hostcosts_twice", "host_loadcurve.json", "-",
+     "calibrate calibration/measured/h200-1gpu-2026-11-27/host_loadcurve.json "
+     "calibration/measured/h200-1gpu-2026-11-27/host_loadcurve.json --topology dgx-a100 -o @OUT@")
 case("nccl_tests_alltoall_too_many_gpus", "--nodes", "-", "nccl-tests --topology hgx-h100 --nodes 512 --op alltoall -b 1M -e 1M")
 case("validate_nodes_zero", "--nodes", "-", f"validate {V100} --topology dgx1-v100 --nodes 0")
 case("validate_algo_collnet", "command line", "-", f"validate {V100} --topology dgx1-v100 --algo CollNetDirect")

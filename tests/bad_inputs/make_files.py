@@ -314,6 +314,8 @@ write("runs_short_row.csv", runs_csv([RUN_BASE, RUN_8]).rstrip("\n").rsplit(",",
 write("runs_long_row.csv", runs_csv([RUN_BASE, RUN_8]).rstrip("\n") + ",extra\n")
 write("runs_unclosed_quote.csv", runs_csv([RUN_BASE, dict(RUN_8, source='"NVIDIA, 2021')]))
 write("runs_header_only.csv", ",".join(runs_header) + "\n")
+write("runs_reserved_below_allocated.csv", runs_csv([RUN_BASE, dict(RUN_8, peak_allocated_gib="50", peak_reserved_gib="10")],
+                                                   runs_header + ["peak_allocated_gib", "peak_reserved_gib"]))
 write("runs_empty.csv", "")
 write("runs_comments_only.csv", "# nothing measured\n")
 write("runs_binary.csv", bytes(range(256)) * 4)
@@ -538,6 +540,17 @@ hostcosts_cases = {
     "hostcosts_siblings_text": (["loadcurve", "cpu", "siblings"], "many"),
     "hostcosts_cpu_count_zero": (["loadcurve", "cpu", "cpu_count"], 0),
     "hostcosts_series_object": (["loadcurve", "with_training"], {}),
+    # helper-16: each was taken, or blamed on the calibration being written
+    "hostcosts_rate_tiny": (["loadcurve", "with_training", 2, "samples_per_s"], 1e-6),
+    "hostcosts_schema_99": (["schema_version"], 99),
+    "hostcosts_schema_text": (["schema_version"], "1"),
+    "hostcosts_point_errors": (["loadcurve", "with_training", 1, "errors"], ["boom"]),
 }
 for name, (path, value) in hostcosts_cases.items():
     write(name + ".json", mutated(hc, path, value))
+reversed_points = copy.deepcopy(hc)
+reversed_points["loadcurve"]["with_training"].reverse()
+write("hostcosts_points_reversed.json", json.dumps(reversed_points, indent=1))
+duplicated_point = copy.deepcopy(hc)
+duplicated_point["loadcurve"]["with_training"].insert(2, duplicated_point["loadcurve"]["with_training"][1])
+write("hostcosts_point_twice.json", json.dumps(duplicated_point, indent=1))
