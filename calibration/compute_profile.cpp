@@ -108,27 +108,27 @@ nlohmann::json compute_fragment(const ComputeProfile& profile, const PeakFlops& 
                                 const std::optional<std::vector<std::string>>& model_layers)
 {
   nlohmann::json out = {{"gpu", profile.gpu}};
-  std::map<std::string, std::map<std::string, double>> best;   // kind -> precision -> TFLOP/s
-  std::map<std::string, const KernelTiming*> fastest_gemm;      // precision -> its kernel
+  // kind -> precision -> its fastest kernel
+  std::map<std::string, std::map<std::string, const KernelTiming*>> fastest;
   for (const auto& k : profile.kernels) {
-    best[k.kind][k.precision] = std::max(best[k.kind][k.precision], k.tflops());
-    if (k.kind == "gemm" && best[k.kind][k.precision] == k.tflops())
-      fastest_gemm[k.precision] = &k;
+    const KernelTiming*& f = fastest[k.kind][k.precision];
+    if (!f || k.tflops() > f->tflops())
+      f = &k;
   }
-  for (const auto& [kind, by_precision] : best)
-    for (const auto& [precision, tflops] : by_precision)
-      out[kind + "_tflops"][precision] = tflops;
+  for (const auto& [kind, by_precision] : fastest)
+    for (const auto& [precision, k] : by_precision)
+      out[kind + "_tflops"][precision] = k->tflops();
   // Efficiency of the best GEMM against the GPU's peak: what FLOPs / (peak x efficiency) uses.
   // Above 1 the GEMMs ran faster than the GPU can: the profile was measured on another GPU.
-  if (best.count("gemm"))
-    for (const auto& [precision, tflops] : best["gemm"])
+  if (fastest.count("gemm"))
+    for (const auto& [precision, k] : fastest["gemm"])
       if (auto it = peak.find(precision); it != peak.end() && it->second > 0) {
-        if (tflops * 1e12 > it->second)
-          throw InputError(fastest_gemm.at(precision)->file, fastest_gemm.at(precision)->pointer,
+        if (k->tflops() * 1e12 > it->second)
+          throw InputError(k->file, k->pointer,
                            fmt::format("the best {} GEMM measured {:.4g} TFLOP/s, above the topology's GPU peak of {:.4g} "
                                        "TFLOP/s (expected a profile measured on the topology's GPU; this one says {})",
-                                       precision, tflops, it->second / 1e12, profile.gpu.empty() ? "no GPU" : profile.gpu));
-        out["efficiency"][precision] = tflops * 1e12 / it->second;
+                                       precision, k->tflops(), it->second / 1e12, profile.gpu.empty() ? "no GPU" : profile.gpu));
+        out["efficiency"][precision] = k->tflops() * 1e12 / it->second;
       }
   if (!profile.layers.empty()) {
     out["model"] = {{"name", profile.model}, {"batch", profile.batch}, {"precision", profile.model_precision}};
