@@ -10,6 +10,10 @@ namespace dtsim {
 
 namespace {
 
+/// A fat-tree leaf's NICs when the topology does not say: a 64-port switch with half its ports down
+/// (HDR QM8700/QM8790 and NDR QM9700 have 40 and 64 ports; half down is non-blocking).
+constexpr int kFatTreeNicsPerLeaf = 32;
+
 std::vector<int> all_nics(const Topology& t, int nodes)
 {
   std::vector<int> out;
@@ -53,28 +57,36 @@ void add_fabric(Topology& t, const TopologySpec& s)
       break;
     }
     case FabricKind::FatTree: {
-      const int n_leaves = (static_cast<int>(nics.size()) + s.nics_per_leaf - 1) / s.nics_per_leaf;
+      const int per_leaf = s.nics_per_leaf.value_or(kFatTreeNicsPerLeaf);
+      const int n_leaves = (static_cast<int>(nics.size()) + per_leaf - 1) / per_leaf;
       std::vector<int> leaves;
       for (int l = 0; l < n_leaves; ++l)
         leaves.push_back(t.add_device(fmt::format("fabric.leaf{}", l), DeviceKind::NetworkSwitch, -1, l));
       for (std::size_t j = 0; j < nics.size(); ++j)
-        connect_nic(t, s, nics[j], leaves[j / static_cast<std::size_t>(s.nics_per_leaf)]);
-      add_spine(t, s, leaves, s.nics_per_leaf);
+        connect_nic(t, s, nics[j], leaves[j / static_cast<std::size_t>(per_leaf)]);
+      add_spine(t, s, leaves, per_leaf);
       break;
     }
     case FabricKind::RailOptimized: {
-      std::vector<int> rails;
-      for (int r = 0; r < s.nics_per_node; ++r)
-        rails.push_back(t.add_device(fmt::format("fabric.rail{}", r), DeviceKind::NetworkSwitch, -1, r));
-      // NIC i of every node on rail i; the NICs are listed before the links go in, since each new
-      // link clears the topology's index (asking per node in the loop rebuilt it once per node).
+      // Rail i's leaf takes NIC i of nics_per_leaf nodes (one scalable unit: DGX SuperPOD's leaves),
+      // or of every node when that is not given; every leaf goes up into the spine.
+      const int per_leaf = std::min(s.nodes, s.nics_per_leaf.value_or(s.nodes));
+      const int units = (s.nodes + per_leaf - 1) / per_leaf;
+      std::vector<int> leaves;  // unit u's rail r at u * nics_per_node + r
+      for (int u = 0; u < units; ++u)
+        for (int r = 0; r < s.nics_per_node; ++r)
+          leaves.push_back(t.add_device(units == 1 ? fmt::format("fabric.rail{}", r) : fmt::format("fabric.su{}.rail{}", u, r),
+                                        DeviceKind::NetworkSwitch, -1, static_cast<int>(leaves.size())));
+      // The NICs are listed before the links go in, since each new link clears the topology's index
+      // (asking per node in the loop rebuilt it once per node).
       std::vector<std::vector<int>> node_nics;
       for (int n = 0; n < s.nodes; ++n)
         node_nics.push_back(t.nics_of_node(n));
-      for (const auto& nics_of_node : node_nics)
-        for (std::size_t i = 0; i < nics_of_node.size(); ++i)
-          connect_nic(t, s, nics_of_node[i], rails[i]);
-      add_spine(t, s, rails, s.nodes);
+      for (int n = 0; n < s.nodes; ++n)
+        for (std::size_t i = 0; i < node_nics[static_cast<std::size_t>(n)].size(); ++i)
+          connect_nic(t, s, node_nics[static_cast<std::size_t>(n)][i],
+                      leaves[static_cast<std::size_t>(n / per_leaf * s.nics_per_node) + i]);
+      add_spine(t, s, leaves, per_leaf);
       break;
     }
   }

@@ -20,7 +20,9 @@ void add_node(Topology& topology, const TopologySpec& spec, int node);
 
 /// Joins the NICs of all nodes: "switch" = one fabric.switch; "fat-tree" = fabric.leaf<i> taking
 /// nics_per_leaf NICs each (node-major order) and one aggregate fabric.spine; "rail-optimized" =
-/// NIC i of every node into fabric.rail<i>, rails joined by one aggregate fabric.spine.
+/// NIC i of every node into fabric.rail<i>, rails joined by one aggregate fabric.spine; with
+/// nics_per_leaf, NIC i of each group of nics_per_leaf nodes (a scalable unit) into fabric.su<u>.rail<i>,
+/// every such leaf into the spine.
 /// The spine is one device standing for all spine switches with ideal ECMP: a leaf's uplink is
 /// one link of nics_per_leaf x NIC rate / oversubscription (shortest-path routing over several
 /// equal spines would pile every flow onto the first one).

@@ -66,7 +66,9 @@ struct TopologySpec {
 
   FabricKind fabric = FabricKind::Switch;
   double fabric_latency = 0;
-  int nics_per_leaf = 32;
+  /// NICs on one leaf: a fat-tree's leaves (32 when not given); a rail-optimised fabric's rail
+  /// leaves, each taking NIC i of that many nodes (not given: one leaf per rail for all nodes).
+  std::optional<int> nics_per_leaf;
   double oversubscription = 1;
 };
 

@@ -195,6 +195,25 @@ TEST_CASE("dgx-a100 fat-tree: leaves of nics_per_leaf NICs under an aggregate sp
   CHECK(bisection_bandwidth(t) == doctest::Approx(200e9));
 }
 
+TEST_CASE("dgx-a100 rail-optimised scalable units: rail i of 20 nodes on one leaf, leaves under the spine")
+{
+  // 45 nodes: two whole units of 20 and one of 5; 8 rails each, plus the spine.
+  const Topology t = inline_cluster(R"({"base": "dgx-a100", "nodes": 45})");
+  CHECK(t.devices_of_kind(DeviceKind::NetworkSwitch).size() == 3 * 8 + 1);
+  CHECK(route_crosses(t, "n0.nic3", "n19.nic3", "fabric.su0.rail3"));
+  CHECK_FALSE(route_crosses(t, "n0.nic3", "n19.nic3", "fabric.spine"));
+  CHECK(route_crosses(t, "n19.nic3", "n20.nic3", "fabric.spine"));  // the next unit
+  CHECK(route_crosses(t, "n44.nic7", "n40.nic7", "fabric.su2.rail7"));
+  // A leaf's uplink: 20 ports x 25 GB/s, non-blocking.
+  const Link& up = t.link(t.links_between(t.device_index("fabric.su1.rail0"), t.device_index("fabric.spine")).at(0));
+  CHECK(up.bandwidth == doctest::Approx(20 * 25e9));
+
+  // Up to 20 nodes, one leaf per rail, named as before.
+  const Topology small = inline_cluster(R"({"base": "dgx-a100", "nodes": 4})");
+  CHECK(small.devices_of_kind(DeviceKind::NetworkSwitch).size() == 8 + 1);
+  CHECK(route_crosses(small, "n0.nic0", "n3.nic0", "fabric.rail0"));
+}
+
 TEST_CASE("pcie-box without P2P stages GPU-to-GPU traffic through host memory")
 {
   const Topology t = load_topology("pcie-box");
