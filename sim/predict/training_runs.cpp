@@ -90,7 +90,7 @@ CsvRecord split_csv(const std::string& line)
     }
   }
   if (quoted)
-    r.problem = "a quoted cell is not closed (expected \"...\")";
+    r.problem = "a quoted cell is not closed on its line (expected \"...\" within one line: a cell holds no line break)";
   for (auto& cell : r.cells) {
     const auto first = cell.find_first_not_of(" \t");
     cell = first == std::string::npos ? std::string() : cell.substr(first, cell.find_last_not_of(" \t") - first + 1);
@@ -265,9 +265,38 @@ Scenario parse_training_run(const TrainingRunRow& row)
   }
 }
 
+bool looks_like_training_runs(const std::string& text)
+{
+  std::size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  while (pos < text.size()) {
+    auto eol = text.find('\n', pos);
+    if (eol == std::string::npos)
+      eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#')
+      continue;
+    const CsvRecord header = split_csv(line);
+    const auto known = [](const std::string& cell) {
+      return std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end();
+    };
+    return header.problem.empty() && std::all_of(header.cells.begin(), header.cells.end(), known) &&
+           std::find(header.cells.begin(), header.cells.end(), "id") != header.cells.end() &&
+           std::find(header.cells.begin(), header.cells.end(), "measured") != header.cells.end();
+  }
+  return false;
+}
+
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
 {
-  const auto rows = read_training_runs(read_input_file(csv_path, "a CSV of measured training runs"), csv_path);
+  return validate_training_runs(read_input_file(csv_path, "a CSV of measured training runs"), csv_path);
+}
+
+std::vector<TrainingRun> validate_training_runs(const std::string& text, const std::string& csv_path)
+{
+  const auto rows = read_training_runs(text, csv_path);
   std::vector<TrainingRun> runs;
   std::map<std::string, std::size_t> by_id;
   for (const auto& row : rows) {

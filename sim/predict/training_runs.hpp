@@ -106,6 +106,12 @@ struct TrainingRun {
 
 /// Reads and predicts every row. Throws InputError naming the file, row and column for bad input.
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path);
+/// The same on the CSV's text, read once (a pipe cannot be read twice); `csv_path` names it in errors.
+std::vector<TrainingRun> validate_training_runs(const std::string& text, const std::string& csv_path);
+
+/// Whether `text` starts (after comments) with a runs CSV's header: known columns, "id" and
+/// "measured" among them. Tells a runs CSV from a measurement log whatever the file's name.
+bool looks_like_training_runs(const std::string& text);
 
 /// Median and worst |error| over the rows that have a baseline.
 AbsErrorSummary compared_errors(const std::vector<TrainingRun>& runs);

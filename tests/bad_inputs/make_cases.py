@@ -363,7 +363,7 @@ for f in sorted(os.listdir(os.path.join(HERE, "files"))):
 case("validate_runs_missing", "absent.csv", "-", "validate tests/bad_inputs/files/absent.csv")
 # Options of log validation would be ignored for a runs CSV (each row names its own machine).
 for i, opt in enumerate(["--calibration tests/data/calibration/cal_dgx1_v100.json", "--nodes 2", "--algo Ring", "--proto LL",
-                         "--gpu-order 1,0"]):
+                         "--gpu-order 1,0", "--topology hgx-h100"]):
     case(f"validate_runs_with_log_option_{i}", "command line", "-", f"validate tests/data/training/runs.csv {opt}")
 
 # The input pipeline through --set: the loader block, and the host's cores.

@@ -330,5 +330,18 @@ TEST_CASE("runs CSV: RFC 4180 quoting; a cell is quoted whole or not at all")
   CHECK(problem_of(header + R"(a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4"0",64,fsdp,efficiency=0.4,10,samples/s)" "\n")
             .rfind("line 2: cell 8: text joined to a quoted part", 0) == 0);
   CHECK(problem_of(header + R"(a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,"efficiency=0.4,10,samples/s)" "\n") ==
-        "line 2: a quoted cell is not closed (expected \"...\")");
+        "line 2: a quoted cell is not closed on its line (expected \"...\" within one line: a cell holds no line break)");
+}
+
+TEST_CASE("a runs CSV is told from a measurement log by its header, whatever the file's name")
+{
+  const std::string header = "id,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,compute,measured,unit\n";
+  CHECK(looks_like_training_runs(header));
+  CHECK(looks_like_training_runs("\xEF\xBB\xBF# measured runs\n\n" + header));
+  CHECK(looks_like_training_runs("# a comment\r\n" + header));
+  CHECK_FALSE(looks_like_training_runs("id,cluster,gpu\n"));                 // no measured column
+  CHECK_FALSE(looks_like_training_runs("id,measured,bandwidth_gbps\n"));     // a column runs CSVs do not have
+  CHECK_FALSE(looks_like_training_runs("# nThread 1 nGpus 8 minBytes 8\n"));  // nccl-tests
+  CHECK_FALSE(looks_like_training_runs("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n"));
+  CHECK_FALSE(looks_like_training_runs(""));
 }

@@ -121,9 +121,14 @@ void add_validate_command(CLI::App& app, Action& action)
   cmd->add_flag("--json", args->json, "Print the comparison as JSON");
   cmd->callback([&action, args] {
     action = [args] {
-      if (args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0 && args->topology.empty()) {
+      // A runs CSV by its header, whatever its name (a pipe, a .txt); a .csv without --topology is
+      // read as one, so that its errors are a runs CSV's.
+      const bool named_csv = args->log.size() > 4 && args->log.compare(args->log.size() - 4, 4, ".csv") == 0;
+      const std::string text = read_input_file(args->log, named_csv ? "a CSV of measured training runs" : "a measurement log");
+      if (looks_like_training_runs(text) || (named_csv && args->topology.empty())) {
         // A runs CSV describes each run's machine in its rows; these options would be ignored.
-        for (const auto& [given, name] : {std::pair{!args->calibration.empty(), "--calibration"},
+        for (const auto& [given, name] : {std::pair{!args->topology.empty(), "--topology"},
+                                          std::pair{!args->calibration.empty(), "--calibration"},
                                           std::pair{args->nodes.has_value(), "--nodes"}, std::pair{!args->algo.empty(), "--algo"},
                                           std::pair{!args->proto.empty(), "--proto"},
                                           std::pair{!args->gpu_order.empty(), "--gpu-order"}})
@@ -132,7 +137,7 @@ void add_validate_command(CLI::App& app, Action& action)
                              fmt::format("{} applies to nccl-tests and bandwidth logs (expected a runs CSV alone: its rows "
                                          "name each run's cluster, GPU, nodes and compute)",
                                          name));
-        const auto runs = validate_training_runs(args->log);
+        const auto runs = validate_training_runs(text, args->log);
         if (args->json) {
           fmt::print("{}\n", training_runs_json(args->log, runs).dump(2));
           return 0;
@@ -152,14 +157,14 @@ void add_validate_command(CLI::App& app, Action& action)
       const nlohmann::json header = {{"file", args->log}, {"topology", topology.name},
                                      {"gpus", topology.gpus().size()}, {"calibration", args->calibration}};
       const std::vector<int> gpu_order = parse_gpu_order(args->gpu_order);
-      if (calibration::detect_input_format(read_input_file(args->log, "a measurement log"), args->log) == calibration::InputFormat::Bandwidth) {
+      if (calibration::detect_input_format(text, args->log) == calibration::InputFormat::Bandwidth) {
         nlohmann::json out = header;
         out["kind"] = "bandwidth";
         out["matrices"] = nlohmann::json::array();
         if (!args->json)
           fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
                      args->calibration.empty() ? "none" : args->calibration);
-        for (const auto& run : calibration::load_bandwidth_log(args->log)) {
+        for (const auto& run : calibration::parse_bandwidth_log(text, args->log)) {
           const auto v = calibration::compare_bandwidth_log(topology, run, args->log, gpu_order);
           if (args->json)
             out["matrices"].push_back(bandwidth_json(v));
@@ -173,9 +178,9 @@ void add_validate_command(CLI::App& app, Action& action)
       if (!gpu_order.empty())
         throw InputError("--gpu-order", "", "applies to a GPU-to-GPU bandwidth matrix, not to an nccl-tests log");
       // Each "# Collective test starting:" table of the file on its own (split_nccl_tests_tables).
-      std::vector<NcclTestsLog> logs = calibration::split_nccl_tests_tables(read_input_file(args->log, "an nccl-tests output log"), args->log);
+      std::vector<NcclTestsLog> logs = calibration::split_nccl_tests_tables(text, args->log);
       if (logs.empty())
-        logs.push_back(load_nccl_tests_log(args->log));  // throws: no data rows
+        logs.push_back(parse_nccl_tests_log(text, args->log));  // throws: no data rows
       nlohmann::json tables = nlohmann::json::array();
       if (!args->json)
         fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
