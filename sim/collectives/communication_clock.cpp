@@ -48,6 +48,7 @@ int CommunicationClock::add(const std::vector<ClockedComm>& set)
   const int start = graph_.add_delay(set.front().call.ranks.front(), 0.0, "set start", TaskCategory::Marker);
   const int first = graph_.size();
   std::vector<int> done_all;
+  std::vector<int> position;
   for (const ClockedComm& c : set) {
     const int before = graph_.size();
     if (c.plain_transfer) {
@@ -61,16 +62,17 @@ int CommunicationClock::add(const std::vector<ClockedComm>& set)
     }
     done_all.insert(done_all.end(), s.done.back().begin(), s.done.back().end());
     std::vector<double> sent(c.call.ranks.size(), 0.0), received(c.call.ranks.size(), 0.0);
+    position.assign(topology_.devices().size(), -1);  // per device: its position in the call (-1: none)
+    for (std::size_t p = 0; p < c.call.ranks.size(); ++p)
+      position[static_cast<std::size_t>(c.call.ranks[p])] = static_cast<int>(p);
     for (int id = before; id < graph_.size(); ++id) {
       const Task& t = graph_[id];
       if (t.kind != TaskKind::Transfer || t.src == t.dst)
         continue;
-      for (std::size_t p = 0; p < c.call.ranks.size(); ++p) {
-        if (c.call.ranks[p] == t.src)
-          sent[p] += t.bytes;
-        if (c.call.ranks[p] == t.dst)
-          received[p] += t.bytes;
-      }
+      if (const int p = position[static_cast<std::size_t>(t.src)]; p >= 0)
+        sent[static_cast<std::size_t>(p)] += t.bytes;
+      if (const int p = position[static_cast<std::size_t>(t.dst)]; p >= 0)
+        received[static_cast<std::size_t>(p)] += t.bytes;
     }
     s.sent.push_back(std::move(sent));
     s.received.push_back(std::move(received));
