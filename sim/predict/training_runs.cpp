@@ -98,14 +98,15 @@ CsvRecord split_csv(const std::string& line)
   return r;
 }
 
-}  // namespace
-
-std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path)
+/// A runs CSV's next line that holds a record (not blank, not a '#' comment), '\r' cut, from `pos`
+/// on (a UTF-8 byte-order mark at the start skipped: spreadsheets write one); `n` counts the lines
+/// read. Nothing when the text ends.
+std::optional<std::string> next_record_line(const std::string& text, std::size_t& pos, int& n)
 {
-  std::vector<std::string> header;
-  std::vector<RunsCsvRow> rows;
-  std::size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte-order mark (spreadsheets)
-  for (int n = 1; pos < text.size(); ++n) {
+  if (pos == 0 && text.compare(0, 3, "\xEF\xBB\xBF") == 0)
+    pos = 3;
+  while (pos < text.size()) {
+    ++n;
     auto eol = text.find('\n', pos);
     if (eol == std::string::npos)
       eol = text.size();
@@ -113,8 +114,22 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     pos = eol + 1;
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#')
-      continue;
+    if (line.find_first_not_of(" \t") != std::string::npos && line[0] != '#')
+      return line;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path)
+{
+  std::vector<std::string> header;
+  std::vector<RunsCsvRow> rows;
+  std::size_t pos = 0;
+  int n = 0;
+  while (const auto next = next_record_line(text, pos, n)) {
+    const std::string& line = *next;
     // Cells are printed back (ids, summaries): text, not terminal escapes or broken bytes.
     if (std::any_of(line.begin(), line.end(), [](char c) {
           const auto u = static_cast<unsigned char>(c);
@@ -267,26 +282,19 @@ Scenario parse_training_run(const TrainingRunRow& row)
 
 bool looks_like_training_runs(const std::string& text)
 {
-  std::size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-  while (pos < text.size()) {
-    auto eol = text.find('\n', pos);
-    if (eol == std::string::npos)
-      eol = text.size();
-    std::string line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (!line.empty() && line.back() == '\r')
-      line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos || line[0] == '#')
-      continue;
-    const CsvRecord header = split_csv(line);
-    const auto known = [](const std::string& cell) {
-      return std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end();
-    };
-    return header.problem.empty() && std::all_of(header.cells.begin(), header.cells.end(), known) &&
-           std::find(header.cells.begin(), header.cells.end(), "id") != header.cells.end() &&
-           std::find(header.cells.begin(), header.cells.end(), "measured") != header.cells.end();
-  }
-  return false;
+  std::size_t pos = 0;
+  int n = 0;
+  const auto line = next_record_line(text, pos, n);
+  if (!line)
+    return false;
+  const CsvRecord header = split_csv(*line);
+  const auto has = [&](const std::string& column) {
+    return std::find(header.cells.begin(), header.cells.end(), column) != header.cells.end();
+  };
+  return header.problem.empty() && has("id") && has("measured") &&
+         std::all_of(header.cells.begin(), header.cells.end(), [](const std::string& cell) {
+           return std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end();
+         });
 }
 
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
