@@ -249,6 +249,14 @@ void resolve_batch(const JsonReader& root, const StrategySpec& st, TrainingSpec&
   BatchSpec& b = t.batch;
   if (!b.given_as_micro) {
     b.accumulation = given_steps;
+    // Megatron's micro-batches are equal (num_microbatches_calculator.py asserts that the global batch
+    // divides by micro-batch x data-parallel size); PyTorch's Pipe (strategy pipeline) splits the batch
+    // with tensor.split, whose last chunk may be smaller, taken here as the mean.
+    if (st.kind == StrategyKind::Hybrid && t.batch_per_gpu % b.accumulation != 0)
+      (steps ? *steps : training.at("batch_per_gpu"))
+          .fail(fmt::format("expected micro-batches that divide training.batch_per_gpu (Megatron's are all of one size): "
+                            "{} samples per replica in {} micro-batches",
+                            t.batch_per_gpu, b.accumulation));
     b.micro_batch = pipelined ? static_cast<double>(t.batch_per_gpu) / b.accumulation : static_cast<double>(t.batch_per_gpu);
     b.global_batch = t.batch_per_gpu * st.data * (pipelined ? 1 : b.accumulation);
     b.measured_at = t.batch_per_gpu;

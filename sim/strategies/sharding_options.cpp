@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 namespace dtsim {
 
 const char* to_string(Sharding s)
@@ -190,6 +192,16 @@ bool offload_to_cpu(const JsonReader& v, const char* what, const std::vector<std
   const std::string device = v.find("device") ? v.at("device").as_choice({"cpu", "none", "nvme"}) : "none";
   if (device == "nvme")
     v.at("device").fail("expected \"cpu\" or \"none\": dtsim does not model ZeRO-Infinity's NVMe offload");
+  // The NVMe members have no effect on the host, but are typed as offload_config.py's pydantic
+  // models type them: a wrong one is an error there too.
+  if (const auto path = v.find("nvme_path"); path && !path->json().is_null())
+    (void)path->as_string();
+  for (const char* count : {"buffer_count", "buffer_size", "max_in_cpu"})
+    if (const auto c = v.find(count))
+      (void)c->as_int_in(0, std::numeric_limits<std::int64_t>::max());
+  for (const char* flag : {"fast_init", "pipeline_read", "pipeline_write"})
+    if (const auto f = v.find(flag))
+      (void)f->as_bool();
   return device == "cpu";
 }
 

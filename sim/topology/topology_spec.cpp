@@ -282,6 +282,19 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
     s.fabric_latency = us(layers.at({"fabric", "latency_us"}));
     if (auto per_leaf = layers.find({"fabric", "nics_per_leaf"}))
       s.nics_per_leaf = positive_int(*per_leaf);
+    // One switch has no leaves to size or uplinks to oversubscribe: these, given beside "switch" (in
+    // the layer that names the kind, or a more specific one), would be ignored; a preset's own, under
+    // an inline "switch", belong to the preset's fabric.
+    if (s.fabric == FabricKind::Switch)
+      for (const JsonReader& layer : layers.objects_at({"fabric"})) {
+        for (const char* key : {"nics_per_leaf", "oversubscription"})
+          if (const auto given = layer.find(key))
+            given->fail(fmt::format("expected no {} with fabric kind \"switch\" (it sets a fat-tree's or a "
+                                    "rail-optimised fabric's leaves)",
+                                    key));
+        if (layer.find("kind"))
+          break;
+      }
     if (auto over = layers.find({"fabric", "oversubscription"})) {
       s.oversubscription = over->as_positive();
       if (s.oversubscription < 1)

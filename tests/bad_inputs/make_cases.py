@@ -575,7 +575,7 @@ for i, v in enumerate(["0", "1.5", "\"2\"", "2000"]):
 case("megatron_virtual_stages_gpipe", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
      f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.schedule=gpipe")
 case("megatron_virtual_stages_microbatches", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
-     f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.microbatches=12")
+     f"run {GPT3} --set strategy.virtual_stages=2 --set strategy.microbatches=4")
 case("megatron_virtual_stages_layers", "gpt3-175b-h100-128gpu.json", "/strategy/virtual_stages",
      f"run {GPT3} --set strategy.virtual_stages=5")
 case("megatron_virtual_stages_balance_count", "gpt3-175b-h100-128gpu.json", "/strategy/balance",
@@ -608,6 +608,24 @@ for name, option, args in [("ddp_stage", "--stage", "explain ddp --gpus 8 --stag
                            ("hybrid_stage", "--stage", "explain hybrid --gpus 8 --stage 1"),
                            ("dp_microbatches", "--microbatches", "explain dp --gpus 4 --microbatches 4")]:
     case("explain_" + name, option, "-", args)
+
+# Helper-17's sweep (session 24).
+FSDP8B = "scenarios/llama3-8b-fsdp-h100-64gpu.json"
+case("fabric_switch_with_nics_per_leaf", "llama3-8b-fsdp-h100-64gpu.json", "/cluster/fabric/nics_per_leaf",
+     f"run {FSDP8B} --set cluster.fabric.kind=switch --set cluster.fabric.nics_per_leaf=4")
+case("fabric_switch_with_oversubscription", "llama3-8b-fsdp-h100-64gpu.json", "/cluster/fabric/oversubscription",
+     f"run {FSDP8B} --set cluster.fabric.kind=switch --set cluster.fabric.oversubscription=2")
+case("megatron_microbatches_not_dividing", "gpt3-175b-h100-128gpu.json", "/strategy/microbatches",
+     f"run {GPT3} --set strategy.microbatches=3")
+case("megatron_batch_not_divided", "gpt3-175b-h100-128gpu.json", "/strategy/microbatches",
+     f"run {GPT3} --set training.batch_per_gpu=65")
+for i, (member, value) in enumerate([("buffer_count", '"x"'), ("nvme_path", "42"), ("fast_init", '"maybe"'),
+                                     ("pipeline_read", "1")]):
+    case(f"zero_offload_optimizer_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/offload_optimizer/{member}",
+         f"run {ZERO3} --set strategy.offload_optimizer={{\"device\":\"cpu\",\"{member}\":{value}}}")
+for member, value in [("buffer_size", "-1"), ("max_in_cpu", '"x"')]:
+    case(f"zero_offload_param_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/offload_param/{member}",
+         f"run {ZERO3} --set strategy.offload_param={{\"device\":\"cpu\",\"{member}\":{value}}}")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")
