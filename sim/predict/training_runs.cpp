@@ -211,6 +211,14 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                              run.baseline));
       (per_batch ? per_batch_times : plain_times).insert(run.id);
     }
+    // A time without its global batch is iterations/s: only another such time compares with it.
+    const bool plain = plain_times.count(run.id) > 0;
+    if (!run.baseline.empty() && plain != (plain_times.count(run.baseline) > 0))
+      row.fail("unit", fmt::format("expected a rate comparable with the baseline '{}': {} (give global_batch to "
+                                   "turn a time into samples/s)",
+                                   run.baseline,
+                                   plain ? "this row is a time per iteration without its global batch, the baseline a rate of samples"
+                                         : "the baseline is a time per iteration without its global batch, this row a rate of samples"));
     for (const auto& [column, field] : {std::pair{"peak_allocated_gib", &run.allocated_gib},
                                         std::pair{"peak_reserved_gib", &run.reserved_gib}})
       if (!row.get(column).empty())
@@ -221,6 +229,9 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                                 "holds what it allocated, got {}",
                                                 row.get("peak_allocated_gib"), row.get("peak_reserved_gib")));
     run.label = fmt::format("{} line {}", csv_path, row.line);
+    for (const auto& [column, cell] : row.cells)
+      if (!cell.empty())
+        run.columns.insert(column);
     run.summary = fmt::format("{} {} GPUs {} {} {}", row.get("strategy"), row.get("gpus"), row.get("model"),
                               row.get("precision"), batch_summary(row));
     out.push_back(std::move(run));
@@ -252,12 +263,13 @@ namespace {
       {"/training/host_sync", "host_sync"}, {"/training/hold_logits", "hold_logits"},
       {"/simulation/ranks", "ranks"},
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
-      {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"}, {"/strategy", "strategy"},
-      {"/gpus", "gpus"}};
+      {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"},
+      {"/training/optimizer", "optimizer"}, {"/strategy", "strategy"}, {"/gpus", "gpus"}};
   const std::string csv = row.label.substr(0, row.label.rfind(" line "));
   const std::string line = row.label.substr(csv.size() + 1);
   for (const auto& [pointer, column] : columns) {
-    if (e.pointer().rfind(pointer, 0) != 0)
+    // A strategy member whose column the row leaves empty came from strategy_options (below).
+    if (e.pointer().rfind(pointer, 0) != 0 || (pointer.rfind("/strategy/", 0) == 0 && !row.columns.count(column)))
       continue;
     // A strategy member no column above sets came from the strategy_options object: name it, and
     // the pointer inside that object.

@@ -53,6 +53,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ struct TrainingRunRow {
   double measured_rate = 0;  ///< samples/s, or 1/s for a time
   nlohmann::json scenario;
   std::string label;         ///< "FILE line N", the file parse_scenario errors name
+  std::set<std::string> columns;  ///< the columns whose cells this row fills (an error names one of them)
   double allocated_gib = 0;  ///< measured peak allocated memory per GPU (0: not given)
   double reserved_gib = 0;   ///< measured peak reserved memory per GPU (0: not given)
 };

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 namespace dtsim {
@@ -232,16 +233,22 @@ ZeroOptions parse_zero_options(const Scenario& scenario)
   reject_unknown_strategy_members(o);
   ZeroOptions z;
   z.stage = static_cast<int>(o.at("stage").as_int_in(1, 3));
+  // Element counts are integers in config.py (5e8 is one; 1.5 is not).
+  const auto whole = [](const JsonReader& v, double x) {
+    if (x != std::floor(x))
+      v.fail(fmt::format("expected a whole number of elements, got {}", describe_json(v.json())));
+    return x;
+  };
   const auto elements = [&](const char* key, double fallback) {
     const auto v = o.find(key);
-    return v ? v->as_positive_at_most(kMaxElements) : fallback;
+    return v ? whole(*v, v->as_positive_at_most(kMaxElements)) : fallback;
   };
   z.reduce_bucket_elems = elements("reduce_bucket_size", z.reduce_bucket_elems);
   z.allgather_bucket_elems = elements("allgather_bucket_size", z.allgather_bucket_elems);
   // Stage 3's sizes may be 0 (config.py: ge=0): no prefetch, nothing persists, nothing kept.
   const auto count = [&](const char* key, double fallback) {
     const auto v = o.find(key);
-    return v ? std::min(v->as_non_negative(), kMaxElements) : fallback;
+    return v ? whole(*v, std::min(v->as_non_negative(), kMaxElements)) : fallback;
   };
   z.prefetch_bucket_elems = count("stage3_prefetch_bucket_size", z.prefetch_bucket_elems);
   z.persistence_threshold = count("stage3_param_persistence_threshold", z.persistence_threshold);

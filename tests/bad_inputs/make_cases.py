@@ -595,7 +595,7 @@ for i, v in enumerate(["partial", "selective-op", "0"]):
 # scenario does not have; explain's --cluster was named --topology.
 ZERO3 = "scenarios/llama2-13b-zero3-a100-16gpu.json"
 case("zero_default_bucket_too_small", "llama2-13b-zero3-a100-16gpu.json", "/strategy",
-     f"run {ZERO3} --set model.layers=10000")
+     f"run {ZERO3} --set model.layers=1024 --set model.hidden=20480")
 case("explain_cluster_unknown", "--cluster", "-", "explain fsdp --gpus 8 --cluster nosuch")
 # An option of another strategy is refused, not ignored.
 for name, option, args in [("ddp_stage", "--stage", "explain ddp --gpus 8 --stage 2"),
@@ -626,6 +626,18 @@ for i, (member, value) in enumerate([("buffer_count", '"x"'), ("nvme_path", "42"
 for member, value in [("buffer_size", "-1"), ("max_in_cpu", '"x"')]:
     case(f"zero_offload_param_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/offload_param/{member}",
          f"run {ZERO3} --set strategy.offload_param={{\"device\":\"cpu\",\"{member}\":{value}}}")
+# Options that would be ignored without the one they belong to.
+case("run_trace_iterations_without_trace", "command line", "-", f"run {DDP} --trace-iterations all")
+case("run_gpus_shown_without_html", "command line", "-", f"run {DDP} --gpus-shown 0-3")
+case("run_links_shown_without_html", "command line", "-", f"run {DDP} --links-shown 3")
+case("sweep_emit_with_csv", "command line", "-", f"sweep {DDP} --gpus 2,4 --emit @OUT@ --csv x.csv")
+case("sweep_emit_with_jobs", "command line", "-", f"sweep {DDP} --gpus 2,4 --emit @OUT@ -j 2")
+# DeepSpeed's element counts are integers.
+for member in ["reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size", "stage3_max_live_parameters"]:
+    case(f"zero_{member}_fraction", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/{member}",
+         f"run {ZERO3} --set strategy.{member}=1.5")
+case("inline_model_layers_over_1024", "inline_llama_ddp.json", "/model/layers",
+     "run tests/data/scenarios/inline_llama_ddp.json --set model.layers=1025")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

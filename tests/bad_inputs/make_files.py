@@ -377,6 +377,13 @@ for name, kw in {
     "runs_megatron_attention_unknown": dict(compute_model="roofline", attention="flash9"),
 }.items():
     write(name + ".csv", runs_csv([dict(MEG_BASE, **kw), MEG_8], MEG_R_HEADER))
+# Helper-17 (session 24): a time per iteration without its global batch against a rate of samples; an
+# optimizer cell, and a strategy_options member that has a column of its own, named by their column.
+write("runs_unit_time_against_rate.csv", runs_with(unit="s", measured="0.1"))
+write("runs_optimizer_unknown.csv", runs_csv([RUN_BASE, dict(RUN_8, optimizer="adamx")], runs_header + ["optimizer"]))
+write("runs_strategy_options_tensor_parallel_zero.csv",
+      runs_csv([RUN_BASE, dict(RUN_8, strategy="fsdp", strategy_options='"{""tensor_parallel"": 0}"')],
+               runs_header + ["strategy_options"]))
 # Without micro_batch, batch_per_gpu stays required.
 write("runs_megatron_no_batch.csv", megatron_with(micro_batch="", global_batch=""))
 write("runs_megatron_no_batch_column.csv",

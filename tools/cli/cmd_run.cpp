@@ -43,18 +43,19 @@ void add_run_command(CLI::App& app, Action& action)
   auto* cmd = app.add_subcommand("run", "Predict one scenario: iteration time, scaling, epoch and total time");
   cmd->add_option("scenario", args->scenario, "Scenario file (JSON)")->required();
   cmd->add_flag("--json", args->json, "Print the figures as JSON");
-  cmd->add_option("--trace", args->trace, "Write every simulated span as a Chrome trace (Perfetto)");
+  auto* trace = cmd->add_option("--trace", args->trace, "Write every simulated span as a Chrome trace (Perfetto)");
   cmd->add_option("--trace-iterations", args->trace_iterations,
                   "Iterations in the trace: 1 (default: the last simulated iteration, a steady-state one), K (the "
                   "last K), A-B (0-based) or all (every simulated iteration with the set-up, e.g. DDP's parameter "
-                  "broadcast; a much larger file)");
+                  "broadcast; a much larger file)")
+      ->needs(trace);
   cmd->add_option("--set", args->sets,
                   "Override a scenario field: key.path=value (JSON value or bare string; null removes the key; "
                   "setting one training.compute source removes the others)")
       ->take_all();
-  cmd->add_option("--html", args->html, "Also write the HTML report of this run (timeline, breakdown, links; "
-                                        "`dtsim report` adds the scaling curve)");
-  add_timeline_options(cmd, args->timeline);
+  auto* html = cmd->add_option("--html", args->html, "Also write the HTML report of this run (timeline, breakdown, links; "
+                                                     "`dtsim report` adds the scaling curve)");
+  add_timeline_options(cmd, args->timeline, html);
   cmd->callback([&action, args] {
     action = [args] {
       std::vector<Override> overrides;

@@ -249,12 +249,16 @@ void add_sweep_command(CLI::App& app, Action& action)
                   "gpus unless set")
       ->take_all();
   cmd->add_option("--set", args->sets, "Override a scenario field (as in dtsim run)")->take_all();
-  cmd->add_option("--csv", args->csv, "Also write the table as CSV");
-  cmd->add_flag("--json", args->json, "Print the points and their figures as JSON");
-  cmd->add_option("--html", args->html, "Also write an HTML page: the scaling curve, or one plot per varied field");
-  cmd->add_option("-j,--jobs", args->jobs, "processes running points at once (default 1)")->check(CLI::Range(1, 256));
+  auto* csv = cmd->add_option("--csv", args->csv, "Also write the table as CSV");
+  auto* json = cmd->add_flag("--json", args->json, "Print the points and their figures as JSON");
+  auto* html = cmd->add_option("--html", args->html, "Also write an HTML page: the scaling curve, or one plot per varied field");
+  auto* jobs = cmd->add_option("-j,--jobs", args->jobs, "processes running points at once (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--emit", args->emit,
-                  "write the points to DIR (scenario files, GNU parallel jobs.txt, Slurm slurm.sh) instead of running them");
+                  "write the points to DIR (scenario files, GNU parallel jobs.txt, Slurm slurm.sh) instead of running them")
+      ->excludes(csv)
+      ->excludes(html)
+      ->excludes(json)
+      ->excludes(jobs);  // the table, the page and the figures come from --collect; the jobs run elsewhere
   cmd->add_option("--collect", args->collect, "gather the results of an --emit DIR whose jobs have run");
   cmd->callback([&action, args] { action = [args] { return run_sweep(*args); }; });
 }

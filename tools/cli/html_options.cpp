@@ -21,13 +21,17 @@ std::vector<std::string>& stored_command_line()
 }
 }  // namespace
 
-void add_timeline_options(CLI::App* cmd, TimelineArgs& args)
+void add_timeline_options(CLI::App* cmd, TimelineArgs& args, CLI::Option* page)
 {
-  cmd->add_option("--gpus-shown", args.gpus_shown,
-                  "GPU ranks drawn on the timeline: 0-7 (the default; a pipeline's first GPU per stage), 0,8,16,24, "
-                  "or all");
-  cmd->add_option("--links-shown", args.links_shown, "busiest link directions drawn on the timeline (default 16)")
-      ->check(CLI::Range(0, 4096));
+  auto* gpus = cmd->add_option("--gpus-shown", args.gpus_shown,
+                               "GPU ranks drawn on the timeline: 0-7 (the default; a pipeline's first GPU per stage), "
+                               "0,8,16,24, or all");
+  auto* links = cmd->add_option("--links-shown", args.links_shown, "busiest link directions drawn on the timeline (default 16)")
+                    ->check(CLI::Range(0, 4096));
+  if (page) {  // without the page they would be ignored
+    gpus->needs(page);
+    links->needs(page);
+  }
 }
 
 TimelineOptions timeline_options(const TimelineArgs& args, int gpus)

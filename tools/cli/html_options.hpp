@@ -17,7 +17,7 @@ struct TimelineArgs {
   int links_shown = 16;
 };
 
-void add_timeline_options(CLI::App* cmd, TimelineArgs& args);
+void add_timeline_options(CLI::App* cmd, TimelineArgs& args, CLI::Option* page = nullptr);
 
 /// Throws InputError naming --gpus-shown when the list is malformed.
 TimelineOptions timeline_options(const TimelineArgs& args, int gpus);
