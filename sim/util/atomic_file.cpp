@@ -37,6 +37,16 @@ bool is_special(const fs::file_status& st)
   return fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
 }
 
+/// What this process's writes created (remove_created_outputs): new files, then folders.
+struct CreatedOutputs {
+  std::vector<std::string> files, folders;
+};
+CreatedOutputs& created_outputs()
+{
+  static CreatedOutputs created;
+  return created;
+}
+
 /// Where the temporary of a regular output goes: beside the file a link names, keeping the link.
 std::string target_of(const std::string& path)
 {
@@ -105,13 +115,32 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
   }
   for (std::size_t i = 0; i < pending.size(); ++i) {
     std::error_code ec;
+    const bool is_new = !fs::exists(pending[i].target, ec);
     fs::rename(pending[i].tmp, pending[i].target, ec);
     if (ec) {
       for (std::size_t j = i; j < pending.size(); ++j)
         std::remove(pending[j].tmp.c_str());
       throw InputError(pending[i].shown, "", "cannot write the file: " + ec.message());
     }
+    if (is_new)
+      created_outputs().files.push_back(pending[i].target);
   }
+}
+
+void remove_created_outputs()
+{
+  std::error_code ignored;
+  auto& created = created_outputs();
+  for (auto it = created.files.rbegin(); it != created.files.rend(); ++it)
+    fs::remove(*it, ignored);
+  for (auto it = created.folders.rbegin(); it != created.folders.rend(); ++it)
+    fs::remove(*it, ignored);  // only an empty folder goes
+  created = {};
+}
+
+void note_created_folder(const std::string& path)
+{
+  created_outputs().folders.push_back(path);
 }
 
 void write_file_atomically(const std::string& path, const std::string& content)

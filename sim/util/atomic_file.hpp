@@ -17,6 +17,13 @@ void write_file_atomically(const std::string& path, const std::string& content);
 /// removed and InputError names the path that failed.
 void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
 
+/// Takes back what this process's writes created, when the command fails after writing (its standard
+/// output could not be written): the files that did not exist before it renamed them into place,
+/// then the folders noted by note_created_folder (each only if empty). A file it replaced stays, whole.
+void remove_created_outputs();
+/// Notes a folder this process made for its outputs (sweep --emit), for remove_created_outputs.
+void note_created_folder(const std::string& path);
+
 /// Checks, before any work, that `path` can be an output file: not a directory, its folder exists.
 /// Throws InputError naming the path and `flag` (the option that gave it).
 void check_output_path(const std::string& path, const std::string& flag);

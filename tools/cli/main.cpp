@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 2 bad input (file, JSON pointer, what was expected), 1 internal error.
 
 #include "tools/cli/command.hpp"
+#include "sim/util/atomic_file.hpp"
 #include "sim/util/did_you_mean.hpp"
 #include "tools/cli/html_options.hpp"
 
@@ -80,6 +81,7 @@ int main(int argc, char** argv)
   // printed (fmt::print throws, std::cout and stdio only set their error state).
   const auto stdout_failed = [] {
     const int err = errno;
+    dtsim::remove_created_outputs();  // the command failed: what it wrote for it goes too
     fmt::print(stderr, "dtsim: standard output: writing failed{}\n", err != 0 ? std::string(": ") + std::strerror(err) : "");
     return 2;
   };

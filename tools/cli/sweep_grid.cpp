@@ -231,6 +231,8 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
       quoted((root / "jobs.txt").string()));
   write(root / "slurm.sh", slurm);
   fs::permissions(root / "slurm.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
+  for (const auto& d : made_dirs)  // outermost first, removed last
+    note_created_folder(d.string());
 }
 
 namespace {
