@@ -619,13 +619,11 @@ case("megatron_microbatches_not_dividing", "gpt3-175b-h100-128gpu.json", "/strat
      f"run {GPT3} --set strategy.microbatches=3")
 case("megatron_batch_not_divided", "gpt3-175b-h100-128gpu.json", "/strategy/microbatches",
      f"run {GPT3} --set training.batch_per_gpu=65")
-for i, (member, value) in enumerate([("buffer_count", '"x"'), ("nvme_path", "42"), ("fast_init", '"maybe"'),
-                                     ("pipeline_read", "1")]):
-    case(f"zero_offload_optimizer_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/offload_optimizer/{member}",
-         f"run {ZERO3} --set strategy.offload_optimizer={{\"device\":\"cpu\",\"{member}\":{value}}}")
-for member, value in [("buffer_size", "-1"), ("max_in_cpu", '"x"')]:
-    case(f"zero_offload_param_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/offload_param/{member}",
-         f"run {ZERO3} --set strategy.offload_param={{\"device\":\"cpu\",\"{member}\":{value}}}")
+for obj, member, value in [("offload_optimizer", "buffer_count", '"x"'), ("offload_optimizer", "nvme_path", "42"),
+                           ("offload_optimizer", "fast_init", '"maybe"'), ("offload_optimizer", "pipeline_read", "1"),
+                           ("offload_param", "buffer_size", "-1"), ("offload_param", "max_in_cpu", '"x"')]:
+    case(f"zero_{obj}_{member}", "llama2-13b-zero3-a100-16gpu.json", f"/strategy/{obj}/{member}",
+         f"run {ZERO3} --set strategy.{obj}={{\"device\":\"cpu\",\"{member}\":{value}}}")
 # Options that would be ignored without the one they belong to.
 case("run_trace_iterations_without_trace", "command line", "-", f"run {DDP} --trace-iterations all")
 case("run_gpus_shown_without_html", "command line", "-", f"run {DDP} --gpus-shown 0-3")
