@@ -100,10 +100,13 @@ std::string breakdown_section(const RunResult& r)
       {"compute", r.compute_time_s},
       {"exposed communication", r.exposed_comm_time_s},
       {"waiting for the slowest GPU", r.straggler_wait_s},
-      {"waiting for input", r.input_wait_s}};
+      {"waiting for input", r.input_wait_s},
+      {"optimizer step on the host", r.host_step_s}};
   std::string out = "<h2>One iteration</h2>";
-  out += stacked_bar(fmt::format("iteration {} = compute + exposed communication + waiting + input", ms(r.iteration_time_s)),
-                     parts, {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac", svg::colour_of("input")},
+  out += stacked_bar(fmt::format("iteration {} = compute + exposed communication + waiting + input{}", ms(r.iteration_time_s),
+                                 r.host_step_s > 0 ? " + host optimizer step" : ""),
+                     parts, {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac", svg::colour_of("input"),
+                             svg::colour_of("optimizer")},
                      "steady state, busiest GPU");
   out += fmt::format("<p class=\"note\">The first GPU's communication is in flight {} of the iteration; {} of it is hidden behind "
                      "compute{}. Mean of {} simulated iterations after {} warm-up (spread {:.2f}%).</p>",
@@ -397,7 +400,8 @@ std::string compare_section(const std::vector<RunResult>& runs)
     const double y = top + row_h * static_cast<double>(i);
     out += svg::text(label_w - 6, y + 15, r.strategy, "text-anchor=\"end\"");
     double x = label_w;
-    const double parts[] = {r.compute_time_s, r.exposed_comm_time_s, r.straggler_wait_s};
+    // Waiting: for the slowest GPU, and for input or the host's optimizer step where there is any.
+    const double parts[] = {r.compute_time_s, r.exposed_comm_time_s, r.straggler_wait_s + r.input_wait_s + r.host_step_s};
     const char* names[] = {"compute", "exposed communication", "waiting"};
     for (int k = 0; k < 3; ++k) {
       const double w = longest > 0 ? parts[k] / longest * bar_w : 0;
@@ -427,6 +431,7 @@ RunResult figures_of(const nlohmann::json& j)
   r.iteration_time_s = j.value("iteration_time_s", 0.0);
   r.compute_time_s = j.value("compute_time_s", 0.0);
   r.exposed_comm_time_s = j.value("exposed_comm_time_s", 0.0);
+  r.host_step_s = j.value("host_step_s", 0.0);
   r.input_wait_s = j.value("input_wait_s", 0.0);
   r.nccl_slowdown_s = j.value("nccl_slowdown_s", 0.0);
   r.straggler_wait_s = j.value("straggler_wait_s", 0.0);

@@ -86,7 +86,16 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   r.nccl_slowdown_s = plan.nccl_slowdown_per_iteration_s;
   r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
-  r.exposed_comm_time_s = idle - r.input_wait_s;
+  // The host's optimizer work (optimizer tasks that are delays: the GPU does not run them) on the first GPU.
+  double host = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const Task& t = tasks[i];
+    if (t.kind == TaskKind::Delay && t.category == TaskCategory::Optimizer && t.device == plan.ranks.front() &&
+        t.iteration >= plan.warmup_iterations && t.iteration < iterations)
+      host += spans[i].end - spans[i].start;
+  }
+  r.host_step_s = std::clamp(host / measured, 0.0, idle - r.input_wait_s);
+  r.exposed_comm_time_s = idle - r.input_wait_s - r.host_step_s;
   r.critical_path = critical_path_by_category(plan, spans);
   if (r.strategy == "fsdp" || r.strategy == "zero")
     r.comm_overlap = comm_overlap_on(plan, spans, plan.ranks.front(), r.critical_path, 1e-4 * r.iteration_time_s);

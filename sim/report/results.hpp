@@ -41,7 +41,10 @@ struct RunResult {
   double nccl_slowdown_s = 0;    ///< part of compute: kernels slowed by NCCL kernels beside them
   double comm_time_s = 0;        ///< time with at least one of the first GPU's collectives or transfers under way (device_communication.hpp)
   double straggler_wait_s = 0;   ///< slowest GPU's compute minus the mean (jitter, imbalance)
-  double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait - input wait
+  double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait - input wait - host step
+  /// The optimizer step on the host's cores (ZeRO-Offload, FSDP's CPU offload): the first GPU's host
+  /// work per iteration, idle time that is neither communication nor input (0: none).
+  double host_step_s = 0;
   double input_time_s = 0;       ///< one process's DataLoader time per iteration (0: none)
   double input_wait_s = 0;       ///< GPUs idle because the DataLoader is slower than they are
   bool input_bound = false;      ///< the DataLoader sets the pace

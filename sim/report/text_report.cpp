@@ -82,6 +82,8 @@ std::string text_report(const RunResult& r)
                      r.nccl_slowdown_s));
   line(fmt::format("  communication            {:>12.6f} s   (time the first GPU has a collective or transfer under way)", r.comm_time_s));
   line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
+  if (r.host_step_s > 0)
+    line(fmt::format("  optimizer step on host   {:>12.6f} s   (the GPU idle while the CPU steps: offloaded optimizer)", r.host_step_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
   for (const auto& c : r.comm_overlap)
     line(fmt::format("    {:<22} {:>12.6f} s   on the critical path, of {:.6f} s in flight on the first GPU ({:.0f}% hidden)",

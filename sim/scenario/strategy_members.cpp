@@ -29,7 +29,7 @@ const std::map<std::string, std::vector<std::string>>& member_table()
     t["fsdp"] = {"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
                  "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
                  "sequence_parallel", "replicate_embedding", "loss_parallel", "tensor_parallel_gather", "sharded_dtype",
-                 "gradient_accumulation", "half_efficiency_samples"};
+                 "cpu_offload", "gradient_accumulation", "half_efficiency_samples"};
     t["zero"] = {"kind", "stage", "reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
                  "stage3_param_persistence_threshold", "stage3_max_reuse_distance", "stage3_max_live_parameters",
                  "overlap_comm", "reduce_scatter", "use_multi_rank_bucket_allreduce", "mics_shard_size",

@@ -4,6 +4,7 @@
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/fsdp1_grad_passes.hpp"
+#include "sim/strategies/fsdp_cpu_offload.hpp"
 #include "sim/strategies/fsdp2_copies.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
 #include "sim/strategies/interference.hpp"
@@ -15,6 +16,7 @@
 #include "sim/strategies/sharded_run.hpp"
 #include "sim/strategies/sharding_options.hpp"
 #include "sim/strategies/task_util.hpp"
+#include "sim/strategies/zero_offload.hpp"
 
 #include <fmt/format.h>
 
@@ -186,6 +188,21 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       : opt.sharded_dtype != "fp32"
           ? optimizer_seconds_in_dtype(shard_params, dtype_bytes(opt.sharded_dtype), mem.optimizer_bytes, topology.gpu)
           : optimizer_seconds(shard_params, mem, half_weights, topology.gpu);
+  // CPU offload (fsdp_cpu_offload.hpp): the shards come from the host before each AllGather, the gradient
+  // shards go back after each reduction, and torch.optim steps on the host's cores, every process of a
+  // node at once, while the GPU idles. The step is added whatever the compute source: a measured GPU
+  // step time holds no host step.
+  const bool offload = opt.cpu_offload;
+  const double sbytes = dtype_bytes(opt.sharded_dtype);
+  const int node_ranks = processes_per_node(topology, plan.ranks);
+  if (offload && !(topology.host.memory_bytes_per_s_per_socket > 0))
+    scenario.strategy_options().at("cpu_offload").fail(
+        "expected a cluster whose host gives memory_gbytes_per_s_per_socket (the CPU optimizer step of FSDP's CPU offload is "
+        "bound by it)");
+  const double host_step_s =
+      offload ? cpu_step_seconds(shard_params, torch_cpu_step_bytes_per_element(scenario.training.optimizer, sbytes), node_ranks,
+                                 opt.cpu_offload_threads, topology.host)
+              : 0.0;
 
   TaskGraph& g = plan.graph;
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
@@ -202,17 +219,30 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       }
     }
   };
+  // FSDP1's pre-unshard stream (the cast to param_dtype, the copy from the host) runs ahead of the limiter.
+  const bool fsdp1_pre_unshard = fsdp1_cast || (opt.version == 1 && offload);
+  double h2d_bytes = 0, d2h_bytes = 0;  // per rank, in the first iteration: the offload's copies
+  int building = 0;                     // the iteration being built
   const auto gather = [&](int u, bool backward, const std::string& when) {
+    const auto uz = static_cast<std::size_t>(u);
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-    if (u != 0 && !fsdp1_cast)
+    if (u != 0 && !fsdp1_pre_unshard)
       limit(start);
+    // The shard from the host, in its own dtype; a backward AllGather over a smaller re-shard world
+    // gathers the copy kept on the GPU after forward instead.
+    if (offload && !(backward && K < S)) {
+      const double bytes = unit_params[uz] / S * sbytes;
+      h2d_bytes += building == 0 ? bytes : 0.0;
+      start = run.starts_after(run.host_copy(ShardedRun::Stream::CopyIn, bytes, false, opt.cpu_offload_pinned,
+                                             fmt::format("{} shard from host ({})", su.units[uz].name, when), start));
+    }
     if (copies_in)
       start = run.starts_after(run.stream_kernel(
           ShardedRun::Stream::CopyIn, (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
           fmt::format("{} {} ({})", fsdp1_cast ? "cast to the low-precision shard" : "copy-in",
                       su.units[static_cast<std::size_t>(u)].name, when),
           TaskCategory::FsdpCopyIn, start));
-    if (u != 0 && fsdp1_cast)
+    if (u != 0 && fsdp1_pre_unshard)
       limit(start);
     const auto& groups = backward && K < S ? back_groups : shard_groups;
     return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
@@ -230,6 +260,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     if (it == 1)
       g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
     g.set_iteration(it);
+    building = it;
     for (int m = 0; m < M; ++m) {
       const bool sync = !opt.no_sync || m + 1 == M;
       run.load_inputs(micro);
@@ -240,7 +271,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       // Forward: every unit's AllGather in order (the root's first), each unit's compute after its own. The
       // root pre-forward makes the copy-in (FSDP2) or pre-unshard (FSDP1) stream wait for the compute stream
       // (the updated shards).
-      if (copies_in)
+      if (copies_in || offload)
         run.stream_waits_for_compute(ShardedRun::Stream::CopyIn);
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
       if (sharded)
@@ -271,6 +302,20 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
         back_gathered[static_cast<std::size_t>(u)] = gather(u, true, "backward");
       };
+      // The reduced gradient shard to the host on the stream that reduced it, in the shards' dtype. FSDP2
+      // adding it to the host gradient of an earlier micro-step copies synchronously and adds on the host:
+      // nothing more is issued until both are done.
+      const auto offload_gradient = [&](int u, int m, ShardedRun::Stream stream, const std::vector<int>& done) {
+        const auto uz = static_cast<std::size_t>(u);
+        const double elements = unit_params[uz] / S;
+        d2h_bytes += building == 0 ? elements * sbytes : 0.0;
+        const auto copied = run.host_copy(stream, elements * sbytes, true, opt.cpu_offload_pinned,
+                                          su.units[uz].name + " gradient shard to host", run.starts_after(done));
+        if (opt.version == 2 && m > 0 && !opt.no_sync)
+          run.wait_for(run.stream_delay(stream, cpu_step_seconds(elements, 3 * sbytes, node_ranks, opt.cpu_offload_threads, topology.host),
+                                        "add " + su.units[uz].name + " gradient shard on host", TaskCategory::Optimizer,
+                                        run.starts_after(copied)));
+      };
       const auto reduce = [&](int u, int m) {
         const auto uz = static_cast<std::size_t>(u);
         const auto& name = su.units[uz].name;
@@ -297,13 +342,17 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
                                   "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, run.starts_after(done),
                                   ShardedRun::Stream::Replicate);
         }
-        if (!fsdp1_passes)
-          return;
-        run.stream_waits_for(ShardedRun::Stream::Reduce, done);
-        const double after_s = gp.after_s[uz] + (m > 0 && !opt.no_sync ? gp.accumulate_s[uz] : 0.0);
-        if (after_s > 0)
-          run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients",
-                            TaskCategory::FsdpGradPass, {});
+        auto stream = replicate_groups.empty() ? ShardedRun::Stream::Shard : ShardedRun::Stream::Replicate;
+        if (fsdp1_passes) {
+          run.stream_waits_for(ShardedRun::Stream::Reduce, done);
+          stream = ShardedRun::Stream::Reduce;
+          const double after_s = gp.after_s[uz] + (m > 0 && !opt.no_sync ? gp.accumulate_s[uz] : 0.0);
+          if (after_s > 0)
+            done = run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients",
+                                     TaskCategory::FsdpGradPass, {});
+        }
+        if (offload)
+          offload_gradient(u, m, stream, done);
       };
       // A unit's post_backward: FSDP2's gradient copies on the compute stream, then, on a micro-step that
       // reduces, its reduction on the shard group's stream.
@@ -360,7 +409,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       if (sync && m + 1 < M)
         run.wait_for_streams();
     }
-    run.optimizer_step(optimizer_s);
+    if (offload)
+      run.optimizer_step(host_step_s, true);
+    else
+      run.optimizer_step(optimizer_s);
     run.end_iteration(it);
   }
   g.set_iteration(0);
@@ -388,12 +440,17 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
     plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
   }
+  if (offload) {
+    const int h2d_calls = U * M + (gather_backward && K == S ? (U - 1) * M : 0);
+    plan.comm_per_iteration.push_back({"parameter shards (CPU offload)", "host -> GPU", h2d_bytes, h2d_calls, n});
+    plan.comm_per_iteration.push_back({"gradient shards (CPU offload)", "GPU -> host", d2h_bytes, U * syncs, n});
+  }
   // The copies' and passes' GPU time per iteration (fsdp2_copies.hpp, fsdp1_grad_passes.hpp).
   const double copy_out_s = fsdp2_copies ? gc.copy_out_per_iteration_s(M, opt.reshard_after_forward) : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.gradients_per_iteration_s(syncs, M) : 0.0;
   const double copy_in_s = copies_in ? gc.copy_in_per_iteration_s(M, gather_backward) : 0.0;
   const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
-  plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + optimizer_s;
+  plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + (offload ? 0.0 : optimizer_s);
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);
   // it recomputes as the ranks do and steps the optimizer over the whole model (the shard's, scaled),
   // once per M micro-batches as the ranks do.
@@ -440,7 +497,12 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (T > 1)
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
-  plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
+  if (offload)
+    plan.notes.push_back(fsdp_cpu_offload_note(shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes),
+                                               node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s, h2d_bytes,
+                                               d2h_bytes, topology.host));
+  else
+    plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
   if (sharded)
     plan.notes.push_back(
         fsdp_slowdown_note(topology.gpu, slowdown.channels, memory_bound, plan.nccl_slowdown_per_iteration_s));

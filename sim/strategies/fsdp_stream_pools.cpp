@@ -9,7 +9,8 @@
 namespace dtsim {
 
 Fsdp2StreamPools fsdp2_stream_pools(const ShardUnits& units, double tensor, double shard,
-                                    const std::vector<double>& param_bytes, double reduce_bytes, double grad_bytes)
+                                    const std::vector<double>& param_bytes, double reduce_bytes, double grad_bytes,
+                                    bool offloaded)
 {
   Fsdp2StreamPools pools;
   if (units.units.empty() || !(tensor > 0) || !(shard > 1))
@@ -34,7 +35,7 @@ Fsdp2StreamPools fsdp2_stream_pools(const ShardUnits& units, double tensor, doub
   pools.all_gather = std::max(pools.all_gather, 2 * allocator_block_bytes(largest));
   // Reduce-scatter stream: every unit's sharded gradient, plus the reduce-dtype output of the unit
   // being reduced when it is cast to the parameters' dtype.
-  pools.reduce_scatter = grads;
+  pools.reduce_scatter = offloaded ? allocator_block_bytes(largest_shard * grad_bytes) : grads;
   if (reduce_bytes != grad_bytes)
     pools.reduce_scatter += allocator_block_bytes(largest_shard * reduce_bytes);
   return pools;

@@ -20,7 +20,9 @@
 //    as_strided into sharded_param.grad when reduce_dtype is the parameters' dtype; otherwise cast
 //    to it on that stream, the reduce-dtype output living until the cast). The gradients are freed
 //    by the next zero_grad, into that pool: the compute stream's activations cannot take their
-//    blocks. (PyTorch 2.4's _composable/fsdp allocated the reduce-scatter input there too; since
+//    blocks. With CPU offload (fsdp_cpu_offload.hpp) each unit's gradient shard is copied to the host
+//    on that stream and its GPU tensor dropped at once (foreach_reduce: "future RS-stream ops run
+//    after the copy"), so the pool holds one unit's. (PyTorch 2.4's _composable/fsdp allocated the reduce-scatter input there too; since
 //    the move to _fully_shard it is allocated on the compute stream, which the walk already counts.)
 #pragma once
 
@@ -41,8 +43,9 @@ struct Fsdp2StreamPools {
 /// parameters (tensor parallelism), gathered in `param_bytes[u]` per parameter of unit u (its
 /// param_dtype, or less with float8 linears), reduced in `reduce_bytes` and kept as gradients in
 /// `grad_bytes` (the parameters' own dtype). Each tensor is rounded to the allocator's block
-/// (allocator_block_bytes, memory_timeline.hpp).
+/// (allocator_block_bytes, memory_timeline.hpp). `offloaded`: the gradient shards go to the host.
 Fsdp2StreamPools fsdp2_stream_pools(const ShardUnits& units, double tensor, double shard,
-                                    const std::vector<double>& param_bytes, double reduce_bytes, double grad_bytes);
+                                    const std::vector<double>& param_bytes, double reduce_bytes, double grad_bytes,
+                                    bool offloaded = false);
 
 }  // namespace dtsim

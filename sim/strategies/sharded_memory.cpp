@@ -54,6 +54,8 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   // `shard` ranks keeps weights, optimizer state, and gradients where they persist.
   const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1 / T) : 0.0;
   const auto add_embedding_shard = [&](GpuMemory& m, double shard) {
+    if (opt.cpu_offload)  // its shard on the host with the others
+      return;
     const double e = embedding_whole / shard;
     const double grads = req.grads_persist ? e * ctx.rules.grad_bytes : 0.0;
     const double added = e * (ctx.rules.stored_weight_bytes + ctx.rules.optimizer_bytes) + grads;
@@ -83,6 +85,12 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   // The sharded gradients accumulate over micro-steps, unless no_sync leaves them to the last one
   // (the unsharded ones accumulate instead, below).
   req.grads_persist = scenario.training.batch.accumulation > 1 && !opt.no_sync;
+  // CPU offload (fsdp_cpu_offload.hpp): the shards, their gradients and the optimizer's states are on the
+  // host (and so is the step's work).
+  if (opt.cpu_offload) {
+    req.share = {0, 0, 0};
+    req.grads_persist = false;
+  }
   // Per tensor rank: parameters, and their bytes gathered (gathered_bytes: float8 linears at one byte).
   double root = 0, largest = 0, others = 0, root_b = 0, largest_b = 0, others_b = 0;
   for (std::size_t u = 0; u < units.units.size(); ++u) {
@@ -121,7 +129,10 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   const double unsharded_grads = opt.no_sync && scenario.training.batch.accumulation > 1
                                      ? (root + others) * accumulated_bytes
                                      : largest * std::max(ubytes, rbytes);
-  req.extra_bytes = gathered + unsharded_grads;
+  // Offloaded, each unit's shard copied in lives on the GPU until its AllGather has run: the two units
+  // the limiter lets ahead (the root's may be the largest).
+  const double shards_in = opt.cpu_offload ? 2 * std::max(root, largest) / S * ctx.rules.stored_weight_bytes : 0.0;
+  req.extra_bytes = gathered + unsharded_grads + shards_in;
   GpuMemory m = gpu_memory(model, ctx, req, curve);
   add_embedding_shard(m, S);
   if (opt.version == 2) {
@@ -133,7 +144,8 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     std::vector<double> gathered_per_param;  // bytes a unit's AllGather output holds per parameter
     for (const auto& u : whole.units)
       gathered_per_param.push_back(u.params > 0 ? gathered_bytes(u, opt) / u.params : ubytes);
-    const Fsdp2StreamPools pools = fsdp2_stream_pools(whole, T, S, gathered_per_param, rbytes, ctx.rules.grad_bytes);
+    const Fsdp2StreamPools pools =
+        fsdp2_stream_pools(whole, T, S, gathered_per_param, rbytes, ctx.rules.grad_bytes, opt.cpu_offload);
     const double moved = pools.total() - m.grads;
     m.peak_reserved += moved;
     m.device_used += moved;

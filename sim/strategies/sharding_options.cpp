@@ -176,6 +176,38 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
                           "before wrapping trains in that precision)",
                           half == "fp32" ? "" : " or " + half, to_string(scenario.training.precision)));
   }
+  if (const auto c = o.find("cpu_offload")) {
+    if (c->json().is_boolean()) {
+      f.cpu_offload = c->as_bool();
+    } else {
+      if (!c->is_object())
+        c->fail("expected true, false or an object such as {\"pin_memory\": true, \"omp_num_threads\": 1}");
+      c->reject_unknown({"pin_memory", "omp_num_threads"});
+      f.cpu_offload = true;
+      if (const auto pin = c->find("pin_memory")) {
+        if (f.version == 1)
+          pin->fail("expected no pin_memory with FSDP version 1 (CPUOffload has no such argument: it always pins the "
+                    "host shards); set strategy.version 2 for CPUOffloadPolicy");
+        f.cpu_offload_pinned = pin->as_bool();
+      }
+      if (const auto t = c->find("omp_num_threads"))
+        f.cpu_offload_threads = static_cast<int>(t->as_int_in(1, 1 << 16));
+    }
+    // Unsharded parameters stay whole on every rank: FSDP1's NO_SHARD copies the whole flat parameter in
+    // and out around each use, which dtsim does not model.
+    if (f.cpu_offload && (f.sharding == Sharding::NoShard || f.shard_group < 2))
+      c->fail(fmt::format("expected cpu_offload only with parameters sharded over more than one rank (sharding {}, a shard "
+                          "group of {}): offloading unsharded parameters is not modelled",
+                          to_string(f.sharding), f.sharding == Sharding::NoShard ? 1 : f.shard_group));
+    // FullyShardedDataParallel's docstring: "FSDP currently does not support gradient accumulation outside
+    // no_sync() when using CPU offloading. Trying to do so yields incorrect results" (each micro-step's
+    // reduced shard overwrites _cpu_grad).
+    const int micro_steps = scenario.training.batch.accumulation;
+    if (f.cpu_offload && f.version == 1 && micro_steps > 1 && !f.no_sync)
+      c->fail(fmt::format("expected no_sync true with cpu_offload in FSDP version 1 over {} micro-steps: FSDP1 does not "
+                          "support gradient accumulation outside no_sync() with CPU offloading (its results are wrong)",
+                          micro_steps));
+  }
   f.half_efficiency_samples = half_efficiency_samples_of(o);
   return f;
 }

@@ -44,6 +44,14 @@
 //                        kempnerforge/distributed/parallel.py, "bf16 master weights") holds 2 + 2 + 4 bytes
 //                        per parameter with AdamW instead of 4 + 4 + 8. Only the precision's half type, with
 //                        training.precision bf16 or fp16
+//   cpu_offload          false (default) | true | {"pin_memory": true, "omp_num_threads": 1}: FSDP1's
+//                        CPUOffload(offload_params=True), FSDP2's CPUOffloadPolicy (fsdp_cpu_offload.hpp):
+//                        the sharded parameters, their gradients and the optimizer's states on the host,
+//                        the optimizer step on its cores. pin_memory (version 2 only; FSDP1 always pins):
+//                        CPUOffloadPolicy's default true. omp_num_threads is dtsim's: the intra-op threads
+//                        of each process's CPU step (torchrun sets OMP_NUM_THREADS=1 for more than one
+//                        process per node, torch/distributed/run.py). Only over a shard group of more
+//                        than one rank
 //
 // strategy.kind "zero" (DeepSpeed, deepspeed/runtime/zero/config.py):
 //   stage                      1 | 2 | 3 (required)
@@ -117,6 +125,10 @@ struct FsdpOptions {
   bool gather_per_linear = false;  ///< tensor_parallel_gather "linear"
   /// The sharded parameters', their gradients' and the optimizer states' dtype (the module's own).
   std::string sharded_dtype = "fp32";
+  /// cpu_offload (fsdp_cpu_offload.hpp): shards, gradients and optimizer states on the host.
+  bool cpu_offload = false;
+  bool cpu_offload_pinned = true;  ///< pin_memory: the host shards and gradients in page-locked memory
+  int cpu_offload_threads = 1;     ///< intra-op threads of each process's CPU step
   double half_efficiency_samples = 0;
 };
 
