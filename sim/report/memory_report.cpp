@@ -42,6 +42,11 @@ std::string suggestions(const GpuMemory& m, double capacity)
       out += fmt::format("; or the optimizer on the host ({:.2f} GiB of optimizer state and gradients here: strategy "
                          "zero, stage 2 or 3, offload_optimizer {{\"device\": \"cpu\"}})",
                          (m.optimizer + m.grads) / kGiB);
+    // FSDP's CPU offload moves the weights' shards there too.
+    if (m.params + m.optimizer + m.grads > excess)
+      out += fmt::format("; or FSDP's CPU offload, which keeps the weight shards as well on the host ({:.2f} GiB of weights, "
+                         "optimizer state and gradients here: strategy fsdp, cpu_offload true)",
+                         (m.params + m.optimizer + m.grads) / kGiB);
   }
   return out;
 }

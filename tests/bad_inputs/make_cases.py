@@ -138,6 +138,16 @@ for name, pointer, args in [
     ("fsdp_sharded_dtype_int8", "/strategy/sharded_dtype", "--set strategy.sharded_dtype=int8"),
     ("fsdp_loss_parallel_without_tp", "/strategy/loss_parallel", "--set strategy.loss_parallel=false"),
     ("fsdp_tp_gather_without_tp", "/strategy/tensor_parallel_gather", "--set strategy.tensor_parallel_gather=linear"),
+    ("fsdp_cpu_offload_string", "/strategy/cpu_offload", "--set strategy.cpu_offload=yes"),
+    ("fsdp_cpu_offload_number", "/strategy/cpu_offload", "--set strategy.cpu_offload=1"),
+    ("fsdp_cpu_offload_pin_on_v1", "/strategy/cpu_offload/pin_memory",
+     "--set strategy.version=1 --set strategy.cpu_offload.pin_memory=false"),
+    ("fsdp_cpu_offload_pin_not_bool", "/strategy/cpu_offload/pin_memory", "--set strategy.cpu_offload.pin_memory=1"),
+    ("fsdp_cpu_offload_threads_zero", "/strategy/cpu_offload/omp_num_threads", "--set strategy.cpu_offload.omp_num_threads=0"),
+    ("fsdp_cpu_offload_threads_fraction", "/strategy/cpu_offload/omp_num_threads", "--set strategy.cpu_offload.omp_num_threads=1.5"),
+    ("fsdp_cpu_offload_no_shard", "/strategy/cpu_offload", "--set strategy.sharding=no_shard --set strategy.cpu_offload=true"),
+    ("fsdp_cpu_offload_v1_accumulation", "/strategy/cpu_offload",
+     "--set strategy.version=1 --set strategy.cpu_offload=true --set training.global_batch=256"),
     ("fsdp_tp_gather_unknown", "/strategy/tensor_parallel_gather",
      "--set strategy.tensor_parallel=2 --set strategy.tensor_parallel_gather=row"),
     ("fsdp_loss_parallel_not_bool", "/strategy/loss_parallel",
@@ -179,6 +189,8 @@ for name, pointer, args in [
     case("set_" + name, FS, pointer, f"run {FSDP} {args}")
 case("set_fsdp_mixed_precision_typo", "--set strategy.mixed_precision.reduce_type", "/strategy/mixed_precision/reduce_type",
      f"run {FSDP} --set strategy.mixed_precision.reduce_type=fp32")
+case("set_fsdp_cpu_offload_unknown_member", "--set strategy.cpu_offload", "/strategy/cpu_offload/offload_params",
+     f'run {FSDP} --set strategy.cpu_offload={{"offload_params":true}}')
 
 # Control characters quoted back from the input stay on the one line (\n, \x1b written out)
 case("set_model_newline", "seed-4gpu-ddp.json", "/model", f'run {DDP} --set model="res\\nnet"')
