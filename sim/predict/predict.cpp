@@ -304,6 +304,10 @@ Prediction predict_scenario(const Scenario& s)
   r.gpu_memory_bytes = p.plan.gpu_memory_bytes;
   for (const auto& row : r.memory)
     r.memory_fits = r.memory_fits && row.fits;
+  r.host_offload_bytes = p.plan.host_offload_bytes_per_node;
+  r.host_memory_bytes = p.plan.host_memory_bytes;
+  r.host_memory_fits = !(r.host_memory_bytes > 0) || r.host_offload_bytes <= r.host_memory_bytes;
+  r.memory_fits = r.memory_fits && r.host_memory_fits;
   r.pipeline_stages = p.plan.pipeline_stages;
   r.microbatches = p.plan.microbatches;
   r.virtual_stages = p.plan.virtual_stages;

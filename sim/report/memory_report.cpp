@@ -85,6 +85,19 @@ std::string memory_text(const RunResult& r)
                                                                : m.io / kGiB,
                        suggestions(m, r.gpu_memory_bytes));
   }
+  if (r.host_offload_bytes > 0) {
+    out += fmt::format("  host memory per node: {:.1f} GiB of offloaded state (its processes' shares of weights, gradients and "
+                       "optimizer state)",
+                       r.host_offload_bytes / kGiB);
+    if (!(r.host_memory_bytes > 0))
+      out += "; the cluster gives no host.memory_gib to hold it against\n";
+    else if (r.host_memory_fits)
+      out += fmt::format(" of {:.0f} GiB\n", r.host_memory_bytes / kGiB);
+    else
+      out += fmt::format(" against {:.0f} GiB  DOES NOT FIT: more GPUs (each node's processes hold a smaller share), a "
+                         "smaller model or a host with more memory\n",
+                         r.host_memory_bytes / kGiB);
+  }
   return out;
 }
 
@@ -150,7 +163,11 @@ nlohmann::json memory_json(const RunResult& r)
                     {"device_used_bytes", m.device_used}, {"peak_at", m.peak_at}, {"dominant", m.dominant},
                     {"fits", row.fits}});
   }
-  return {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
+  nlohmann::json out = {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
+  if (r.host_offload_bytes > 0)
+    out["host"] = {{"offloaded_bytes_per_node", r.host_offload_bytes}, {"capacity_bytes", r.host_memory_bytes},
+                   {"fits", r.host_memory_fits}};
+  return out;
 }
 
 nlohmann::json stages_json(const RunResult& r)

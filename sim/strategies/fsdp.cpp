@@ -497,12 +497,15 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (T > 1)
     plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
                                      opt.sequence_parallel ? ", sequence parallel" : ""));
-  if (offload)
-    plan.notes.push_back(fsdp_cpu_offload_note(shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes),
-                                               node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s, h2d_bytes,
+  if (offload) {
+    const double host_bytes = shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes);
+    plan.host_offload_bytes_per_node = host_bytes * node_ranks;
+    plan.host_memory_bytes = topology.host.memory_bytes;
+    plan.notes.push_back(fsdp_cpu_offload_note(host_bytes, node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s, h2d_bytes,
                                                d2h_bytes, topology.host));
-  else
+  } else {
     plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
+  }
   if (sharded)
     plan.notes.push_back(
         fsdp_slowdown_note(topology.gpu, slowdown.channels, memory_bound, plan.nccl_slowdown_per_iteration_s));

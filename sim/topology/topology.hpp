@@ -114,6 +114,8 @@ public:
     /// Peak DRAM bandwidth of one socket (bytes/s: channels x transfer rate x 8 bytes, the vendor's
     /// figure); 0: not given, not modelled.
     double memory_bytes_per_s_per_socket = 0;
+    /// DRAM per node (bytes; host.memory_gib); 0: not given, offloaded state not checked against it.
+    double memory_bytes = 0;
     /// Vendor turbo figures (GHz; 0: not given): with one core of a socket busy, and with all of them.
     double turbo_max_ghz = 0;
     double turbo_all_core_ghz = 0;

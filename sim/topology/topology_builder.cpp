@@ -117,6 +117,7 @@ Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
   t.host.threads_per_core = spec.host_threads_per_core;
   t.host.sockets = spec.cpu_sockets;
   t.host.memory_bytes_per_s_per_socket = spec.host_memory_bandwidth;
+  t.host.memory_bytes = spec.host_memory_bytes;
   t.host.turbo_max_ghz = spec.host_turbo_max_ghz;
   t.host.turbo_all_core_ghz = spec.host_turbo_all_core_ghz;
   for (int n = 0; n < spec.nodes; ++n)

@@ -22,7 +22,7 @@ const std::vector<std::string> kIntraKeys = {
 const std::vector<std::string> kCpuLinkKeys = {"gbytes", "latency_us"};
 const std::vector<std::string> kNicKeys = {"count_per_node", "gbps", "latency_us", "pcie_gen"};
 const std::vector<std::string> kHostKeys = {"cpu", "cores", "threads_per_core", "memory_gbytes_per_s_per_socket",
-                                            "turbo_ghz", "sources"};
+                                            "memory_gib", "turbo_ghz", "sources"};
 const std::vector<std::string> kTurboKeys = {"max", "all_core"};
 const std::vector<std::string> kFabricKeys = {"kind", "latency_us", "nics_per_leaf", "oversubscription"};
 
@@ -264,6 +264,11 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
       if (auto v = layers.find({"host", key}))
         v->fail("the host needs \"cores\" (physical CPU cores per node) for this to mean anything");
   }
+
+  // The host's DRAM, which offloaded optimizer states and shards must fit: the largest servers hold
+  // 32 TiB (HPE Superdome Flex's 16 sockets of 2 TiB); 65,536 GiB leaves room.
+  if (auto dram = layers.find({"host", "memory_gib"}))
+    s.host_memory_bytes = dram->as_positive_at_most(65536) * double(1ull << 30);
 
   // NICs and the network between nodes.
   s.nics_per_node = per_node_count(layers.at({"nic", "count_per_node"}), 0);

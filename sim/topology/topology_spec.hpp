@@ -56,6 +56,7 @@ struct TopologySpec {
   int host_threads_per_core = 1;     ///< SMT (Hyper-Threading) threads per core
   std::string host_cpu;              ///< e.g. "2 x Xeon E5-2698 v4"
   double host_memory_bandwidth = 0;  ///< bytes/s per socket (0: not given)
+  double host_memory_bytes = 0;      ///< DRAM per node, bytes (host.memory_gib; 0: not given)
   double host_turbo_max_ghz = 0;     ///< one core busy (0: not given)
   double host_turbo_all_core_ghz = 0;
 

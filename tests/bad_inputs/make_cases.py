@@ -51,6 +51,7 @@ sets = [
     (DDP, "cluster.gpus_per_node", ["0", "1000"]),
     (DDP, "cluster.gpu", ["H900", "7"]),
     (DDP, "cluster.nic.gbps", ["0", "1e300", "-1", "1e-300"]),
+    (DDP, "cluster.host.memory_gib", ["0", "-1", "x", "1e6", "true"]),
     (DDP, "cluster.intra_node.pcie_gen", ["6", "4.5"]),
     (DDP, "cluster.intra_node.pcie_lanes", ["3"]),
     (DDP, "cluster.intra_node.pcie_latency_us", ["-1", "1e9"]),

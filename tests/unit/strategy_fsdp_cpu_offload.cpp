@@ -6,6 +6,7 @@
 #include "sim/predict/predict.hpp"
 #include "sim/strategies/fsdp_cpu_offload.hpp"
 #include "sim/strategies/shard_units.hpp"
+#include "sim/strategies/sharding_options.hpp"
 #include "sim/strategies/zero_offload.hpp"
 #include "sim/topology/topology_builder.hpp"
 #include "sim/util/input_error.hpp"
@@ -172,4 +173,27 @@ TEST_CASE("FSDP CPU offload: what PyTorch refuses or dtsim does not model exits 
   // false is no offload, and an empty object the defaults.
   CHECK(error_of(gpt2_fsdp({{"cpu_offload", false}})).empty());
   CHECK(error_of(gpt2_fsdp({{"cpu_offload", nlohmann::json::object()}})).empty());
+}
+
+TEST_CASE("Offloaded state against the host's DRAM: per node, every process's share, part of the fits verdict")
+{
+  const double P = static_cast<double>(load_model("gpt2").params());
+  // FSDP: each of the node's 8 processes holds 1/8 of the fp32 weights, gradients and Adam's two moments.
+  const RunResult off = predict(parse_scenario(gpt2_fsdp({{"cpu_offload", true}}), "s.json")).result;
+  CHECK(off.host_offload_bytes == doctest::Approx(P * 16));
+  CHECK(off.host_memory_bytes == doctest::Approx(2048.0 * (1ull << 30)));  // hgx-h100: the DGX H100's 2 TB
+  CHECK(off.host_memory_fits);
+  CHECK(off.memory_fits);
+  nlohmann::json small = gpt2_fsdp({{"cpu_offload", true}});
+  small["cluster"]["host"] = {{"memory_gib", 1}};
+  const RunResult tight = predict(parse_scenario(small, "s.json")).result;
+  CHECK_FALSE(tight.host_memory_fits);
+  CHECK_FALSE(tight.memory_fits);
+  // ZeRO-Offload's stage 3 partition: fp32 weights, Adam's states and fp32 gradients (zero_offload.hpp).
+  nlohmann::json zero = gpt2_fsdp(nlohmann::json::object());
+  zero["strategy"] = {{"kind", "zero"}, {"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}};
+  const RunResult z = predict(parse_scenario(zero, "s.json")).result;
+  CHECK(z.host_offload_bytes == doctest::Approx(offload_host_bytes(ZeroOptions{.stage = 3, .offload_optimizer = true}, P / 8, 8, 2, 2, 1) * 8));
+  // Nothing offloaded, nothing told.
+  CHECK(predict(parse_scenario(gpt2_fsdp(nlohmann::json::object()), "s.json")).result.host_offload_bytes == 0);
 }
