@@ -62,11 +62,12 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
 
 namespace {
 
-/// The names --strategies takes beyond the plain kinds: DeepSpeed's stages and FSDP's hybrid sharding.
+/// The names --strategies takes beyond the plain kinds: DeepSpeed's stages, FSDP's hybrid sharding,
+/// and the offloads (FSDP's CPU offload, ZeRO-3 with offload_optimizer on the CPU).
 const std::vector<std::string>& strategy_names()
 {
-  static const std::vector<std::string> names = {"single", "dp",    "ddp",   "pipeline", "hybrid",
-                                                 "fsdp",   "hsdp",  "zero1", "zero2",    "zero3"};  // scenario_loader.cpp's kinds and these
+  static const std::vector<std::string> names = {"single", "dp",    "ddp",   "pipeline", "hybrid",       "fsdp",
+                                                 "hsdp",   "zero1", "zero2", "zero3",    "fsdp-offload", "zero3-offload"};
   return names;
 }
 
@@ -89,6 +90,10 @@ nlohmann::json strategy_object(const std::string& name)
 {
   if (name == "hsdp")
     return {{"kind", "fsdp"}, {"sharding", "hybrid_shard"}};
+  if (name == "fsdp-offload")
+    return {{"kind", "fsdp"}, {"cpu_offload", true}};
+  if (name == "zero3-offload")
+    return {{"kind", "zero"}, {"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}};
   if (name.rfind("zero", 0) == 0 && name.size() == 5)
     return {{"kind", "zero"}, {"stage", name[4] - '0'}};
   return {{"kind", name}};
