@@ -11,12 +11,15 @@
 #include "sim/topology/topology_builder.hpp"
 #include "sim/util/input_error.hpp"
 
+#include "plan_comm.hpp"
+
 #include <doctest/doctest.h>
 
 #include <map>
 #include <string>
 
 using namespace dtsim;
+using dtsim::testing::comm_of;
 
 namespace {
 
@@ -33,14 +36,6 @@ nlohmann::json gpt2_fsdp(const nlohmann::json& extra, int accumulation = 1)
           {"strategy", strategy},
           {"gpus", 8},
           {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
-}
-
-std::map<std::string, CommGroup> comm_of(const Plan& plan)
-{
-  std::map<std::string, CommGroup> out;
-  for (const auto& c : plan.comm_per_iteration)
-    out[c.label + " " + c.op] = c;
-  return out;
 }
 
 std::string error_of(const nlohmann::json& scenario)

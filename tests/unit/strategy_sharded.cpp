@@ -14,6 +14,8 @@
 #include "sim/topology/gpu_spec.hpp"
 #include "sim/util/input_error.hpp"
 
+#include "plan_comm.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <string>
 
 using namespace dtsim;
+using dtsim::testing::comm_of;
 
 namespace {
 
@@ -35,15 +38,6 @@ nlohmann::json gpt2_scenario(const nlohmann::json& strategy, int gpus, int nodes
           {"strategy", strategy},
           {"gpus", gpus},
           {"simulation", {{"iterations", 3}, {"warmup", 1}}}};
-}
-
-/// comm_per_iteration by "label op": (bytes, calls, groups).
-std::map<std::string, CommGroup> comm_of(const Plan& plan)
-{
-  std::map<std::string, CommGroup> out;
-  for (const auto& c : plan.comm_per_iteration)
-    out[c.label + " " + c.op] = c;
-  return out;
 }
 
 /// Bytes sent in the plan's tensor-parallel transfers, every rank and iteration.
