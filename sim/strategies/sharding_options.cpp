@@ -246,8 +246,12 @@ void parse_offload_optimizer(const JsonReader& v, const JsonReader& strategy, Ze
   z.offload_optimizer = offload_to_cpu(v, "offload_optimizer", {"device", "pin_memory", "omp_num_threads", "ratio", "buffer_count",
                                                                 "fast_init", "pipeline_read", "pipeline_write", "nvme_path"});
   z.offload_optimizer_pinned = v.bool_or("pin_memory", z.offload_optimizer_pinned);
-  if (const auto t = v.find("omp_num_threads"))
+  if (const auto t = v.find("omp_num_threads")) {
     z.offload_threads = static_cast<int>(t->as_int_in(1, 1 << 16));
+    // dtsim's own member: the threads of a CPU step there is none of without the offload.
+    if (!z.offload_optimizer)
+      t->fail("expected omp_num_threads only with device \"cpu\" (the threads of the CPU step; nothing is offloaded)");
+  }
   if (const auto r = v.find("ratio"); r && r->as_number() != 1.0)
     r->fail(fmt::format("expected 1 (the whole optimizer offloaded): dtsim does not model ZeRO-3's partial offload, got {}",
                         r->as_number()));
