@@ -86,15 +86,15 @@ std::string memory_text(const RunResult& r)
                        suggestions(m, r.gpu_memory_bytes));
   }
   if (r.host_offload_bytes > 0) {
-    out += fmt::format("  host memory per node: {:.1f} GiB of offloaded state (its processes' shares of weights, gradients and "
+    out += fmt::format("  host memory per node: {:.2f} GiB of offloaded state (its processes' shares of weights, gradients and "
                        "optimizer state)",
                        r.host_offload_bytes / kGiB);
     if (!(r.host_memory_bytes > 0))
       out += "; the cluster gives no host.memory_gib to hold it against\n";
     else if (r.host_memory_fits)
-      out += fmt::format(" of {:.0f} GiB\n", r.host_memory_bytes / kGiB);
+      out += fmt::format(" of {:.2f} GiB\n", r.host_memory_bytes / kGiB);
     else
-      out += fmt::format(" against {:.0f} GiB  DOES NOT FIT: more GPUs (each node's processes hold a smaller share), a "
+      out += fmt::format(" against {:.2f} GiB  DOES NOT FIT: more GPUs (each node's processes hold a smaller share), a "
                          "smaller model or a host with more memory\n",
                          r.host_memory_bytes / kGiB);
   }
@@ -165,8 +165,10 @@ nlohmann::json memory_json(const RunResult& r)
   }
   nlohmann::json out = {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
   if (r.host_offload_bytes > 0)
-    out["host"] = {{"offloaded_bytes_per_node", r.host_offload_bytes}, {"capacity_bytes", r.host_memory_bytes},
-                   {"fits", r.host_memory_fits}};
+    // Without the host's memory_gib neither a capacity nor a verdict: null, not 0 and true.
+    out["host"] = {{"offloaded_bytes_per_node", r.host_offload_bytes},
+                   {"capacity_bytes", r.host_memory_bytes > 0 ? nlohmann::json(r.host_memory_bytes) : nlohmann::json()},
+                   {"fits", r.host_memory_bytes > 0 ? nlohmann::json(r.host_memory_fits) : nlohmann::json()}};
   return out;
 }
 

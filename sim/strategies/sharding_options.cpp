@@ -196,9 +196,12 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
     // Unsharded parameters stay whole on every rank: FSDP1's NO_SHARD copies the whole flat parameter in
     // and out around each use, which dtsim does not model.
     if (f.cpu_offload && (f.sharding == Sharding::NoShard || f.shard_group < 2))
-      c->fail(fmt::format("expected cpu_offload only with parameters sharded over more than one rank (sharding {}, a shard "
-                          "group of {}): offloading unsharded parameters is not modelled",
-                          to_string(f.sharding), f.sharding == Sharding::NoShard ? 1 : f.shard_group));
+      c->fail(f.sharding == Sharding::NoShard
+                  ? std::string("expected cpu_offload only with parameters sharded over more than one rank, not with sharding "
+                                "no_shard: offloading unsharded parameters is not modelled")
+                  : fmt::format("expected cpu_offload only with parameters sharded over more than one rank, got a shard group of "
+                                "one ({} data-parallel rank{}{}): offloading unsharded parameters is not modelled",
+                                data, data == 1 ? "" : "s", f.sharding == Sharding::HybridShard ? " in groups of shard_group_size" : ""));
     // FullyShardedDataParallel's docstring: "FSDP currently does not support gradient accumulation outside
     // no_sync() when using CPU offloading. Trying to do so yields incorrect results" (each micro-step's
     // reduced shard overwrites _cpu_grad).

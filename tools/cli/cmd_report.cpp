@@ -84,7 +84,9 @@ int run_report(const ReportArgs& a)
     const bool scaling = i < counts.size();
     if (outcomes[i].exit_code != 0) {
       fmt::print(stderr, "dtsim report: {} left out: {}\n",
-                 scaling ? fmt::format("{} GPUs", counts[i]) : "strategy " + strategies[i - counts.size()], outcomes[i].error);
+                 scaling ? fmt::format("the scaling curve's point at {} GPU{}", counts[i], counts[i] == 1 ? "" : "s")
+                         : "strategy " + strategies[i - counts.size()],
+                 outcomes[i].error);
       continue;
     }
     (scaling ? in.scaling : in.compared).push_back(outcomes[i].result);

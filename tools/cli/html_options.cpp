@@ -90,8 +90,8 @@ nlohmann::json strategy_object(const std::string& name)
 {
   if (name == "hsdp")
     return {{"kind", "fsdp"}, {"sharding", "hybrid_shard"}};
-  if (name == "fsdp-offload")
-    return {{"kind", "fsdp"}, {"cpu_offload", true}};
+  if (name == "fsdp-offload")  // cpu_offload's defaults, an object a --set can go into
+    return {{"kind", "fsdp"}, {"cpu_offload", nlohmann::json::object()}};
   if (name == "zero3-offload")
     return {{"kind", "zero"}, {"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}};
   if (name.rfind("zero", 0) == 0 && name.size() == 5)
@@ -111,16 +111,22 @@ std::string strategy_member(const Override& o)
   return rest.substr(0, rest.find('.'));
 }
 
-/// Whether strategy `name` (strategy_list's) takes a --set of `member` (zero1 and zero2 none of
-/// stage 3's).
-bool takes_member(const std::string& name, const std::string& member)
+/// Whether strategy `name` (strategy_list's), compared with `names`, takes a --set of `member`
+/// (`below`: of a path inside it, strategy.MEMBER.X): its kind takes the member and no compared name
+/// sets it (zero1 and zero2 none of stage 3's; fsdp-offload's cpu_offload and zero3-offload's
+/// offload_optimizer are theirs alone), or its own name sets it to an object the path goes into.
+bool takes_member(const std::string& name, const std::string& member, bool below, const std::vector<std::string>& names)
 {
   const nlohmann::json preset = strategy_object(name);
+  if (preset.contains(member))
+    return below && preset.at(member).is_object();
   const auto& members = strategy_members(preset.at("kind").get<std::string>());
   const auto& stage3 = zero_stage3_members();
   if (preset.contains("stage") && preset.at("stage") != 3 && std::find(stage3.begin(), stage3.end(), member) != stage3.end())
     return false;
-  return !preset.contains(member) && std::find(members.begin(), members.end(), member) != members.end();
+  if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return strategy_object(n).contains(member); }))
+    return false;
+  return std::find(members.begin(), members.end(), member) != members.end();
 }
 
 }  // namespace
@@ -134,11 +140,13 @@ std::vector<Override> strategy_overrides(const std::vector<Override>& overrides,
   out.push_back({"strategy", strategy_object(name).dump()});
   for (const auto& o : members) {
     const std::string member = strategy_member(o);
-    if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return takes_member(n, member); }))
+    const bool below = o.path.size() > std::string("strategy.").size() + member.size();
+    const auto takes = [&](const std::string& n) { return takes_member(n, member, below, names); };
+    if (std::none_of(names.begin(), names.end(), takes))
       throw InputError(o.origin, "", fmt::format("strategy.{}: expected a member that one of the strategies compared ({}) "
                                                  "takes and their names do not set",
                                                  member, fmt::join(names, ", ")));
-    if (takes_member(name, member))
+    if (takes(name))
       out.push_back(o);
   }
   return out;

@@ -30,11 +30,14 @@ std::vector<Override> with_gpus(const std::string& scenario, std::vector<Overrid
 /// empty piece or a kind the scenario format does not have, before any point runs.
 std::vector<std::string> strategy_list(const std::string& text, const std::string& flag);
 /// The scenario's strategy object for one name of strategy_list: the kind itself, or "hsdp" (fsdp
-/// with hybrid_shard) and "zero1" .. "zero3" (zero with that stage).
+/// with hybrid_shard), "zero1" .. "zero3" (zero with that stage), "fsdp-offload" (fsdp with
+/// cpu_offload's defaults) and "zero3-offload" (stage 3 with offload_optimizer on the CPU).
 nlohmann::json strategy_object(const std::string& name);
 /// The overrides of one strategy of --strategies: `overrides` with the strategy's object, then each
 /// `--set strategy.MEMBER=...` of them whose member its kind takes (one of another kind is left out,
-/// and a member the name sets, kind, zero's stage or hsdp's sharding, stays as the name says);
+/// and a member the name sets, kind, zero's stage or hsdp's sharding, stays as the name says; a member
+/// an offload name sets is that name's alone, and a path inside it, cpu_offload.omp_num_threads,
+/// goes into its object);
 /// given before the object, it would be replaced by it. InputError naming the option when no
 /// strategy of `names` takes a member set.
 std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
