@@ -14,7 +14,7 @@ namespace dtsim {
 namespace {
 
 /// What would make a GPU that does not fit fit, from what dominates its peak.
-std::string suggestions(const GpuMemory& m, double capacity)
+std::string suggestions(const GpuMemory& m, double capacity, bool full_recomputation)
 {
   std::string out;
   const double fixed = std::max(m.total(), m.device_used) - m.activations;
@@ -24,8 +24,10 @@ std::string suggestions(const GpuMemory& m, double capacity)
       out += fmt::format("a micro batch of at most about {:.0f} samples; ", largest);
   }
   if (m.dominant == "activations") {
-    out += "activation recomputation (training.activation_checkpointing: selective or full); more tensor-parallel "
-           "ranks with sequence parallelism (activations / t) or pipeline stages";
+    // Full recomputation already keeps no more than each layer's input: nothing left to recompute.
+    out += full_recomputation ? "more tensor-parallel ranks with sequence parallelism (activations / t) or pipeline stages"
+                              : "activation recomputation (training.activation_checkpointing: selective or full); more "
+                                "tensor-parallel ranks with sequence parallelism (activations / t) or pipeline stages";
     // The states alone could make room: they hold more than the excess.
     const double states = m.params + m.grads + m.optimizer;
     if (states > std::max(m.total(), m.device_used) - capacity)
@@ -83,7 +85,7 @@ std::string memory_text(const RunResult& r)
                                    : m.dominant == "optimizer state" ? m.optimizer / kGiB
                                    : m.dominant == "workspace" ? m.workspace / kGiB
                                                                : m.io / kGiB,
-                       suggestions(m, r.gpu_memory_bytes));
+                       suggestions(m, r.gpu_memory_bytes, r.full_recomputation));
   }
   if (r.host_offload_bytes > 0) {
     out += fmt::format("  host memory per node: {:.2f} GiB of offloaded state (its processes' shares of weights, gradients and "

@@ -90,6 +90,8 @@ struct RunResult {
   /// The whole model at batch_per_gpu on one GPU (weights, gradients, optimizer state, activations;
   /// memory.hpp): when it exceeds one GPU, the single-GPU figures are arithmetic only.
   double single_gpu_memory_bytes = 0;
+  /// training.activation_checkpointing: what the fits verdict may still suggest.
+  bool full_recomputation = false;
   /// Offloaded state per node on the host (ZeRO-Offload, FSDP's CPU offload; 0: none) and the node's
   /// DRAM (0: not given); host_memory_fits: it holds that state (part of memory_fits).
   double host_offload_bytes = 0;
