@@ -306,7 +306,7 @@ Prediction predict_scenario(const Scenario& s)
     r.memory_fits = r.memory_fits && row.fits;
   r.full_recomputation = s.training.activation_checkpointing == ActivationCheckpointing::Full;
   r.host_offload_bytes = p.plan.host_offload_bytes_per_node;
-  r.host_memory_bytes = p.plan.host_memory_bytes;
+  r.host_memory_bytes = p.topology.host.memory_bytes;
   r.host_memory_fits = !(r.host_memory_bytes > 0) || r.host_offload_bytes <= r.host_memory_bytes;
   r.memory_fits = r.memory_fits && r.host_memory_fits;
   r.pipeline_stages = p.plan.pipeline_stages;

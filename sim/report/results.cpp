@@ -49,15 +49,21 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
 
   // Synchronous training waits for the slowest GPU: split the time not spent computing into that
   // wait (slowest GPU's compute minus the mean) and communication nothing hid.
-  // Per measured iteration and rank, the spans of its compute tasks (one pass over the tasks).
+  // Per measured iteration and rank, the spans of its compute tasks, and the host's optimizer work
+  // on the first GPU (optimizer tasks that are delays: the GPU does not run them), in one pass.
   std::map<int, std::size_t> rank_of;
   for (const int device : plan.ranks)
     rank_of.emplace(device, rank_of.size());
   const auto measured_count = static_cast<std::size_t>(iterations - plan.warmup_iterations);
   std::vector<std::vector<std::vector<Span>>> compute_of(measured_count, std::vector<std::vector<Span>>(plan.ranks.size()));
+  double host = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const Task& t = tasks[i];
-    if (t.kind != TaskKind::Compute || t.iteration < plan.warmup_iterations || t.iteration >= iterations)
+    if (t.iteration < plan.warmup_iterations || t.iteration >= iterations)
+      continue;
+    if (t.kind == TaskKind::Delay && t.category == TaskCategory::Optimizer && t.device == plan.ranks.front())
+      host += spans[i].end - spans[i].start;
+    if (t.kind != TaskKind::Compute)
       continue;
     if (const auto rank = rank_of.find(t.device); rank != rank_of.end())
       compute_of[static_cast<std::size_t>(t.iteration - plan.warmup_iterations)][rank->second].push_back(spans[i]);
@@ -86,14 +92,6 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   r.nccl_slowdown_s = plan.nccl_slowdown_per_iteration_s;
   r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
-  // The host's optimizer work (optimizer tasks that are delays: the GPU does not run them) on the first GPU.
-  double host = 0;
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
-    if (t.kind == TaskKind::Delay && t.category == TaskCategory::Optimizer && t.device == plan.ranks.front() &&
-        t.iteration >= plan.warmup_iterations && t.iteration < iterations)
-      host += spans[i].end - spans[i].start;
-  }
   r.host_step_s = std::clamp(host / measured, 0.0, idle - r.input_wait_s);
   r.exposed_comm_time_s = idle - r.input_wait_s - r.host_step_s;
   r.critical_path = critical_path_by_category(plan, spans);

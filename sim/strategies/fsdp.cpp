@@ -500,7 +500,6 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (offload) {
     const double host_bytes = shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes);
     plan.host_offload_bytes_per_node = host_bytes * node_ranks;
-    plan.host_memory_bytes = topology.host.memory_bytes;
     plan.notes.push_back(fsdp_cpu_offload_note(host_bytes, node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s, h2d_bytes,
                                                d2h_bytes, topology.host));
   } else {

@@ -75,9 +75,9 @@ struct Plan {
   int memory_curve_device = -1;
   double gpu_memory_bytes = 0;          ///< capacity of one GPU
   /// Host memory per node that offloaded state takes (ZeRO-Offload, FSDP's CPU offload: every
-  /// process's share on the node's busiest host); 0: nothing offloaded.
+  /// process's share on the node's busiest host); 0: nothing offloaded. predict holds it against the
+  /// topology's host.memory_bytes.
   double host_offload_bytes_per_node = 0;
-  double host_memory_bytes = 0;         ///< DRAM of one node (0: not given)
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
   std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)
   int microbatches = 1;

@@ -447,7 +447,6 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   if (opt.offload_optimizer || opt.offload_param) {
     const double host_bytes = offload_host_bytes(opt, params / S, mem.optimizer_bytes, model_bytes, grad_elem, M);
     plan.host_offload_bytes_per_node = host_bytes * node_ranks;
-    plan.host_memory_bytes = topology.host.memory_bytes;
     plan.notes.push_back(offload_note(opt, host_bytes, node_ranks, host_step_s, topology.host));
   }
   if (!opt.offload_optimizer)

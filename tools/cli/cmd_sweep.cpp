@@ -96,8 +96,11 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
     fmt::print("dtsim sweep: {} ({} on {})\n", r0.value("scenario", ""), r0.value("strategy", ""), r0.value("topology", ""));
     for (const auto& c : columns)
       fmt::print("{:>{}} ", c, std::max<std::size_t>(c.size(), 8));
-    fmt::print("{:>6} {:>6} {:>14} {:>14} {:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
-               "exposed_comm_s", "samples/s", "speedup", "efficiency", "total_days", "memory_GiB", "fits");
+    // host_s, only where an offloaded optimizer steps on the host (the GPU idle, not exposed communication).
+    const bool host_column = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.value("host_step_s", 0.0) > 0; });
+    fmt::print("{:>6} {:>6} {:>14} {:>14} {}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
+               "exposed_comm_s", host_column ? fmt::format("{:>10} ", "host_s") : "", "samples/s", "speedup", "efficiency",
+               "total_days", "memory_GiB", "fits");
     // The batch fields: a sweep over one of them says the largest value whose every GPU fits.
     std::string batch_field;
     for (const auto& c : columns)
@@ -118,9 +121,10 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
           for (const auto& g : *gpus)
             used = std::max(used, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
       }
-      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
+      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {}{:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
                  r.value("gpus", 0), r.value("nodes_used", 0), r.value("iteration_time_s", 0.0),
-                 r.value("exposed_comm_time_s", 0.0), r.value("throughput_samples_per_s", 0.0),
+                 r.value("exposed_comm_time_s", 0.0),
+                 host_column ? fmt::format("{:>10.6f} ", r.value("host_step_s", 0.0)) : "", r.value("throughput_samples_per_s", 0.0),
                  r.value("speedup_vs_1gpu", 0.0), r.value("scaling_efficiency", 0.0) * 100,
                  r.value("total_time_days", 0.0), used / (1024.0 * 1024 * 1024), fits ? "yes" : "no");
       const auto v = values[i].find(batch_field);
@@ -140,17 +144,17 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       csv += csv_field(c) + ",";
     csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
            "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
-           "ideal_linear_total_days\n";
+           "ideal_linear_total_days,host_step_s\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
       const auto& r = rows[i];
-      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
+      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
                          r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
                          r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
                          r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
                          r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
-                         r.value("ideal_linear_total_days", 0.0));
+                         r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0));
     }
     outputs.emplace_back(args.csv, csv);
   }
