@@ -43,6 +43,11 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "ranks",
                                            // measured peak memory per GPU (training_memory.hpp)
                                            "peak_allocated_gib", "peak_reserved_gib"};
+
+bool known_column(const std::string& cell)
+{
+  return std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end();
+}
 /// batch_per_gpu is required unless the header has micro_batch (then each row gives one of the two).
 const std::vector<std::string> kRequired = {"id",        "cluster",       "nodes",    "gpus",    "model",   "precision",
                                             "batch_per_gpu", "strategy", "compute", "measured", "unit"};
@@ -150,7 +155,7 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     if (header.empty()) {
       header = cells;
       for (std::size_t i = 0; i < header.size(); ++i) {
-        if (std::find(kColumns.begin(), kColumns.end(), header[i]) == kColumns.end())
+        if (!known_column(header[i]))
           throw InputError(csv_path, "", fmt::format("line {}: unknown column '{}' (expected columns among {})", n,
                                                      header[i], fmt::join(kColumns, ", ")));
         if (std::find(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(i), header[i]) !=
@@ -304,9 +309,7 @@ bool looks_like_training_runs(const std::string& text)
     return std::find(header.cells.begin(), header.cells.end(), column) != header.cells.end();
   };
   return header.problem.empty() && has("id") && has("measured") &&
-         std::all_of(header.cells.begin(), header.cells.end(), [](const std::string& cell) {
-           return std::find(kColumns.begin(), kColumns.end(), cell) != kColumns.end();
-         });
+         std::all_of(header.cells.begin(), header.cells.end(), known_column);
 }
 
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
