@@ -23,6 +23,15 @@
 // the hop each device it reached was reached by; routes are materialised and cached only for the
 // pairs asked for. The work grows with the nodes a run talks to, not with the nodes the cluster
 // has: 128 GPUs of a 1,000-node cluster cost about what they cost on 16 nodes.
+//
+// Nor with the fabric's size where the fabric is a tree: a switch whose other switches are one
+// neighbour at most (a leaf hanging off its spine) is a dead end for every route that neither
+// starts nor ends below it, since a shortest route is a simple path and hosts do not relay. Pruned
+// repeatedly, such switches leave the fabric's core (empty for the assembled fat-tree and
+// rail-optimized fabrics, whose leaves hang off one spine), and each pruned switch keeps the one
+// neighbour it hung from. A call's graph is the core, the two nodes, and the chains from the
+// switches the two nodes attach to up to the core: the same routes, whatever the fabric's size (a
+// 1,024-node fat-tree of one NIC per leaf took 122 s with all 8,193 switches in every call).
 #include "sim/topology/topology.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
@@ -82,7 +91,78 @@ struct Topology::RoutingGraph {
   std::vector<std::vector<int>> links_of_node;  ///< per node: the links with an end in it, ascending
   std::vector<int> fabric_links;                ///< links between devices of no node, ascending
   std::vector<int> fabric_devices;              ///< devices of no node (switches), ascending
+  std::vector<int> core_links;                  ///< links between two core switches, ascending
+  std::vector<int> core_devices;                ///< switches of no node left after pruning (above), ascending
+  /// Per device: for a pruned switch, the switch it hung from (-1: none) and the links to it.
+  std::vector<int> hung_from;
+  std::vector<std::vector<int>> links_up;
+  std::vector<char> pruned;
+
+  /// The fabric's switches and links, pruned of the switches that hang off one neighbour (above).
+  void prune_fabric(const std::vector<Device>& devices, const std::vector<Link>& links);
 };
+
+void Topology::RoutingGraph::prune_fabric(const std::vector<Device>& devices, const std::vector<Link>& links)
+{
+  const std::size_t n = devices.size();
+  std::vector<std::vector<int>> fabric_of(n);  // per switch: its fabric links
+  for (std::size_t i = 0; i < links.size(); ++i)
+    if (devices[static_cast<std::size_t>(links[i].a)].node < 0 && devices[static_cast<std::size_t>(links[i].b)].node < 0 &&
+        links[i].a != links[i].b) {
+      fabric_links.push_back(static_cast<int>(i));
+      fabric_of[static_cast<std::size_t>(links[i].a)].push_back(static_cast<int>(i));
+      fabric_of[static_cast<std::size_t>(links[i].b)].push_back(static_cast<int>(i));
+    }
+  const auto other = [&](int link, std::size_t d) {
+    const Link& l = links[static_cast<std::size_t>(link)];
+    return static_cast<std::size_t>(l.a) == d ? l.b : l.a;
+  };
+  hung_from.assign(n, -1);
+  links_up.assign(n, {});
+  pruned.assign(n, 0);
+  // Per switch: its distinct neighbouring switches (parallel links count once), and how many of
+  // them are not pruned yet.
+  std::vector<std::vector<int>> neighbours(n);
+  std::vector<std::size_t> live(n, 0);
+  std::vector<std::size_t> queue;
+  for (std::size_t d = 0; d < n; ++d) {
+    if (devices[d].node >= 0)
+      continue;
+    for (const int link : fabric_of[d])
+      neighbours[d].push_back(other(link, d));
+    std::sort(neighbours[d].begin(), neighbours[d].end());
+    neighbours[d].erase(std::unique(neighbours[d].begin(), neighbours[d].end()), neighbours[d].end());
+    live[d] = neighbours[d].size();
+    if (live[d] <= 1)
+      queue.push_back(d);
+  }
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const std::size_t d = queue[q];
+    pruned[d] = 1;
+    const auto up = std::find_if(neighbours[d].begin(), neighbours[d].end(),
+                                 [&](int o) { return !pruned[static_cast<std::size_t>(o)]; });
+    if (up == neighbours[d].end())
+      continue;
+    const auto parent = static_cast<std::size_t>(*up);
+    hung_from[d] = *up;
+    for (const int link : fabric_of[d])
+      if (static_cast<std::size_t>(other(link, d)) == parent)
+        links_up[d].push_back(link);
+    if (--live[parent] == 1)  // (a switch queued at 0 or 1 live neighbours is queued once: it only goes down)
+      queue.push_back(parent);
+  }
+  for (std::size_t d = 0; d < n; ++d)
+    if (devices[d].node < 0) {
+      fabric_devices.push_back(static_cast<int>(d));
+      if (!pruned[d])
+        core_devices.push_back(static_cast<int>(d));
+    }
+  for (const int link : fabric_links) {
+    const Link& l = links[static_cast<std::size_t>(link)];
+    if (!pruned[static_cast<std::size_t>(l.a)] && !pruned[static_cast<std::size_t>(l.b)])
+      core_links.push_back(link);
+  }
+}
 
 void Topology::reset_routes() const
 {
@@ -102,8 +182,6 @@ const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_nod
     auto built = std::make_shared<RoutingGraph>();
     for (std::size_t i = 0; i < links_.size(); ++i) {
       const int ends[] = {devices_[static_cast<std::size_t>(links_[i].a)].node, devices_[static_cast<std::size_t>(links_[i].b)].node};
-      if (ends[0] < 0 && ends[1] < 0)
-        built->fabric_links.push_back(static_cast<int>(i));
       for (int k = 0; k < 2; ++k) {
         if (ends[k] < 0 || (k == 1 && ends[1] == ends[0]))
           continue;
@@ -112,18 +190,25 @@ const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_nod
         built->links_of_node[static_cast<std::size_t>(ends[k])].push_back(static_cast<int>(i));
       }
     }
-    for (std::size_t d = 0; d < devices_.size(); ++d)
-      if (devices_[d].node < 0)
-        built->fabric_devices.push_back(static_cast<int>(d));
+    built->prune_fabric(devices_, links_);
     routing_graph_ = std::move(built);
   }
   const RoutingGraph& rg = *routing_graph_;
-  // The graph of the two nodes and the fabric: their devices in ascending order, their links'
-  // arcs in ascending link order (both as in one graph of the whole machine, so that ties between
-  // equal routes fall the same way); a link into a third node is left out.
+  // The graph of the two nodes, the fabric's core and the switches they hang from: their devices
+  // in ascending order, their links' arcs in ascending link order (both as in one graph of the whole
+  // machine, so that ties between equal routes fall the same way); a link into a third node is left out.
+  // A route from or to a switch (topology show's, not a run's) takes the whole fabric.
   const int from_node = devices_[static_cast<std::size_t>(from)].node;
-  std::vector<int> global = rg.fabric_devices;
-  std::vector<int> candidates = rg.fabric_links;
+  const bool whole_fabric = from_node < 0 || to_node < 0;
+  std::vector<int> global = whole_fabric ? rg.fabric_devices : rg.core_devices;
+  std::vector<int> candidates = whole_fabric ? rg.fabric_links : rg.core_links;
+  const auto hang = [&](int d) {  // a pruned switch and the chain it hangs from, up to the core
+    for (; !whole_fabric && d >= 0 && rg.pruned[static_cast<std::size_t>(d)]; d = rg.hung_from[static_cast<std::size_t>(d)]) {
+      global.push_back(d);
+      candidates.insert(candidates.end(), rg.links_up[static_cast<std::size_t>(d)].begin(),
+                        rg.links_up[static_cast<std::size_t>(d)].end());
+    }
+  };
   for (const int node : {from_node, to_node}) {
     const auto slot = static_cast<std::size_t>(node);
     if (node >= 0) {
@@ -131,7 +216,12 @@ const std::unordered_map<int, Hop>& Topology::arrivals_from(int from, int to_nod
       global.insert(global.end(), members.begin(), members.end());
     }
     if (node >= 0 && slot < rg.links_of_node.size())
-      candidates.insert(candidates.end(), rg.links_of_node[slot].begin(), rg.links_of_node[slot].end());
+      for (const int i : rg.links_of_node[slot]) {
+        candidates.push_back(i);
+        for (const int end : {links_[static_cast<std::size_t>(i)].a, links_[static_cast<std::size_t>(i)].b})
+          if (devices_[static_cast<std::size_t>(end)].node < 0)
+            hang(end);
+      }
   }
   std::sort(global.begin(), global.end());
   global.erase(std::unique(global.begin(), global.end()), global.end());

@@ -3,8 +3,11 @@
 #include "sim/util/input_error.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 using namespace dtsim;
 
@@ -110,4 +113,76 @@ TEST_CASE("a pinned route replaces the one asked for just before; a change to th
   t.add_link("g0-g1", LinkKind::NvLink, g0, g1, 50e9, 0.5e-6, 2);
   REQUIRE(t.route(g0, g1).size() == 1);
   CHECK(t.link(t.route(g0, g1)[0].link).name == "g0-g1");
+}
+
+namespace {
+/// The links of a route, by name, joined with spaces.
+std::string names(const Topology& t, const Route& r)
+{
+  std::string out;
+  for (const Hop& h : r)
+    out += (out.empty() ? "" : " ") + t.link(h.link).name;
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a route takes only the switches it needs: dead-end leaves and chains of a tree fabric")
+{
+  // A three-level tree: leaves l0..l3 (one GPU each, nodes 0..3) under aggregation switches a0 (l0,
+  // l1) and a1 (l2, l3), both under a core switch; a leaf l4 with no node hangs off a1, and a
+  // chain x0 - x1 off the core. Routes between nodes go up to the lowest switch above both.
+  Topology t;
+  std::vector<int> gpus, leaves;
+  for (int n = 0; n < 4; ++n)
+    gpus.push_back(t.add_device(fmt::format("n{}.gpu", n), DeviceKind::Gpu, n, 0));
+  for (int l = 0; l < 5; ++l)
+    leaves.push_back(t.add_device(fmt::format("l{}", l), DeviceKind::NetworkSwitch, -1, l));
+  const int a0 = t.add_device("a0", DeviceKind::NetworkSwitch, -1, 0);
+  const int a1 = t.add_device("a1", DeviceKind::NetworkSwitch, -1, 1);
+  const int core = t.add_device("core", DeviceKind::NetworkSwitch, -1, 0);
+  const int x0 = t.add_device("x0", DeviceKind::NetworkSwitch, -1, 0);
+  const int x1 = t.add_device("x1", DeviceKind::NetworkSwitch, -1, 1);
+  for (int n = 0; n < 4; ++n)
+    t.add_link(fmt::format("g{}-l{}", n, n), LinkKind::Network, gpus[static_cast<std::size_t>(n)],
+               leaves[static_cast<std::size_t>(n)], 50e9, 1e-6);
+  t.add_link("l0-a0", LinkKind::Network, leaves[0], a0, 50e9, 1e-6);
+  t.add_link("l1-a0", LinkKind::Network, leaves[1], a0, 50e9, 1e-6);
+  t.add_link("l2-a1", LinkKind::Network, leaves[2], a1, 50e9, 1e-6);
+  t.add_link("l3-a1", LinkKind::Network, leaves[3], a1, 50e9, 1e-6);
+  t.add_link("l4-a1", LinkKind::Network, leaves[4], a1, 50e9, 1e-6);
+  t.add_link("a0-core", LinkKind::Network, a0, core, 50e9, 1e-6);
+  t.add_link("a1-core", LinkKind::Network, a1, core, 50e9, 1e-6);
+  t.add_link("a1-core.2", LinkKind::Network, a1, core, 100e9, 1e-6);  // a second, faster uplink
+  t.add_link("core-x0", LinkKind::Network, core, x0, 50e9, 1e-6);
+  t.add_link("x0-x1", LinkKind::Network, x0, x1, 50e9, 1e-6);
+  for (int g : gpus)
+    t.add_gpu_rank(g);
+  CHECK(names(t, t.route(gpus[0], gpus[1])) == "g0-l0 l0-a0 l1-a0 g1-l1");
+  CHECK(names(t, t.route(gpus[0], gpus[3])) == "g0-l0 l0-a0 a0-core a1-core.2 l3-a1 g3-l3");
+  CHECK(names(t, t.route(gpus[3], gpus[2])) == "g3-l3 l3-a1 l2-a1 g2-l2");
+  // A route to or from a switch takes the whole fabric.
+  CHECK(names(t, t.route(gpus[1], x1)) == "g1-l1 l1-a0 a0-core core-x0 x0-x1");
+  CHECK(names(t, t.route(leaves[4], gpus[0])) == "l4-a1 a1-core.2 a0-core l0-a0 g0-l0");
+}
+
+TEST_CASE("a fabric with a cycle keeps it: two spines under every leaf")
+{
+  // Leaves l0 and l1 (one GPU each) both go up to spines s0 (slow) and s1 (fast): no switch
+  // hangs off one neighbour, so both spines stay and the route takes the faster one.
+  Topology t;
+  const int g0 = t.add_device("n0.gpu", DeviceKind::Gpu, 0, 0);
+  const int g1 = t.add_device("n1.gpu", DeviceKind::Gpu, 1, 0);
+  const int l0 = t.add_device("l0", DeviceKind::NetworkSwitch, -1, 0);
+  const int l1 = t.add_device("l1", DeviceKind::NetworkSwitch, -1, 1);
+  const int s0 = t.add_device("s0", DeviceKind::NetworkSwitch, -1, 0);
+  const int s1 = t.add_device("s1", DeviceKind::NetworkSwitch, -1, 1);
+  t.add_link("g0-l0", LinkKind::Network, g0, l0, 50e9, 1e-6);
+  t.add_link("g1-l1", LinkKind::Network, g1, l1, 50e9, 1e-6);
+  t.add_link("l0-s0", LinkKind::Network, l0, s0, 10e9, 1e-6);
+  t.add_link("l1-s0", LinkKind::Network, l1, s0, 10e9, 1e-6);
+  t.add_link("l0-s1", LinkKind::Network, l0, s1, 100e9, 1e-6);
+  t.add_link("l1-s1", LinkKind::Network, l1, s1, 100e9, 1e-6);
+  for (int g : {g0, g1})
+    t.add_gpu_rank(g);
+  CHECK(names(t, t.route(g0, g1)) == "g0-l0 l0-s1 l1-s1 g1-l1");
 }
