@@ -1,9 +1,11 @@
 #include "sim/collectives/comm_layout.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <set>
+#include <utility>
 
 namespace dtsim {
 
@@ -70,6 +72,35 @@ std::vector<std::vector<int>> hamiltonian_cycles(std::vector<std::vector<int>> c
 }
 
 double gbps(double bytes_per_s) { return bytes_per_s / 1e9; }
+
+/// On an NVSwitch node any order of the GPUs is a ring, and NCCL's search picks the GPU a channel
+/// leaves by for its NIC: search.cc sorts the candidates for the last GPU by their path to the
+/// network (ncclTopoSearchNextGpuSort with sortNet when backToNet is the next step), and a ring
+/// leaves through another NIC than it entered by where it can (crossNic). `local` is a channel's
+/// order of local positions, entering at the first; `nic_hops[p][k]` the hops from position p's
+/// GPU to the node's NIC k. Where a GPU is nearer a NIC than the last one (fewest hops, then a NIC
+/// other than the one the channel enters by), the nearest such GPU latest in the order moves to
+/// the end. With a NIC per GPU every exit already has its own NIC, and nothing moves; with fewer
+/// (one NIC on a DGX A100) the ring would otherwise leave from a GPU behind the other socket.
+void leave_near_a_nic(std::vector<int>& local, const std::vector<std::vector<std::size_t>>& nic_hops)
+{
+  if (local.size() < 3 || nic_hops.empty() || nic_hops.front().empty())
+    return;
+  const auto& entry = nic_hops[static_cast<std::size_t>(local.front())];
+  const auto entry_nic = static_cast<std::size_t>(std::min_element(entry.begin(), entry.end()) - entry.begin());
+  const auto score = [&](int position) {  // (hops to the nearest NIC, 1 if that is the entry's NIC)
+    std::pair<std::size_t, int> best{SIZE_MAX, 1};
+    const auto& hops = nic_hops[static_cast<std::size_t>(position)];
+    for (std::size_t k = 0; k < hops.size(); ++k)
+      best = std::min(best, std::pair{hops[k], k == entry_nic && hops.size() > 1 ? 1 : 0});
+    return best;
+  };
+  std::size_t pick = local.size() - 1;
+  for (std::size_t i = local.size() - 1; i-- > 1;)
+    if (score(local[i]) < score(local[pick]))
+      pick = i;
+  std::rotate(local.begin() + static_cast<std::ptrdiff_t>(pick), local.begin() + static_cast<std::ptrdiff_t>(pick) + 1, local.end());
+}
 
 }  // namespace
 
@@ -177,16 +208,29 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
   }
   const int nrings = nodes > 1 ? std::max<int>(static_cast<int>(cycles.size()), std::min(c.nics_per_node, c.ppn))
                                : static_cast<int>(cycles.size());
+  // Hops from each local position's GPU (of the first node) to each of its node's NICs.
+  std::vector<std::vector<std::size_t>> nic_hops;
+  if (c.nvswitch && nodes > 1)
+    for (int i = 0; i < c.ppn; ++i) {
+      const int gpu = ranks[static_cast<std::size_t>(c.by_node[0][static_cast<std::size_t>(i)])];
+      nic_hops.emplace_back();
+      for (const int nic : nics)
+        nic_hops.back().push_back(t.route(gpu, nic).size());
+    }
   for (int ch = 0; ch < nrings; ++ch) {
     const auto& cyc = cycles[static_cast<std::size_t>(ch) % cycles.size()];
     // Cut the cycle so that channels enter and leave nodes at different GPUs (hence NICs).
     const int offset = nodes > 1 ? ch * c.ppn / nrings : 0;
+    std::vector<int> local;
+    for (int i = 0; i < c.ppn; ++i)
+      local.push_back(cyc[static_cast<std::size_t>((i + offset) % c.ppn)]);
+    leave_near_a_nic(local, nic_hops);
     std::vector<int> path, ring;
     for (int node = 0; node < nodes; ++node) {
       const auto& members = c.by_node[static_cast<std::size_t>(node)];
       const auto first = static_cast<std::ptrdiff_t>(path.size());
-      for (int i = 0; i < c.ppn; ++i)
-        path.push_back(members[static_cast<std::size_t>(cyc[static_cast<std::size_t>((i + offset) % c.ppn)])]);
+      for (const int position : local)
+        path.push_back(members[static_cast<std::size_t>(position)]);
       ring.insert(ring.end(), path.begin() + first, path.end());
       if (node % 2 == 1)  // backwards on odd nodes: in and out of every node on one rail (see the header)
         std::reverse(ring.begin() + first, ring.end());
