@@ -213,8 +213,9 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   // gradient partition the step reads are on the host. Stages 2-3 keep no gradient partition on the
   // GPU either (stage_1_and_2.py copy_grads_in_partition returns before allocating
   // grads_in_partition and frees each .grad once copied; stage3.py's grad_partitions_flat_buffer is
-  // on the host), but stage 2 holds temp_grad_buffer_for_gpu_offload, as large as the largest
-  // parameter tensor, for the accumulation through the GPU.
+  // on the host), but stages 1 and 2 hold temp_grad_buffer_for_gpu_offload, as large as the largest
+  // parameter tensor, for the accumulation through the GPU (stage_1_and_2.py allocates it in
+  // __init__ under `if self.cpu_offload`, whatever partition_gradients says).
   if (opt.offload_optimizer) {
     ctx.rules.optimizer_bytes = 0;
     req.share.optimizer = 0;  // nor the GPU step's temporaries
@@ -223,7 +224,7 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.share.grads = 0;
       req.grads_persist = false;
     }
-    if (opt.stage == 2)
+    if (opt.stage <= 2)
       req.extra_bytes += largest_param_tensor(model, 0, model.layers.size()) * model_bytes;
   }
   // offload_param: the partitioned parameters on the host; the persistent ones (whole on every GPU)

@@ -839,6 +839,14 @@ TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on
   CHECK(z3.memory_curve.front().grads == doctest::Approx(bucket));
   CHECK(z3.memory_curve.back().grads == doctest::Approx(bucket));
   CHECK(z2.memory_curve.back().grads == 0);
+  // Stage 1 holds that buffer too (stage_1_and_2.py allocates temp_grad_buffer_for_gpu_offload under
+  // `if self.cpu_offload` for both stages): the same workspace over the run without offload.
+  const double embedding = 50257.0 * 768 * 2;  // gpt2's largest tensor, bf16
+  for (const int stage : {1, 2}) {
+    CAPTURE(stage);
+    const Plan with = plan_of(stage, 1, 8, cpu), without = plan_of(stage, 1, 8, {{"device", "none"}});
+    CHECK(with.memory_curve.front().other - without.memory_curve.front().other == doctest::Approx(embedding));
+  }
   // One GPU still copies its gradients out and the parameters in; "none" offloads nothing.
   auto one = comm_of(plan_of(2, 1, 1, cpu));
   CHECK(one["gradients (ZeRO-Offload) GPU -> host"].bytes == doctest::Approx(P * 4));
