@@ -273,14 +273,23 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       // (the updated shards).
       if (copies_in || offload)
         run.stream_waits_for_compute(ShardedRun::Stream::CopyIn);
+      // Each AllGather is issued where the host reaches its unit's pre-forward (forward_prefetch: one
+      // unit earlier), after the compute issued before it, so that the limiter's wait finds the
+      // frees of the units before: the host issues a unit's AllGather once the GPU has freed the
+      // unit two before it, and no sooner (FSDP1 _runtime_utils.py _unshard with
+      // limit_all_gathers, FSDP2's two all-gather states).
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
-      if (sharded)
-        for (int u = 0; u < U; ++u)
+      const auto gather_forward = [&](int u) {
+        if (sharded && u < U && gathered[static_cast<std::size_t>(u)].empty())
           gathered[static_cast<std::size_t>(u)] = gather(u, false, "forward");
+      };
       for (std::size_t s = 0; s < su.segments.size(); ++s) {
         const int u = su.segments[s].unit;
         const auto& name = su.units[static_cast<std::size_t>(u)].name;
         if (unshards && first_segment[static_cast<std::size_t>(u)] == static_cast<int>(s)) {
+          gather_forward(u);
+          if (opt.version == 1 && opt.forward_prefetch && s + 1 < su.segments.size())
+            gather_forward(su.segments[s + 1].unit);
           if (sharded)
             run.wait_for(gathered[static_cast<std::size_t>(u)]);
           if (fsdp2_copies)

@@ -348,6 +348,45 @@ TEST_CASE("FSDP1's cast runs ahead of the rate limiter, FSDP2's copy-in waits fo
   CHECK(waits_on_frees(1) == 0);
 }
 
+TEST_CASE("FSDP's forward AllGathers wait for the rate limiter: a unit's gather follows the free of the unit two before")
+{
+  // The host issues transformer layer k's AllGather (FSDP2: its copy-in) at k's pre-forward, after
+  // waiting for the oldest free event in the limiter's queue once two are queued: the last task of
+  // layer k-2's forward, or k-3's, the queue holding one more at the forward's start (backward's
+  // prefetched gather finds one event queued, and takes none). No forward gather runs further
+  // ahead, and none is issued before a free exists (every one used to be, at the micro-step's start).
+  for (const int version : {1, 2}) {
+    CAPTURE(version);
+    const Plan p = four_micro_steps_on_8(fsdp({{"version", version}, {"mixed_precision", {{"param_dtype", "fp32"}, {"reduce_dtype", "fp32"}}}}));
+    const auto& tasks = p.graph.tasks();
+    int checked = 0;
+    for (const Task& t : tasks) {
+      const std::string name = t.name.get();
+      const bool first = version == 2 ? t.category == TaskCategory::FsdpCopyIn
+                                      : t.category == TaskCategory::AllGather && t.name.get().find("start-up") != std::string::npos;
+      if (!first || t.device != p.ranks[0] || t.iteration != 1 || name.find("(forward)") == std::string::npos)
+        continue;
+      const auto at = name.find("transformer layer ");
+      if (at == std::string::npos)
+        continue;
+      const int k = std::stoi(name.substr(at + 18));
+      if (k < 3)
+        continue;
+      bool waits = false;
+      for (const int d : t.after) {
+        const Task& before = tasks[static_cast<std::size_t>(d)];
+        const std::string what = before.name.get();
+        for (const int j : {k - 2, k - 3})
+          waits = waits || (before.category == TaskCategory::Forward &&
+                            what.find(fmt::format("transformer layer {} ", j)) != std::string::npos);
+      }
+      CHECK_MESSAGE(waits, name);
+      ++checked;
+    }
+    CHECK(checked >= 4 * 9);  // 4 micro-steps x layers 3..11 of GPT-2
+  }
+}
+
 TEST_CASE("FSDP1's passes on the post-backward stream: cast and divide before each reduction, the shard after it")
 {
   // default_hooks.py: f doubled from 1 while f divides the world and world / f > f (so 4 for 6 ranks).
