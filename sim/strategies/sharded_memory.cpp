@@ -135,10 +135,12 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   req.extra_bytes = gathered + unsharded_grads + shards_in;
   GpuMemory m = gpu_memory(model, ctx, req, curve);
   add_embedding_shard(m, S);
-  if (opt.version == 2) {
+  if (opt.version == 2 && S > 1) {
     // FSDP2's side streams keep their own blocks (fsdp_stream_pools.hpp): the sharded gradients
     // live in the reduce-scatter stream's pool (not the compute stream's, where the walk counted
-    // those alive at the peak), the AllGather outputs in the copy-in stream's.
+    // those alive at the peak), the AllGather outputs in the copy-in stream's. A shard group of one
+    // rank keeps nothing there, and its gradients stay where the walk counted them (they were
+    // taken out, which left reserved 29 GiB below allocated for Llama 3 8B).
     ShardUnits whole = units;
     whole.units.front().params += embedding_whole * T;  // per tensor rank: params / T
     std::vector<double> gathered_per_param;  // bytes a unit's AllGather output holds per parameter

@@ -106,3 +106,18 @@ TEST_CASE("an FSDP2 plan: reserved holds the side-stream pools, compute is slowe
   const GpuMemory& m1 = v1.plan.memory.front();
   CHECK(m1.peak_reserved - m1.total() < m.peak_reserved - m.total());
 }
+
+TEST_CASE("an FSDP2 shard group of one rank: no side-stream pools, and reserved never below allocated")
+{
+  // hybrid_shard with shard_group_size 1: the gradients stay where the walk counted them (taking
+  // them out for a reduce-scatter pool that one rank does not have left reserved below allocated).
+  for (const int version : {1, 2}) {
+    CAPTURE(version);
+    nlohmann::json doc = llama_fsdp(8, 1, version);
+    doc["strategy"]["sharding"] = "hybrid_shard";
+    doc["strategy"]["shard_group_size"] = 1;
+    const Prediction p = plan_scenario(parse_scenario(doc, "s.json"));
+    for (const GpuMemory& m : p.plan.memory)
+      CHECK(m.peak_reserved >= m.total());
+  }
+}
