@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 
 namespace dtsim {
 
@@ -448,6 +449,13 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   } else if (!reduce_groups.empty()) {
     plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
                                        static_cast<int>(reduce_groups.size())});
+  }
+  if (T > 1) {  // the tensor ranks' collectives, as the Megatron-style builders list them
+    std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
+    for (const auto& segment_pieces : pieces)
+      add_tensor_parallel_traffic(segment_pieces, per_op);
+    for (const auto& [op, sum] : per_op)
+      plan.comm_per_iteration.push_back({"tensor-parallel", to_string(op), sum.first * M, sum.second * M, D});
   }
   if (offload) {
     const int h2d_calls = U * M + (gather_backward && K == S ? (U - 1) * M : 0);

@@ -131,6 +131,25 @@ double StagePiece::bwd_main_s() const
   return std::max(0.0, s);
 }
 
+void add_tensor_parallel_traffic(const std::vector<StagePiece>& pieces, std::map<CollectiveOp, std::pair<double, int>>& per_op)
+{
+  const auto count = [&per_op](const std::vector<TpCollective>& list) {
+    for (const auto& c : list) {
+      per_op[c.op].first += c.bytes;
+      ++per_op[c.op].second;
+    }
+  };
+  for (const auto& piece : pieces) {
+    count(piece.after_fwd);
+    count(piece.before_bwd);
+    for (const auto& beside : piece.beside)
+      count({beside.collective});
+    count(piece.after_bwd);
+    if (piece.recompute_collectives)
+      count(piece.after_fwd);
+  }
+}
+
 StageMarks stage_marks(const Model& model)
 {
   StageMarks m;

@@ -34,7 +34,9 @@
 #include "sim/strategies/partition.hpp"
 #include "sim/util/json_reader.hpp"
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dtsim {
@@ -68,6 +70,11 @@ struct StagePiece {
   /// Backward before the overlapped GEMMs.
   double bwd_main_s() const;
 };
+
+/// Bytes and calls of each kind of tensor-parallel collective that `pieces` issue for one
+/// micro-batch, forward and backward (the re-run's too, under full recomputation), added to
+/// `per_op`: the per-step traffic the report lists.
+void add_tensor_parallel_traffic(const std::vector<StagePiece>& pieces, std::map<CollectiveOp, std::pair<double, int>>& per_op);
 
 struct TensorParallelOptions {
   int tensor = 1;

@@ -39,21 +39,7 @@ void count_traffic(const ParallelBuild& b)
   if (T > 1)
     for (int s = 0; s < V; ++s) {
       std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
-      const auto count = [&per_op](const std::vector<TpCollective>& list) {
-        for (const auto& c : list) {
-          per_op[c.op].first += c.bytes;
-          ++per_op[c.op].second;
-        }
-      };
-      for (const auto& piece : b.sc[static_cast<std::size_t>(s)].pieces) {
-        count(piece.after_fwd);
-        count(piece.before_bwd);
-        for (const auto& beside : piece.beside)
-          count({beside.collective});
-        count(piece.after_bwd);
-        if (piece.recompute_collectives)
-          count(piece.after_fwd);
-      }
+      add_tensor_parallel_traffic(b.sc[static_cast<std::size_t>(s)].pieces, per_op);
       for (const auto& [op, sum] : per_op)
         traffic.push_back({b.stage_name(s) + " tensor-parallel", to_string(op), sum.first * M, sum.second * M, D});
     }

@@ -174,6 +174,15 @@ TEST_CASE("FSDP x TP: the shard group spans the data ranks of one tensor rank, w
   for (const auto& t : p.plan.graph.tasks())
     tp += t.category == TaskCategory::TensorParallel ? 1 : 0;
   CHECK(tp > 0);
+  // The per-step list names the tensor ranks' collectives, one group per data rank, as the
+  // Megatron-style hybrid lists the same layers' (they were missing: helper-21).
+  REQUIRE(c.count("tensor-parallel all_reduce") == 1);
+  CHECK(c["tensor-parallel all_reduce"].groups == 4);
+  const Prediction h = plan_scenario(parse_scenario(gpt2_scenario({{"kind", "hybrid"}, {"tensor_parallel", 4}}, 16, 2), "s.json"));
+  auto ch = comm_of(h.plan);
+  REQUIRE(ch.count("stage 0 tensor-parallel all_reduce") == 1);
+  CHECK(c["tensor-parallel all_reduce"].bytes == doctest::Approx(ch["stage 0 tensor-parallel all_reduce"].bytes));
+  CHECK(c["tensor-parallel all_reduce"].calls == ch["stage 0 tensor-parallel all_reduce"].calls);
 
   SUBCASE("replicate_embedding: the token embedding whole in each tensor rank's root (KempnerForge's TP plan)")
   {
