@@ -170,7 +170,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   if (ctx.hold_logits && pass.has_loss)
     base.io += pass.loss_logits * micro;
   base.workspace = ctx.workspace_bytes + req.extra_bytes;
-  base.grads = req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes;
+  base.grads = (req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes) + req.held_grads_bytes;
   const double all_grads = params * r.grad_bytes * req.share.grads;
   if (req.grads_persist)
     base.grads += all_grads;

@@ -69,6 +69,9 @@ struct StageMemoryRequest {
   double step_cast_bytes = 0;
   double step_grad_bytes = 0;
   double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
+  /// Gradients outside `share` alive from the micro-step's start, counted as gradients (FSDP's
+  /// unsharded gradients accumulated under no_sync).
+  double held_grads_bytes = 0;
   /// Of extra_bytes, what is not alive while the loss runs: FSDP's gathered units other than the
   /// root, each freed after its forward, the last one gathered again only by the root's pre-backward
   /// hook, which fires once the loss's backward has produced the logits' gradient.

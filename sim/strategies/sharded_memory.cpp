@@ -125,10 +125,11 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   // no_sync every unsharded gradient stays between micro-steps: FSDP1 in the parameters' dtype, FSDP2
   // upcast to the reduce dtype where it differs (FSDPParam.to_accumulated_grad_if_needed keeps
   // unsharded_accumulated_grad = grad.to(reduce_dtype)).
+  // The accumulated ones count as gradients, the one in flight as workspace.
   const double accumulated_bytes = opt.version == 2 ? rbytes : ubytes;
-  const double unsharded_grads = opt.no_sync && scenario.training.batch.accumulation > 1
-                                     ? (root + others) * accumulated_bytes
-                                     : largest * std::max(ubytes, rbytes);
+  const bool accumulates_unsharded = opt.no_sync && scenario.training.batch.accumulation > 1;
+  req.held_grads_bytes = accumulates_unsharded ? (root + others) * accumulated_bytes : 0.0;
+  const double unsharded_grads = accumulates_unsharded ? 0.0 : largest * std::max(ubytes, rbytes);
   // Offloaded, each unit's shard copied in lives on the GPU until its AllGather has run: the two units
   // the limiter lets ahead (the root's may be the largest).
   const double shards_in = opt.cpu_offload ? 2 * std::max(root, largest) / S * ctx.rules.stored_weight_bytes : 0.0;
@@ -140,7 +141,8 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     // live in the reduce-scatter stream's pool (not the compute stream's, where the walk counted
     // those alive at the peak), the AllGather outputs in the copy-in stream's. A shard group of one
     // rank keeps nothing there, and its gradients stay where the walk counted them (they were
-    // taken out, which left reserved 29 GiB below allocated for Llama 3 8B).
+    // taken out, which left reserved 29 GiB below allocated for Llama 3 8B). no_sync's accumulated
+    // unsharded gradients stay on the compute stream.
     ShardUnits whole = units;
     whole.units.front().params += embedding_whole * T;  // per tensor rank: params / T
     std::vector<double> gathered_per_param;  // bytes a unit's AllGather output holds per parameter
@@ -148,7 +150,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
       gathered_per_param.push_back(u.params > 0 ? gathered_bytes(u, opt) / u.params : ubytes);
     const Fsdp2StreamPools pools =
         fsdp2_stream_pools(whole, T, S, gathered_per_param, rbytes, ctx.rules.grad_bytes, opt.cpu_offload);
-    const double moved = pools.total() - m.grads;
+    const double moved = pools.total() - (m.grads - req.held_grads_bytes);
     m.peak_reserved += moved;
     m.device_used += moved;
   }

@@ -104,8 +104,6 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
       if (data % f.reshard_ranks != 0)
         r->fail(fmt::format("expected a number of ranks dividing the {} data-parallel ranks, got {}", data, f.reshard_ranks));
       f.reshard_after_forward = true;
-      if (f.reshard_ranks == data)
-        f.reshard_ranks = 0;
     } else {
       if (!r->json().is_boolean())
         r->fail(f.version == 2 ? "expected true, false or a number of ranks (version 2)" : "expected true or false");
@@ -151,9 +149,17 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
         .fail(fmt::format("expected a hybrid shard group dividing the {} data-parallel ranks ({} GPUs / tensor_parallel {}), "
                           "got {} (one node's ranks unless shard_group_size says otherwise)",
                           data, data * tensor, tensor, f.shard_group));
-  if (f.reshard_ranks > 0 && f.shard_group % f.reshard_ranks != 0)
-    o.at("reshard_after_forward")
-        .fail(fmt::format("expected a number of ranks dividing the shard group of {}, got {}", f.shard_group, f.reshard_ranks));
+  if (f.reshard_ranks > 0) {
+    if (f.shard_group % f.reshard_ranks != 0)
+      o.at("reshard_after_forward")
+          .fail(fmt::format("expected a number of ranks dividing the shard group of {}, got {}", f.shard_group, f.reshard_ranks));
+    // As FSDP2 reads the int (_fsdp_init.py _get_post_forward_mesh_info): 1 is False (it warns that
+    // it keeps the whole parameters), the shard group's size is True.
+    if (f.reshard_ranks == 1)
+      f.reshard_after_forward = false;
+    if (f.reshard_ranks == 1 || f.reshard_ranks == f.shard_group)
+      f.reshard_ranks = 0;
+  }
   f.sequence_parallel = o.bool_or("sequence_parallel", false);
   if (f.sequence_parallel && tensor == 1)
     o.at("sequence_parallel").fail("expected sequence_parallel only with tensor_parallel > 1");
