@@ -159,7 +159,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     kept_per_micro += t.bytes;
   }
 
-  const double params = params_in(model, req.first, req.last);
+  const double params = params_in(model, req.first, req.last) + req.extra_params;
   GpuMemory base;
   base.params = params * r.stored_weight_bytes * req.share.weights;
   base.optimizer = params * r.optimizer_bytes * req.share.optimizer;

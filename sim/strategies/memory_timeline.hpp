@@ -56,6 +56,9 @@ MemoryContext memory_context(Precision precision, const std::string& optimizer, 
 struct StageMemoryRequest {
   std::size_t first = 0, last = 0;   ///< its layers [first, last) (a pipeline stage, or the whole model)
   MemoryShares share;
+  /// Parameters it holds beyond its layers' (Megatron's last pipeline stage's copy of a tied word
+  /// embedding, its output layer's weight): weights, gradients and optimizer states at `share`.
+  double extra_params = 0;
   double micro_batch = 1;            ///< samples per micro-batch (per forward)
   double micro_batches_held = 1;     ///< micro-batches whose activations are alive at once (1F1B: min(p - s, m) on stage s)
   bool grads_persist = false;        ///< gradients live from the iteration's start (accumulation over micro-batches)

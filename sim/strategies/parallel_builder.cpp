@@ -142,11 +142,19 @@ ParallelBuild::ParallelBuild(const Scenario& scenario_, const Topology& topology
   }
   embedding_sync = P > 1 && tied_embeddings(model);
   embedding_params = embedding_sync ? static_cast<double>(model.layers.front().params()) : 0;
+  // The last stage's output layer is a parameter of its own there (Megatron's
+  // shared_embedding_or_output_weight): in that stage's gradient buffer, buckets and optimizer.
+  stage_params.back() += embedding_params;
   half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops && scenario.strategy_spec.kind == StrategyKind::Hybrid;
   roofline = scenario.training.compute.model == ComputeSpec::Model::Roofline;
   param_elem = half_weights ? 2.0 : 4.0;
-  grad_elem = gradient_bytes_per_element(scenario.training.precision);
+  // Megatron accumulates and reduces bf16 runs' gradients in fp32 (megatron/training/arguments.py:
+  // "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", unless
+  // --grad-reduce-in-bf16): its main_grad buffer, which memory_timeline.hpp counts at 4 bytes too.
+  grad_elem = cfg.megatron && scenario.training.precision == Precision::Bf16
+                  ? 4.0
+                  : gradient_bytes_per_element(scenario.training.precision);
 }
 
 Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, const Model& model,

@@ -1,6 +1,7 @@
 // See parallel_memory.hpp.
 #include "sim/strategies/parallel_memory.hpp"
 
+#include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 
 #include <algorithm>
@@ -16,10 +17,10 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
   std::vector<GpuMemory> stage_memory(static_cast<std::size_t>(P));
   std::vector<StageMemoryRequest> requests(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
-    // Interleaving keeps more micro-batches in flight: Megatron's theoretical_memory_usage.py
-    // multiplies the first stage's activations by 1 + (p - 1) / (p v).
-    const double in_flight = (cfg.schedule == PipelineSchedule::GPipe ? M : std::min(P - s, M)) *
-                             (C > 1 ? 1 + (P - 1.0) / (P * C) : 1.0);
+    // The micro-batches the stage's schedule holds at once (interleaving: stage 0 holds
+    // p + (p - 1) / v, what Megatron's theoretical_memory_usage.py's 1 + (p - 1) / (p v) factor
+    // says for it; later stages fewer, every one when the micro-batches equal the stages).
+    const double in_flight = micro_batches_in_flight(cfg, s);
     GpuMemory& m = stage_memory[static_cast<std::size_t>(s)];
     for (int chunk = 0; chunk < C; ++chunk) {
       const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
@@ -29,6 +30,8 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
       req.share.weights = req.share.grads = 1.0 / T;
       // The distributed optimizer: each data-parallel rank holds the states of its 1/dp of the parameters.
       req.share.optimizer = cfg.distributed_optimizer ? 1.0 / (T * D) : 1.0 / T;
+      if (P > 1 && s == P - 1 && chunk == C - 1 && tied_embeddings(model))  // the output layer's own copy
+        req.extra_params = static_cast<double>(model.layers.front().params());
       req.micro_batch = micro;
       req.micro_batches_held = in_flight;
       // Megatron's DDP accumulates into one gradient buffer, allocated once; torch's Pipe into .grad

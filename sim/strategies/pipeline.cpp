@@ -56,6 +56,24 @@ std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatche
   return ops;
 }
 
+double micro_batches_in_flight(const ParallelConfig& config, int stage)
+{
+  const int P = config.stages, M = config.microbatches, C = config.virtual_stages;
+  std::vector<bool> backward;
+  if (C > 1)
+    for (const ChunkOp& op : interleaved_schedule(stage, P, M, C))
+      backward.push_back(op.backward);
+  else
+    for (const auto& op : stage_schedule(config.schedule, stage, P, M))
+      backward.push_back(op.first);
+  int alive = 0, most = 0;
+  for (const bool b : backward) {
+    alive += b ? -1 : 1;
+    most = std::max(most, alive);
+  }
+  return static_cast<double>(most) / C;
+}
+
 int RankOrder::index(int d, int s, int t, int D, int P, int T) const
 {
   int index = 0, stride = 1;

@@ -90,6 +90,11 @@ struct ChunkOp {
 /// Needs microbatches % stages == 0, as Megatron asserts.
 std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatches, int chunks);
 
+/// The most micro-batches whose activations stage `stage` holds at once under `config`'s schedule
+/// (walked: forwards run minus backwards run), in micro-batches through all its chunks: 1F1B
+/// min(stages - stage, microbatches), GPipe every one, interleaved (warm-up + 1) / chunks.
+double micro_batches_in_flight(const ParallelConfig& config, int stage);
+
 Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
                          int warmup, const CollectiveOptions& collectives = {});
 Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,

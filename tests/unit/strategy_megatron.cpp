@@ -5,6 +5,7 @@
 #include "sim/model/model.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/strategies/megatron_stage.hpp"
+#include "sim/strategies/memory.hpp"
 #include "sim/strategies/partition.hpp"
 #include "sim/strategies/pipeline.hpp"
 #include "sim/util/input_error.hpp"
@@ -269,6 +270,29 @@ TEST_CASE("hybrid plan: per-layer TP collectives, embedding gradient sync and th
   CHECK(z.plan.memory.front().optimizer == doctest::Approx(p.plan.memory.front().optimizer / 2));
 }
 
+TEST_CASE("the last stage owns a copy of the tied word embedding; bf16 gradients are reduced in fp32")
+{
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params()), wte = static_cast<double>(gpt2.layers.front().params());
+  const auto split = partition_transformer_even(gpt2, 2, nowhere());
+  const double first = params_in(gpt2, split[0].first, split[0].last), last = params_in(gpt2, split[1].first, split[1].last);
+  REQUIRE(first + last == doctest::Approx(P));
+  const nlohmann::json strategy = {{"kind", "hybrid"}, {"tensor_parallel", 4}, {"pipeline_stages", 2},
+                                   {"microbatches", 2}, {"schedule", "1f1b"}};
+  const Prediction p = plan_scenario(parse_scenario(gpt2_scenario(strategy, 16), "s.json"));
+  std::map<std::string, double> bytes;
+  for (const auto& c : p.plan.comm_per_iteration)
+    bytes[c.label] = c.bytes;
+  // Megatron's main_grad buffer: fp32 for bf16 runs (arguments.py), so 4 bytes per element.
+  CHECK(bytes["stage 0 gradients"] == doctest::Approx(first / 4 * 4));
+  CHECK(bytes["stage 1 gradients"] == doctest::Approx((last + wte) / 4 * 4));  // the output layer's copy too
+  CHECK(bytes["embedding gradients (first and last stage)"] == doctest::Approx(wte / 4 * 4));
+  // Ranks tp-dp-pp: stage 1 is the outer half. Weights, gradients and states of the copy on its GPUs.
+  const GpuMemory &a = p.plan.memory.front(), &b = p.plan.memory.back();
+  CHECK(b.params / a.params == doctest::Approx((last + wte) / first));
+  CHECK(b.optimizer / a.optimizer == doctest::Approx((last + wte) / first));
+}
+
 TEST_CASE("per pipeline stage, the parts of one GPU's iteration add up to the iteration")
 {
   nlohmann::json strategy = {{"kind", "hybrid"}, {"tensor_parallel", 2}, {"pipeline_stages", 2},
@@ -322,6 +346,29 @@ TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(
   CHECK(ops[11].micro == 0);
   // the last stage starts its backwards after (2 - 1) * 4 warm-up forwards
   CHECK(interleaved_schedule(3, 4, 8, 2)[5].backward);
+
+  // Micro-batches alive at once, in whole-stage units: stage 0 holds its 10 warm-up chunk forwards and
+  // one more, 11 / 2 = p + (p - 1) / v (theoretical_memory_usage.py's factor), stage 3 (4 + 1) / 2;
+  // with as many micro-batches as stages every forward runs first.
+  ParallelConfig cfg;
+  cfg.stages = 4;
+  cfg.microbatches = 8;
+  cfg.schedule = PipelineSchedule::OneFOneB;
+  cfg.virtual_stages = 2;
+  CHECK(micro_batches_in_flight(cfg, 0) == doctest::Approx(4 + 3.0 / 2));
+  CHECK(micro_batches_in_flight(cfg, 1) == doctest::Approx(9 / 2.0));
+  CHECK(micro_batches_in_flight(cfg, 3) == doctest::Approx(5 / 2.0));
+  cfg.microbatches = 4;
+  for (int s = 0; s < 4; ++s)
+    CHECK(micro_batches_in_flight(cfg, s) == doctest::Approx(4));
+  cfg.virtual_stages = 1;
+  cfg.microbatches = 8;
+  for (int s = 0; s < 4; ++s)
+    CHECK(micro_batches_in_flight(cfg, s) == doctest::Approx(4 - s));
+  cfg.microbatches = 2;
+  CHECK(micro_batches_in_flight(cfg, 0) == doctest::Approx(2));
+  cfg.schedule = PipelineSchedule::GPipe;
+  CHECK(micro_batches_in_flight(cfg, 3) == doctest::Approx(2));
 
   const std::string model = eight_layer_transformer();
   for (const auto& pmv : {std::array{2, 4, 2}, std::array{4, 8, 2}, std::array{2, 2, 4}}) {
