@@ -86,11 +86,13 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   }
   r.straggler_wait_s = std::max(0.0, (slowest_total - mean_total) / measured);
   // The DataLoader supplies a batch every input_seconds_per_iteration: the GPUs wait for it at least
-  // its excess over their own work; what is left of the idle time is communication nothing hid.
+  // its excess over their own work (workers load beside it), or all of it (the main process loads
+  // between steps); what is left of the idle time is communication nothing hid.
   const double idle = std::max(0.0, r.iteration_time_s - r.compute_time_s - r.straggler_wait_s);
   r.input_time_s = plan.input_seconds_per_iteration;
   r.nccl_slowdown_s = plan.nccl_slowdown_per_iteration_s;
-  r.input_wait_s = std::clamp(r.input_time_s - r.compute_time_s - r.straggler_wait_s, 0.0, idle);
+  const double hidden = plan.input_in_main_process ? 0.0 : r.compute_time_s + r.straggler_wait_s;
+  r.input_wait_s = std::clamp(r.input_time_s - hidden, 0.0, idle);
   r.input_bound = r.input_time_s >= 0.98 * r.iteration_time_s;
   r.host_step_s = std::clamp(host / measured, 0.0, idle - r.input_wait_s);
   r.exposed_comm_time_s = idle - r.input_wait_s - r.host_step_s;

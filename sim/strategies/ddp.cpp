@@ -302,6 +302,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(loader.describe() + " (one DataLoader per process)");
   plan.input_seconds_per_iteration = loader.batch_seconds(batch) * opt.gradient_accumulation;
+  plan.input_in_main_process = loader.workers == 0;
   if (const std::string host = loader.host_note(batch * opt.gradient_accumulation, plan.compute_per_iteration_s);
       !host.empty())
     plan.notes.push_back(host);

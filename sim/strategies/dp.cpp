@@ -243,6 +243,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
       param_bytes / kMiB, grad_bytes / kMiB, opt.coalesce_mb, opt.replicate_us_per_module, opt.launch_overhead_us_per_layer));
   plan.notes.push_back(loader.describe() + fmt::format(" (one DataLoader for all {} GPUs, through GPU0)", n));
   plan.input_seconds_per_iteration = loader.batch_seconds(batch * static_cast<double>(n));
+  plan.input_in_main_process = loader.workers == 0;
   if (const std::string host = loader.host_note(batch * static_cast<double>(n), plan.compute_per_iteration_s); !host.empty())
     plan.notes.push_back(host);
   plan.host = loader.host_summary(batch * static_cast<double>(n), plan.compute_per_iteration_s);

@@ -77,6 +77,10 @@ struct HostExtras {
   double gpu_samples_per_s = 0;
   /// The most training processes whose GPUs hang off one CPU socket (0: the node's spread evenly).
   int processes_per_socket = 0;
+  /// Of the training processes on the busiest node, the share that run a DataLoader (its workers and
+  /// pin-memory thread): Megatron builds the data iterator only on tensor rank 0 of the first and
+  /// last pipeline stages (pretrain_gpt.py is_dataset_built_on_rank) and broadcasts the batch.
+  double loading_share = 1;
 };
 
 struct LoaderSpec {

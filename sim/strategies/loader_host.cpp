@@ -14,7 +14,8 @@ LoaderSpec LoaderSpec::with_workers(int w) const
   s.workers = w;
   const double procs = domain_processes;
   HostDemand d;
-  d.workers = per_sample_s > 0 ? static_cast<double>(w) * procs : 0.0;
+  const double loading = procs * extras.loading_share;  // processes with a DataLoader
+  d.workers = per_sample_s > 0 ? static_cast<double>(w) * loading : 0.0;
   d.main_threads = procs;  // busy while its GPU works: launching, or spinning in a CUDA synchronize
                            // (measured: the trainer of host_loadcurve.json took 3.98 CPU s of a 4 s
                            // window); less when it waits for batches (below)
@@ -39,7 +40,7 @@ LoaderSpec LoaderSpec::with_workers(int w) const
     // with a timeout): busy for the GPU's share of the iteration. Without workers it loads itself.
     if (w > 0 && extras.gpu_samples_per_s > 0)
       d.main_threads = procs * std::min(1.0, used / extras.gpu_samples_per_s);
-    d.pin_threads = input_bytes_per_sample > 0 ? procs * std::min(1.0, used * input_bytes_per_sample / kPinCopyBytesPerS)
+    d.pin_threads = input_bytes_per_sample > 0 ? loading * std::min(1.0, used * input_bytes_per_sample / kPinCopyBytesPerS)
                                                : 0.0;
   }
   s.demand = d;

@@ -188,8 +188,15 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
 
   TaskGraph& g = plan.graph;
   // A replica's first stage takes a batch per iteration, at the pace of the busiest stage.
-  const HostExtras extras =
+  HostExtras extras =
       host_extras(topology, plan.ranks, plan.compute_per_iteration_s > 0 ? b.batch / plan.compute_per_iteration_s : 0.0);
+  {  // The processes that load: tensor rank 0 of the first stage (torch's Pipe), and of the last (Megatron).
+    std::vector<int> loading;
+    for (int d = 0; d < D; ++d)
+      for (const int s : cfg.megatron && P > 1 ? std::vector<int>{0, P - 1} : std::vector<int>{0})
+        loading.push_back(b.dev(d, s, 0));
+    extras.loading_share = static_cast<double>(processes_per_node(topology, loading)) / processes_per_node(topology, plan.ranks);
+  }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;
   for (int d = 0; d < b.Dn; ++d) {

@@ -83,6 +83,7 @@ void add_notes(ParallelBuild& b, const LoaderSpec& loader)
   // The input: one DataLoader per replica, a batch per iteration, on the host beside every process.
   plan.notes.push_back(loader.describe() + " (one DataLoader per data-parallel replica, into its first stage)");
   plan.input_seconds_per_iteration = loader.batch_seconds(b.batch);
+  plan.input_in_main_process = loader.workers == 0;
   if (const std::string host = loader.host_note(b.batch, plan.compute_per_iteration_s); !host.empty())
     plan.notes.push_back(host);
   plan.host = loader.host_summary(b.batch, plan.compute_per_iteration_s);

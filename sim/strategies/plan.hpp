@@ -66,6 +66,7 @@ struct Plan {
   double single_gpu_iteration_s = 0;    ///< one GPU alone doing training.batch_per_gpu samples (a micro-batch; a pipeline's whole batch)
   double samples_per_iteration = 0;     ///< global batch
   double input_seconds_per_iteration = 0;  ///< one process's DataLoader time for its batch(es) of one iteration
+  bool input_in_main_process = false;   ///< no workers: the main process loads between its steps, nothing hides it
   double nccl_slowdown_per_iteration_s = 0;  ///< compute time added by NCCL kernels running beside it (interference.hpp)
   std::vector<CommGroup> comm_per_iteration;  ///< the collectives of one steady-state iteration
   HostSummary host;                     ///< the host's cores under the loader (host_model.hpp)

@@ -401,6 +401,7 @@ std::pair<std::string, std::string> ShardedRun::finish(const Scenario& scenario,
   const double per_loader = micro * micro_steps;
   plan_.samples_per_iteration = per_loader * replicas;
   plan_.input_seconds_per_iteration = loader_->batch_seconds(micro) * micro_steps;
+  plan_.input_in_main_process = loader_->workers == 0;
   plan_.notes.push_back(loader_->describe() + " (one DataLoader per process)");
   if (const std::string host = loader_->host_note(per_loader, plan_.compute_per_iteration_s); !host.empty())
     plan_.notes.push_back(host);

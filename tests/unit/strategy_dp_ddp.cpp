@@ -81,6 +81,17 @@ TEST_CASE("DP input-bound: one DataLoader for all GPUs")
   CHECK(dp.result.iteration_time_s == doctest::Approx(0.512).epsilon(0.02));
 }
 
+TEST_CASE("DDP with workers 0: the main process loads between steps, all of it is waiting for input")
+{
+  auto doc = scenario("ddp", 4);
+  doc["training"]["loader"] = {{"workers", 0}, {"per_sample_ms", 2}};
+  const auto r = run(doc).result;
+  CHECK(r.input_wait_s == doctest::Approx(r.input_time_s).epsilon(0.001));
+  CHECK(r.exposed_comm_time_s <= r.comm_time_s + 1e-9);
+  CHECK(r.iteration_time_s == doctest::Approx(r.compute_time_s + r.straggler_wait_s + r.input_wait_s +
+                                              r.exposed_comm_time_s + r.host_step_s));
+}
+
 TEST_CASE("DP is one node only")
 {
   auto doc = scenario("dp", 16);

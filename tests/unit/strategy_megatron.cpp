@@ -293,6 +293,22 @@ TEST_CASE("the last stage owns a copy of the tied word embedding; bf16 gradients
   CHECK(b.optimizer / a.optimizer == doctest::Approx((last + wte) / first));
 }
 
+TEST_CASE("Megatron's DataLoaders run on tensor rank 0 of the first and last stages only")
+{
+  // GPT-3 175B, TP 8 inside each node, PP 8: a node is one stage of one replica, 8 processes, of
+  // which one loads on the first and last stages' nodes. With every worker busy (1 s of CPU per
+  // sample), 4 workers on such a node, not 32.
+  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/../scenarios/gpt3-175b-h100-128gpu.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["training"]["loader"] = {{"workers", 4}, {"per_sample_ms", 1000}};
+  doc["cluster"]["host"] = {{"cores", 16}};
+  const Prediction p = plan_scenario(parse_scenario(doc, "s.json"));
+  REQUIRE(p.plan.host.modelled);
+  // 4 workers, 8 NCCL proxies, the main threads waiting for batches.
+  CHECK(p.plan.host.busy_threads < 16);
+  CHECK(p.plan.host.busy_threads > 12);
+}
+
 TEST_CASE("per pipeline stage, the parts of one GPU's iteration add up to the iteration")
 {
   nlohmann::json strategy = {{"kind", "hybrid"}, {"tensor_parallel", 2}, {"pipeline_stages", 2},
