@@ -161,7 +161,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
 
   const double params = params_in(model, req.first, req.last) + req.extra_params;
   GpuMemory base;
-  base.params = params * r.stored_weight_bytes * req.share.weights;
+  base.params = params * r.stored_weight_bytes * req.share.weights + req.held_weights_bytes;
   base.optimizer = params * r.optimizer_bytes * req.share.optimizer;
   base.io = req.io_bytes;
   // Logits held by the training loop (MemoryContext::hold_logits): the previous micro-step's through
@@ -170,7 +170,8 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   if (ctx.hold_logits && pass.has_loss)
     base.io += pass.loss_logits * micro;
   base.workspace = ctx.workspace_bytes + req.extra_bytes;
-  base.grads = (req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes) + req.held_grads_bytes;
+  const double fixed_grads = (req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes) + req.held_grads_bytes;
+  base.grads = fixed_grads;
   const double all_grads = params * r.grad_bytes * req.share.grads;
   if (req.grads_persist)
     base.grads += all_grads;
@@ -249,7 +250,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   {
     GpuMemory now = cur;
     now.activations = 0;  // every micro-batch's backward has run
-    now.grads = base.grads + (req.grads_persist ? 0 : all_grads);
+    now.grads = fixed_grads + (req.step_grads_share >= 0 ? params * r.grad_bytes * req.step_grads_share : all_grads);
     if (req.step_cast_bytes > 0) {
       GpuMemory cast = now;
       cast.grads += req.step_cast_bytes + req.step_grad_bytes;

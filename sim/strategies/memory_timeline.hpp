@@ -71,10 +71,17 @@ struct StageMemoryRequest {
   /// alive only while cast, `step_grad_bytes` through the step.
   double step_cast_bytes = 0;
   double step_grad_bytes = 0;
+  /// >= 0: the share of the gradients still alive at the optimizer step, in place of `share.grads`
+  /// (DeepSpeed ZeRO-1 reduces the full gradients but keeps only its partition's to the step);
+  /// < 0: the gradients backward left.
+  double step_grads_share = -1;
   double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
   /// Gradients outside `share` alive from the micro-step's start, counted as gradients (FSDP's
   /// unsharded gradients accumulated under no_sync).
   double held_grads_bytes = 0;
+  /// Weights outside `share` alive at every moment, counted as weights (DeepSpeed ZeRO-3's persistent
+  /// parameters, whole on every GPU beside their partition).
+  double held_weights_bytes = 0;
   /// Of extra_bytes, what is not alive while the loss runs: FSDP's gathered units other than the
   /// root, each freed after its forward, the last one gathered again only by the root's pre-backward
   /// hook, which fires once the loss's backward has produced the logits' gradient.

@@ -3,6 +3,7 @@
 
 #include "sim/strategies/fsdp_stream_pools.hpp"
 #include "sim/strategies/memory_timeline.hpp"
+#include "sim/strategies/zero3_coordinator.hpp"
 
 #include <algorithm>
 
@@ -23,6 +24,15 @@ std::vector<GpuMemory> on_each(GpuMemory m, const std::vector<int>& ranks)
     out.push_back(m);
   }
   return out;
+}
+
+/// The elements of DeepSpeed ZeRO-3's persistent parameters (zero3_coordinator.hpp).
+double persistent_elements(const Model& model, double threshold)
+{
+  double n = 0;
+  for (const double t : persistent_tensors(model, threshold))
+    n += t;
+  return n;
 }
 
 }  // namespace
@@ -178,7 +188,10 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   req.micro_batch = micro;
   req.io_bytes = input_bytes_per_sample * micro;
   req.share = {1, 1, 1 / N};
-  const double bucket = std::min(params, opt.reduce_bucket_elems) * model_bytes;  // DeepSpeed's IPG buffer
+  // DeepSpeed's IPG buffer: reduce_bucket_size elements whatever the model's size
+  // (stage_1_and_2.py setup_buckets: torch.empty(int(self.reduce_bucket_size), dtype=self.dtype);
+  // stage3.py _setup_for_real_optimizer: torch.empty(self.reduce_bucket_size, ...)).
+  const double bucket = opt.reduce_bucket_elems * model_bytes;
   // The gradients DeepSpeed keeps are in the module's dtype (stage_1_and_2.py: grads_in_partition of
   // self.dtype; stage3.py: grad_partitions_flat_buffer of gradient_accumulation_dtype, which
   // engine.py get_data_types makes the model's dtype under ZeRO unless data_types.grad_accum_dtype
@@ -198,6 +211,12 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   switch (opt.stage) {
     case 1:  // the full gradients, as autograd produces them; reduced at the accumulation boundary only
       req.grads_persist = scenario.training.batch.accumulation > 1;
+      // The reduction copies the partition's gradients into grads_in_partition (stage_1_and_2.py
+      // reduce_ipg_grads -> copy_grads_in_partition) and points every .grad at a bucket or that
+      // partition, freeing autograd's; the epilogue drops every .grad (_clear_param_grad_only) and the
+      // step frees what is outside the partition (step(): free_grad_in_param_list(params_not_in_partition)):
+      // only the partition's gradients reach the step, as at stage 2.
+      req.step_grads_share = 1 / N;
       break;
     case 2:  // the flat partition of the gradients
       req.share.grads = 1 / N;
@@ -211,6 +230,10 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.grads_persist = true;
       req.grad_buckets_bytes = bucket;  // stage3.py's __ipg_bucket_flat_buffer, made at init
       req.extra_bytes = gathered * model_bytes;
+      // The persistent parameters, whole on every GPU in the module's dtype: never released by the
+      // coordinator (partitioned_param_coordinator.py releases only `not param.ds_persist`), gathered
+      // again after each step (stage3.py _post_step), beside their partition in `share.weights`.
+      req.held_weights_bytes = persistent_elements(model, opt.persistence_threshold) * model_bytes;
       break;
   }
   // ZeRO-Offload (zero_offload.hpp): the fp32 master weights, the optimizer states and the fp32
@@ -224,6 +247,9 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
     ctx.rules.optimizer_bytes = 0;
     req.share.optimizer = 0;  // nor the GPU step's temporaries
     req.step_cast_bytes = req.step_grad_bytes = 0;
+    // Stage 1 too: its partition's gradients go to the host's fp32 buffer as they are reduced
+    // (copy_grads_in_partition returns before grads_in_partition) and the epilogue drops every .grad.
+    req.step_grads_share = 0;
     if (opt.stage >= 2) {
       req.share.grads = 0;
       req.grads_persist = false;
@@ -232,7 +258,7 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       req.extra_bytes += largest_param_tensor(model, 0, model.layers.size()) * model_bytes;
   }
   // offload_param: the partitioned parameters on the host; the persistent ones (whole on every GPU)
-  // are in `gathered`.
+  // stay, in held_weights_bytes.
   if (opt.offload_param)
     req.share.weights = 0;
   return on_each(gpu_memory(model, ctx, req, curve), ranks);

@@ -74,10 +74,16 @@
 //                              matrix's gradient quantized to int4 and reduced by an all-to-all inside
 //                              the node, then another across the nodes (coalesced_collectives.py
 //                              all_to_all_quant_reduce); 1-D gradients keep their ReduceScatter
-//   stage3_param_persistence_threshold 1e5 elements: smaller modules' parameters are not partitioned
+//   stage3_param_persistence_threshold 1e5 elements: parameter tensors of at most that many stay
+//                              whole on every GPU besides their partition, never released by the
+//                              coordinator, gathered again after each step (parameter_offload.py
+//                              mark_persistent_parameters; stage3.py _post_step)
 //   stage3_max_reuse_distance  1e9 elements: a module used again before that many elements of other
 //                              modules' parameters have been used stays gathered (no second fetch)
-//   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default)
+//   overlap_comm               true for stage 3, false otherwise (ZeroConfig's per-stage default);
+//                              false at stage 3: the ReduceScatters (synchronous) and each gather's
+//                              copy-in run on the compute stream (stage3.py reduce_and_partition_stream,
+//                              parameter_offload.py __allgather_stream: default_stream())
 //   reduce_scatter             true: stages 1-2 reduce each bucket towards the partitions' owners
 //                              (stage_1_and_2.py average_tensor); false: one AllReduce of the bucket
 //                              (gradient_reduction_w_predivide). Stage 3 always reduce-scatters (stage3.py)

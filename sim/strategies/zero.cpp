@@ -237,8 +237,15 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const auto category = forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward;
     run.stream_waits_for_compute(stream);
     std::vector<int> done;
-    if (opt.offload_param && !hpz)  // each rank's partitions from the host first (ds_tensor.to(device) on this stream)
+    if (opt.offload_param && !hpz) {  // each rank's partitions from the host first (ds_tensor.to(device) on this stream)
       done = offload_copy(stream, e / S * model_bytes, false, opt.offload_param_pinned, "parameters", label + " from host");
+      // Without overlap_comm this stream is the compute stream (parameter_offload.py:
+      // __allgather_stream = Stream() if overlap_comm else default_stream()): compute waits for the
+      // copy. Not for the AllGather: it is asynchronous either way (partition_parameters.py
+      // _dist_allgather_fn: async_op=True, on NCCL's own stream), waited for at the use.
+      if (!opt.overlap_comm)
+        run.wait_for(done);
+    }
     if (distributed)  // one GPU with offload_param only copies
       done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
     if (opt.quantized_weights && distributed) {
@@ -282,7 +289,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const std::vector<GradTensor> grad_tensors = gradient_tensors(model);
   const QgzSetup qgz_setup{model, topology.gpu, n, per_node, grad_elem, all, process_groups.inside_nodes, process_groups.across_nodes};
   std::size_t bucket_first_tensor = 0;  // of the next bucket, into grad_tensors
-  const auto reduce_stage3_bucket = [&](std::size_t k, int m) {
+  const auto reduce_stage3_bucket_on_stream = [&](std::size_t k, int m) {
     const Bucket& bucket = buckets[k];
     const std::size_t first = bucket_first_tensor;
     bucket_first_tensor += bucket.tensors;
@@ -306,6 +313,32 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     if (!replicas.empty() && m + 1 == M)
       collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
                  "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Replicate);
+  };
+  // Without overlap_comm the copy into the bucket, its reduction and what follows it (qgZ's chain,
+  // the offload copies, MiCS's AllReduce: all issued under the reduction's stream) run on the compute
+  // stream (stage3.py: reduce_and_partition_stream = Stream() if overlap_comm else default_stream()),
+  // and the ReduceScatter is synchronous (coalesced_collectives.py reduce_scatter_coalesced:
+  // reduce_scatter_fn with async_op=False): backward waits for them, as stages 1-2 wait for their buckets.
+  const auto reduce_stage3_bucket = [&](std::size_t k, int m) {
+    reduce_stage3_bucket_on_stream(k, m);
+    if (!opt.overlap_comm)
+      run.wait_for_streams();
+  };
+  // The persistent parameters, released with every module before the step (stage3.py step():
+  // _partition_all_parameters) and gathered again after it (_post_step:
+  // persistent_parameters[0].all_gather(persistent_parameters)): partition_parameters.py
+  // _allgather_params_coalesced, a blocking call, issues one all_gather_into_tensor per tensor on
+  // the tensor's partition group and makes the compute stream wait for the last.
+  const std::vector<double> persistent = opt.stage == 3 ? persistent_tensors(model, opt.persistence_threshold) : std::vector<double>{};
+  const auto gather_persistent = [&] {
+    if (persistent.empty() || !distributed)
+      return;
+    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
+    std::vector<int> done;
+    for (std::size_t t = 0; t < persistent.size(); ++t)
+      done = collective(CollectiveOp::AllGather, shard, persistent[t] * model_bytes, fmt::format("all-gather persistent parameter {}", t),
+                        "persistent parameters", TaskCategory::AllGather, {});
+    run.wait_for(done);
   };
 
   TaskGraph& g = plan.graph;
@@ -402,6 +435,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         run.wait_for(collective(CollectiveOp::AllGather, all, params * model_bytes / gather_pieces,
                                 fmt::format("all-gather updated parameters {}", k), "parameters", TaskCategory::AllGather, {}));
       }
+    gather_persistent();
     run.end_iteration(it);
   }
   g.set_iteration(0);
@@ -418,8 +452,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // hpZ's secondary copies: every partitioned parameter's 1/H, from its first release on.
   const double secondary_elements = H < S ? partitioned / H : 0.0;
   plan.memory = sharded_zero_memory(model, scenario, topology.gpu, opt, plan.ranks, S, micro, loader.input_bytes_per_sample,
-                                    opt.stage == 3 ? fetches.peak_elements + secondary_elements + (opt.offload_param ? params - partitioned : 0)
-                                                   : 0,
+                                    opt.stage == 3 ? fetches.peak_elements + secondary_elements : 0,
                                     &plan.memory_curve);
   ZeroPlanFacts facts{.gpus = n,
                       .shard = S,

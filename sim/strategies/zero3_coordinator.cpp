@@ -17,6 +17,16 @@ std::vector<double> partitioned_elements(const Model& model, double threshold)
   return out;
 }
 
+std::vector<double> persistent_tensors(const Model& model, double threshold)
+{
+  std::vector<double> out;
+  for (const auto& l : model.layers)
+    for (const auto t : l.param_tensors)
+      if (static_cast<double>(t) <= threshold)
+        out.push_back(static_cast<double>(t));
+  return out;
+}
+
 std::vector<bool> kept_to_backward(const Model& model, const std::vector<bool>& recomputed, double distance)
 {
   const std::size_t L = model.layers.size();

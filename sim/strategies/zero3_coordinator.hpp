@@ -26,6 +26,11 @@ namespace dtsim {
 /// Per layer: the elements stage 3 partitions (parameter tensors above the persistence threshold).
 std::vector<double> partitioned_elements(const Model& model, double threshold);
 
+/// The parameter tensors stage 3 keeps whole on every GPU, their elements in the model's order:
+/// those of at most `threshold` elements (parameter_offload.py mark_persistent_parameters:
+/// ds_numel <= param_threshold; stage3_model_persistence_threshold's default sys.maxsize bounds none).
+std::vector<double> persistent_tensors(const Model& model, double threshold);
+
 /// The reuse rule after a layer's forward: whether its next use, its backward, comes before
 /// `distance` elements of the modules used in between have gone by (all of their parameters,
 /// persistent ones too: ds_numel). A layer `recomputed` is used twice in the backward (its forward

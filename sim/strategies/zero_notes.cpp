@@ -23,10 +23,11 @@ std::vector<std::string> zero_plan_notes(const ZeroOptions& opt, const ZeroPlanF
         "ZeRO-3: {} modules gathered for forward, {} again for backward ({} stay gathered between: {} used again within "
         "stage3_max_reuse_distance {:.3g} elements, the others reached by the prefetch before their release); prefetch "
         "{:.3g} elements per fetch, up to {:.3g} elements gathered at once (stage3_max_live_parameters {:.3g}); {:.3g} of "
-        "{:.3g} parameters partitioned, smaller tensors persist; gradients reduce-scattered in buckets of {:.3g} elements{}",
+        "{:.3g} parameters partitioned, smaller tensors persist (whole on every GPU, gathered again after each step); "
+        "gradients reduce-scattered in buckets of {:.3g} elements{}",
         f.fetches->forward_gathers(), f.fetches->backward_gathers(), f.fetches->forward_uses - f.fetches->backward_gathers(), f.reused,
         opt.max_reuse_distance, opt.prefetch_bucket_elems, f.fetches->peak_elements, opt.max_live_parameters, f.partitioned, f.params,
-        opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : ""));
+        opt.reduce_bucket_elems, opt.overlap_comm ? " (overlap_comm)" : " on the compute stream"));
   if (opt.quantized_weights && opt.stage == 3)
     notes.push_back(fmt::format("qwZ: parameters gathered as int8 with an fp32 scale per {:.0f} elements of each rank's part, "
                                 "dequantized before use: {:.4f} s per iteration on each GPU (memory-bound)",

@@ -846,6 +846,137 @@ TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient part
   CHECK(z3.memory_curve.back().grads == doctest::Approx(P / 8 * (2 + 4) + bucket));
 }
 
+TEST_CASE("ZeRO's IPG buckets hold reduce_bucket_size elements even when the model is smaller")
+{
+  // GPT-2's 124 M parameters against the default reduce_bucket_size of 5e8: DeepSpeed allocates the
+  // buffer at its configured size (stage_1_and_2.py setup_buckets, stage3.py _setup_for_real_optimizer:
+  // torch.empty(reduce_bucket_size)), not at the model's.
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const double bucket = 5e8 * 2;  // bf16
+  REQUIRE(P < 5e8);
+  const auto plan_of = [](const nlohmann::json& strategy) {
+    return plan_scenario(parse_scenario(gpt2_scenario(strategy, 8), "s.json")).plan;
+  };
+  const auto loss_backward = [](const Plan& p) {
+    for (const auto& m : p.memory_curve)
+      if (m.at.rfind("the loss's backward", 0) == 0)
+        return m.grads;
+    FAIL("no loss backward");
+    return 0.0;
+  };
+  // Stage 2: one buffer, two with overlap_comm, from backward's start (nothing else is a gradient yet).
+  CHECK(loss_backward(plan_of({{"kind", "zero"}, {"stage", 2}})) == doctest::Approx(bucket));
+  CHECK(loss_backward(plan_of({{"kind", "zero"}, {"stage", 2}, {"overlap_comm", true}})) == doctest::Approx(2 * bucket));
+  // Stage 3: the buffer beside the gradient partition from init.
+  CHECK(plan_of({{"kind", "zero"}, {"stage", 3}}).memory_curve.front().grads == doctest::Approx(P / 8 * 2 + bucket));
+}
+
+TEST_CASE("ZeRO-1 reaches the optimizer step with its partition's gradients only, as ZeRO-2")
+{
+  // stage_1_and_2.py: the boundary's reduction copies the partition's gradients into grads_in_partition
+  // and the rest are dropped before the step (free_grad_in_param_list(params_not_in_partition)), so the
+  // step holds the partition in bf16 and its fp32 copy (with the flattened bf16 copy while cast).
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const auto plan_of = [](int stage, int accumulation, const nlohmann::json& offload) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7}};
+    if (!offload.is_null())
+      strategy["offload_optimizer"] = offload;
+    nlohmann::json doc = gpt2_scenario(strategy, 8);
+    doc["training"]["global_batch"] = 8 * 4 * accumulation;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  for (const int accumulation : {1, 2}) {
+    CAPTURE(accumulation);
+    const Plan z1 = plan_of(1, accumulation, nullptr), z2 = plan_of(2, accumulation, nullptr);
+    REQUIRE(z1.memory_curve.size() > 2);
+    const MemoryPoint& cast = z1.memory_curve[z1.memory_curve.size() - 2];
+    const MemoryPoint& step = z1.memory_curve.back();
+    CHECK(cast.at == "the optimizer step");
+    CHECK(cast.grads == doctest::Approx(P / 8 * (2 + 2 + 4)));
+    CHECK(step.grads == doctest::Approx(P / 8 * (2 + 4)));
+    CHECK(step.grads == doctest::Approx(z2.memory_curve.back().grads));
+  }
+  // Backward still produces (and, accumulating, keeps) the full gradients.
+  CHECK(plan_of(1, 2, nullptr).memory_curve.front().grads == doctest::Approx(P * 2));
+  // With ZeRO-Offload the partition went to the host: no gradients on the GPU at the step.
+  CHECK(plan_of(1, 1, {{"device", "cpu"}}).memory_curve.back().grads == 0);
+}
+
+TEST_CASE("ZeRO-3 without overlap_comm reduce-scatters on the compute stream: backward waits for each bucket")
+{
+  // stage3.py: reduce_and_partition_stream is the default stream unless overlap_comm, and the
+  // ReduceScatter is synchronous on it; the parameter AllGathers stay asynchronous either way.
+  const auto scenario_of = [](bool overlap) {
+    return parse_scenario(
+        gpt2_scenario({{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}, {"overlap_comm", overlap}}, 8), "s.json");
+  };
+  const Prediction on = plan_scenario(scenario_of(true)), off = plan_scenario(scenario_of(false));
+  // The same collectives either way.
+  auto c_on = comm_of(on.plan), c_off = comm_of(off.plan);
+  CHECK(c_off["gradients reduce_scatter"].calls == c_on["gradients reduce_scatter"].calls);
+  CHECK(c_off["parameters all_gather"].bytes == doctest::Approx(c_on["parameters all_gather"].bytes));
+  // On the compute stream, the ReduceScatters are no longer hidden behind the backward.
+  const RunResult r_on = predict(scenario_of(true)).result, r_off = predict(scenario_of(false)).result;
+  CHECK(r_off.iteration_time_s > r_on.iteration_time_s);
+  CHECK(r_off.exposed_comm_time_s > r_on.exposed_comm_time_s);
+  // Every stage-3 backward compute after a bucket's ReduceScatter waits for that ReduceScatter.
+  const auto reduce_scatters_waited = [](const Plan& p) {
+    const auto& tasks = p.graph.tasks();
+    int waited = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.iteration != 1 || t.category != TaskCategory::Backward || t.kind != TaskKind::Compute || t.device != p.ranks[0])
+        continue;
+      for (const int a : t.after)
+        waited += tasks[static_cast<std::size_t>(a)].category == TaskCategory::ReduceScatter ? 1 : 0;
+    }
+    return waited;
+  };
+  CHECK(reduce_scatters_waited(on.plan) == 0);
+  CHECK(reduce_scatters_waited(off.plan) > 0);
+}
+
+TEST_CASE("ZeRO-3's persistent parameters: whole on every GPU at all times, gathered again after each step")
+{
+  // parameter_offload.py mark_persistent_parameters: tensors of at most stage3_param_persistence_threshold
+  // elements; the coordinator never releases them (ds_persist), the step partitions every parameter
+  // and stage3.py _post_step gathers the persistent ones again, one AllGather per tensor.
+  const Model gpt2 = load_model("gpt2");
+  const double P = static_cast<double>(gpt2.params());
+  double persistent = 0;
+  int tensors = 0;
+  for (const auto& l : gpt2.layers)
+    for (const auto t : l.param_tensors)
+      if (static_cast<double>(t) <= 1e5) {
+        persistent += static_cast<double>(t);
+        ++tensors;
+      }
+  REQUIRE(tensors > 0);
+  const auto plan_of = [](const nlohmann::json& extra) {
+    nlohmann::json strategy = {{"kind", "zero"}, {"stage", 3}, {"reduce_bucket_size", 1e7}};
+    strategy.update(extra);
+    return plan_scenario(parse_scenario(gpt2_scenario(strategy, 8), "s.json")).plan;
+  };
+  const Plan z3 = plan_of(nlohmann::json::object());
+  auto c = comm_of(z3);
+  CHECK(c["persistent parameters all_gather"].bytes == doctest::Approx(persistent * 2));
+  CHECK(c["persistent parameters all_gather"].calls == tensors);
+  // The bf16 partition of every parameter plus the persistent ones whole, from the first moment on.
+  CHECK(z3.memory_curve.front().weights == doctest::Approx(P / 8 * 2 + persistent * 2));
+  // Everything persistent: no module is gathered, every tensor comes back after the step, and the
+  // GPU holds more than when one module at a time is gathered (it used to hold less).
+  const Plan all = plan_of({{"stage3_param_persistence_threshold", 1e9}});
+  const Plan one_at_a_time = plan_of({{"stage3_prefetch_bucket_size", 0}, {"stage3_max_reuse_distance", 0}});
+  auto c_all = comm_of(all);
+  CHECK(c_all.count("parameters all_gather") == 0);
+  CHECK(c_all["persistent parameters all_gather"].bytes == doctest::Approx(P * 2));
+  CHECK(all.memory_curve.front().weights == doctest::Approx(P / 8 * 2 + P * 2));
+  CHECK(all.memory.front().total() > one_at_a_time.memory.front().total());
+  // offload_param: the partitions on the host, the persistent tensors still whole on the GPU (as weights).
+  const Plan offloaded = plan_of({{"offload_param", {{"device", "cpu"}}}});
+  CHECK(offloaded.memory_curve.front().weights == doctest::Approx(persistent * 2));
+}
+
 TEST_CASE("ZeRO-Offload: gradients to the host after each reduction, the step on the host's DRAM, the parameters back")
 {
   const double P = static_cast<double>(load_model("gpt2").params());
