@@ -328,7 +328,9 @@ Prediction predict_scenario(const Scenario& s)
   return p;
 }
 
-Prediction plan_only(const Scenario& s)
+// `fold_as_predicted`: ranks folded where predict() folds them (simulation.ranks), as check_plan's
+// large scenarios need; plan_scenario's plan has every rank.
+Prediction plan_only(const Scenario& s, bool fold_as_predicted = false)
 {
   const SimulationSettings sim = parse_simulation_settings(s);
   Prediction p;
@@ -338,7 +340,10 @@ Prediction plan_only(const Scenario& s)
     apply_calibration(p.topology, *calibration);
     collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
   }
-  p.plan = build_plan(s, p.topology, scenario_model(s), sim, collectives);
+  const Model model = scenario_model(s);
+  if (fold_as_predicted)
+    collectives.fold_ranks = sim.ranks == RankMode::Representatives || (sim.ranks == RankMode::Auto && auto_folds(s, model));
+  p.plan = build_plan(s, p.topology, model, sim, collectives);
   return p;
 }
 
@@ -358,6 +363,15 @@ Prediction plan_scenario(const Scenario& s)
 {
   try {
     return plan_only(s);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
+}
+
+void check_plan(const Scenario& s)
+{
+  try {
+    (void)plan_only(s, true);
   } catch (const InputError& e) {
     throw blamed_on_overrides(e, s);
   }

@@ -26,4 +26,9 @@ Prediction predict(const Scenario& scenario);
 /// plan, for the scenario -> plan fuzz target. Throws InputError like predict().
 Prediction plan_scenario(const Scenario& scenario);
 
+/// What predict() refuses before it simulates, with nothing simulated: the topology, the calibration,
+/// the model and the plan, built as predict() builds it (ranks folded where it folds them). For the
+/// points of `sweep --emit`, which run elsewhere. Throws InputError like predict().
+void check_plan(const Scenario& scenario);
+
 }  // namespace dtsim

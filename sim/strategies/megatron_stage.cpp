@@ -64,6 +64,12 @@ std::string checkpointing_note(ActivationCheckpointing recompute)
 
 void check_heads_divide(const Model& model, int tensor, const JsonReader& where)
 {
+  // Tensor parallelism splits a transformer layer's attention heads and MLP columns; a model without
+  // any (a CNN) has nothing it splits: its compute would only be divided, with no collectives.
+  if (tensor > 1 && transformer_layers(model).empty())
+    where.fail(fmt::format("expected 1 for model \"{}\", which has no transformer layers (tensor parallelism splits "
+                           "attention heads and MLPs), got {}",
+                           model.name, tensor));
   for (const char* key : {"heads", "kv_heads"}) {
     const auto it = model.arch.find(key);
     if (it != model.arch.end() && std::fmod(it->second, tensor) != 0)

@@ -131,7 +131,8 @@ std::string checkpointing_note(ActivationCheckpointing recompute);
 /// Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
 /// rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size; so
 /// does torchtitan's TP plan, n_heads // tp_size). An InputError at `where` when `tensor` does not
-/// divide the model's heads or kv_heads (arch).
+/// divide the model's heads or kv_heads (arch), or when `tensor` > 1 for a model without transformer
+/// layers (transformer_layers: a CNN has nothing tensor parallelism splits).
 void check_heads_divide(const Model& model, int tensor, const JsonReader& where);
 
 /// Per layer: true for a row-parallel linear of a transformer layer (the first linear after the

@@ -79,6 +79,32 @@ void check_output_path(const std::string& path, const std::string& flag)
                                            parent.string(), flag));
 }
 
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const std::vector<std::string>& inputs)
+{
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [path, flag] = outputs[i];
+    check_output_path(path, flag);
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (is_special(st))
+      continue;  // /dev/null, /dev/stdout, a fifo: written in place, as often as given
+    for (const auto& input : inputs) {
+      std::error_code same_ec;
+      if (fs::is_regular_file(st) && fs::equivalent(input, path, same_ec))
+        throw InputError(path, "", fmt::format("is also an input of this command (expected a different file path to write for {})", flag));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code same_ec, a_ec, b_ec;  // a file not written yet: the same path however spelt
+      if (fs::absolute(outputs[j].first, a_ec).lexically_normal() == fs::absolute(path, b_ec).lexically_normal() ||
+          fs::equivalent(outputs[j].first, path, same_ec))
+        throw InputError(path, "", fmt::format("given for {} and for {} (expected a different file path for each output "
+                                               "of this command)",
+                                               outputs[j].second, flag));
+    }
+  }
+}
+
 void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files)
 {
   struct Pending {

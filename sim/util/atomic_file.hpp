@@ -28,4 +28,11 @@ void note_created_folder(const std::string& path);
 /// Throws InputError naming the path and `flag` (the option that gave it).
 void check_output_path(const std::string& path, const std::string& flag);
 
+/// check_output_path for each output of one command, (path, flag) pairs, before any work and before
+/// its inputs are read (which is_input_file then knows): also that none is one of `inputs` (the files
+/// the command line names to read) and that no two outputs are the same file (special files, such
+/// as /dev/null, aside: they are written in place). Throws InputError naming the path and its flag.
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const std::vector<std::string>& inputs);
+
 }  // namespace dtsim

@@ -1,5 +1,6 @@
 # Runs dtsim on one bad input (see cases.txt) and checks the bad-input contract: exit code 2, exactly
-# one line on stderr, naming the file (and the JSON pointer where there is one), and no output file.
+# one line on stderr, naming the file (and the JSON pointer where there is one), nothing on stdout (no
+# result printed before the failure), and no output file.
 cmake_policy(SET CMP0053 NEW)  # @OUT@ below is a literal placeholder, not a configure-time reference
 string(REPLACE "@OUT@" "${OUT}" ARGS "${ARGS}")
 if(OUT)
@@ -13,6 +14,9 @@ if(NOT rc STREQUAL "2")
 endif()
 if(NOT err MATCHES "^dtsim: [^\n]+\n$")
   message(FATAL_ERROR "expected one line on stderr starting 'dtsim: ': ${what}")
+endif()
+if(NOT out STREQUAL "")
+  message(FATAL_ERROR "expected nothing on stdout (no result printed before the failure): ${what}\nstdout:\n${out}")
 endif()
 string(FIND "${err}" "${EXPECT_FILE}" at)
 if(at EQUAL -1)

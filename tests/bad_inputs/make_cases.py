@@ -485,7 +485,10 @@ case("sweep_vary_bad_point", "seed-4gpu-ddp.json", "/training/epochs", f"sweep {
 case("sweep_vary_unknown_key", "--vary training.epoch", "/training/epoch", f"sweep {DDP} --vary training.epoch=1,2 --csv @OUT@")
 case("sweep_vary_and_gpus", "--vary", "-", f"sweep {DDP} --gpus 1,2 --vary gpus=4")
 case("sweep_gpus_zero", "--gpus", "-", f"sweep {DDP} --gpus 0,4")
-case("sweep_gpus_text", "command line", "-", f"sweep {DDP} --gpus 1,x")
+case("sweep_gpus_text", "--gpus", "-", f"sweep {DDP} --gpus 1,x")
+# An empty piece of --gpus is refused as one of --vary gpus=... is (CLI11's delimiter dropped it: 1,2)
+case("sweep_gpus_empty_piece", "--gpus", "-", f"sweep {DDP} --gpus 1,,2 --csv @OUT@")
+case("sweep_gpus_trailing_comma", "--gpus", "-", f"sweep {DDP} --gpus 1,2, --csv @OUT@")
 case("sweep_gpus_too_many", "seed-4gpu-ddp.json", "-", f"sweep {DDP} --gpus 1,8 --set cluster.nodes=1 --csv @OUT@")
 case("sweep_nothing_varied", "command line", "-", f"sweep {DDP}")
 case("sweep_no_scenario", "command line", "-", "sweep --gpus 1,2")
@@ -497,6 +500,26 @@ case("sweep_jobs_huge", "command line", "-", f"sweep {DDP} --gpus 1,2 -j 1000")
 case("sweep_emit_onto_file", "README.md", "-", f"sweep {DDP} --gpus 1,2 --emit README.md")
 case("sweep_emit_bad_point", "seed-4gpu-ddp.json", "/training/epochs", f"sweep {DDP} --vary training.epochs=1,0 --emit @OUT@")
 case("sweep_emit_and_collect", "command line", "-", f"sweep {DDP} --gpus 1,2 --collect tests/bad_inputs")
+# --emit refuses a point as `dtsim run` would (read and planned), before writing anything: a strategy
+# member, a strategy option's value, a model that only the plan reads.
+FS8 = "scenarios/llama3-8b-fsdp-h100-64gpu.json"
+case("sweep_emit_unknown_strategy_member", "--set strategy.bogus", "/strategy/bogus",
+     f"sweep {FS8} --gpus 8 --emit @OUT@ --set strategy.bogus=7")
+case("sweep_emit_bad_sharding", "llama3-8b-fsdp-h100-64gpu.json", "/strategy/sharding",
+     f"sweep {FS8} --gpus 8 --emit @OUT@ --set strategy.sharding=bogus")
+case("sweep_emit_unknown_model", "llama3-8b-fsdp-h100-64gpu.json", "/model",
+     f"sweep {FS8} --gpus 8 --emit @OUT@ --set model=bogus")
+case("sweep_emit_tp_on_cnn", "seed-4gpu-ddp.json", "/strategy/tensor_parallel",
+     f"sweep {DDP} --gpus 2,4 --emit @OUT@ --set strategy.kind=fsdp --set strategy.tensor_parallel=2")
+# Outputs checked before any point runs: two outputs on one path, an output in a missing folder.
+case("sweep_csv_and_html_same", "sweep_csv_and_html_same.json", "-", f"sweep {DDP} --gpus 1,2 --csv @OUT@ --html @OUT@")
+case("calibrate_out_missing_dir", "/nonexistent/c.json", "-", f"calibrate {V100} --topology dgx1-v100 -o /nonexistent/c.json")
+# Tensor parallelism on a model without transformer layers (it splits heads and MLPs: a CNN has none).
+for kind in ["fsdp", "hybrid"]:
+    case(f"set_ddp_{kind}_tp_on_cnn", "seed-4gpu-ddp.json", "/strategy/tensor_parallel",
+         f"run {DDP} --set strategy.kind={kind} --set strategy.tensor_parallel=2")
+case("set_hybrid_tp_on_cnn", "imagenet-resnet50-32gpu-hybrid.json", "/strategy/tensor_parallel",
+     f"run {HYB} --set strategy.tensor_parallel=2")
 
 # sweep --collect of damaged folders
 for d in sorted(os.listdir(os.path.join(HERE, "files"))):

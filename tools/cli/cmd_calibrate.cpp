@@ -6,6 +6,7 @@
 
 #include "calibration/calibrate.hpp"
 #include "sim/collectives/nccl_env.hpp"
+#include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/units.hpp"
 
@@ -26,6 +27,9 @@ struct CalibrateArgs {
 
 int run(const CalibrateArgs& a)
 {
+  std::vector<std::string> inputs = a.logs;
+  inputs.push_back(a.topology);  // a topology file (a preset's name is no file)
+  check_output_paths({{a.output, "-o"}}, inputs);  // before the fit: nothing printed, then refused
   calibration::CalibrateRequest request{a.logs, a.topology, a.nodes, 0,
                                        nccl_env_of(a.algo, a.proto)};
   nccl_filter_from_env(request.nccl_overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
@@ -43,10 +47,10 @@ int run(const CalibrateArgs& a)
                            .dump(2));
     return 0;
   }
+  outcome.file.write(a.output);  // first: a write that fails (a full device) leaves nothing printed
   fmt::print("# dtsim calibrate: {} file(s), topology {}\n", a.logs.size(), a.topology);
   for (const auto& line : outcome.report)
     fmt::print("# {}\n", line);
-  outcome.file.write(a.output);
   fmt::print("# wrote {}\n", a.output);
   return 0;
 }

@@ -31,7 +31,7 @@ struct CompareArgs {
 int run_compare(const CompareArgs& a)
 {
   if (!a.html.empty())
-    check_output_path(a.html, "--html");
+    check_output_paths({{a.html, "--html"}}, a.scenarios);  // before any run: nothing printed, then refused
   std::vector<Override> base;
   for (const auto& s : a.sets)
     base.push_back(parse_override(s));
@@ -57,6 +57,13 @@ int run_compare(const CompareArgs& a)
     if (!a.strategies.empty())  // the name as given: zero2 and zero3 are both kind "zero"
       rows.back()["strategy"] = strategies[i % strategies.size()];
   }
+  if (!a.html.empty()) {  // first: a write that fails (a full device) leaves nothing printed
+    HtmlReportInput in;
+    in.title = "dtsim compare";
+    in.compared = rows;
+    in.command = command_line();
+    write_file_atomically(a.html, html_report(in));
+  }
   if (a.json) {
     fmt::print("{}\n", nlohmann::json{{"runs", rows}}.dump(2));
   } else {
@@ -80,13 +87,6 @@ int run_compare(const CompareArgs& a)
                  r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0),
                  fmt::format("{:.1f}{}", peak / (1024.0 * 1024 * 1024), fits ? "" : " NO FIT"));
     }
-  }
-  if (!a.html.empty()) {
-    HtmlReportInput in;
-    in.title = "dtsim compare";
-    in.compared = rows;
-    in.command = command_line();
-    write_file_atomically(a.html, html_report(in));
   }
   return 0;
 }

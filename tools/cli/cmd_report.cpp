@@ -58,7 +58,7 @@ std::vector<int> scaling_counts(const ReportArgs& a, int gpus)
 
 int run_report(const ReportArgs& a)
 {
-  check_output_path(a.output, "-o");
+  check_output_paths({{a.output, "-o"}}, {a.scenario});
   std::vector<Override> overrides;
   for (const auto& s : a.sets)
     overrides.push_back(parse_override(s));

@@ -61,10 +61,12 @@ void add_run_command(CLI::App& app, Action& action)
       std::vector<Override> overrides;
       for (const auto& s : args->sets)
         overrides.push_back(parse_override(s));
+      std::vector<std::pair<std::string, std::string>> given;  // the outputs, checked before the run
       if (!args->trace.empty())
-        check_output_path(args->trace, "--trace");
+        given.emplace_back(args->trace, "--trace");
       if (!args->html.empty())
-        check_output_path(args->html, "--html");
+        given.emplace_back(args->html, "--html");
+      check_output_paths(given, {args->scenario});
       const Scenario scenario = load_scenario(args->scenario, overrides);
       const TimelineOptions timeline = timeline_options(args->timeline, scenario.gpus);  // a bad flag before the work
       Prediction p = predict(scenario);

@@ -11,19 +11,26 @@
 #include "sim/report/html_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/number_text.hpp"
+#include "sim/util/text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
 #include <memory>
 
 namespace dtsim::cli {
 
 namespace {
 
+/// Most GPUs of one point (as make_grid's check of a --vary gpus value).
+constexpr std::int64_t kMaxSweepGpus = 1 << 20;
+
 struct SweepArgs {
   std::string scenario;
-  std::vector<int> gpus;
+  std::vector<std::string> gpus;  ///< as given: each a comma-separated list
   std::vector<std::string> vary;
   std::string csv;
   bool json = false;
@@ -79,6 +86,48 @@ std::string workers_knee(const std::vector<std::string>& varied, const std::vect
                      knee, best);
 }
 
+// The --csv and --html files, written together (all or none).
+void write_outputs(const SweepArgs& args, const std::vector<std::string>& varied, const std::vector<std::string>& columns,
+                   const std::vector<nlohmann::json>& values, const std::vector<nlohmann::json>& rows)
+{
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (!args.csv.empty()) {
+    std::string csv;
+    for (const auto& c : columns)
+      csv += csv_field(c) + ",";
+    csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
+           "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
+           "ideal_linear_total_days,host_step_s\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (const auto& c : columns)
+        csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
+      const auto& r = rows[i];
+      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
+                         r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
+                         r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
+                         r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
+                         r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
+                         r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0));
+    }
+    outputs.emplace_back(args.csv, csv);
+  }
+  if (!args.html.empty()) {
+    HtmlReportInput in;
+    in.title = fmt::format("dtsim sweep: {}", rows.front().value("scenario", ""));
+    in.command = command_line();
+    in.varied = varied;
+    const bool gpus_only = varied.size() == 1 && varied.front() == "gpus";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (gpus_only)
+        in.scaling.push_back(rows[i]);
+      else
+        in.sweep.push_back({values[i], rows[i]});
+    }
+    outputs.emplace_back(args.html, html_report(in));
+  }
+  write_files_atomically(outputs);
+}
+
 void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied, const std::vector<nlohmann::json>& values,
                    const std::vector<nlohmann::json>& rows)
 {
@@ -86,6 +135,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
   for (const auto& f : varied)
     if (f != "gpus")
       columns.push_back(f);
+  write_outputs(args, varied, columns, values, rows);  // first: a write that fails leaves nothing printed
   if (args.json) {
     nlohmann::json points = nlohmann::json::array();
     for (std::size_t i = 0; i < rows.size(); ++i)
@@ -137,50 +187,21 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
                               : fmt::format("no {} swept fits every GPU", batch_field));
     fmt::print("{}", workers_knee(varied, values, rows));
   }
-  std::vector<std::pair<std::string, std::string>> outputs;
-  if (!args.csv.empty()) {
-    std::string csv;
-    for (const auto& c : columns)
-      csv += csv_field(c) + ",";
-    csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
-           "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
-           "ideal_linear_total_days,host_step_s\n";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      for (const auto& c : columns)
-        csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
-      const auto& r = rows[i];
-      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
-                         r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
-                         r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
-                         r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
-                         r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
-                         r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0));
-    }
-    outputs.emplace_back(args.csv, csv);
-  }
-  if (!args.html.empty()) {
-    HtmlReportInput in;
-    in.title = fmt::format("dtsim sweep: {}", rows.front().value("scenario", ""));
-    in.command = command_line();
-    in.varied = varied;
-    const bool gpus_only = varied.size() == 1 && varied.front() == "gpus";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (gpus_only)
-        in.scaling.push_back(rows[i]);
-      else
-        in.sweep.push_back({values[i], rows[i]});
-    }
-    outputs.emplace_back(args.html, html_report(in));
-  }
-  write_files_atomically(outputs);
 }
 
 int run_sweep(const SweepArgs& args)
 {
+  std::vector<std::pair<std::string, std::string>> outputs;  // checked before any point runs
   if (!args.csv.empty())
-    check_output_path(args.csv, "--csv");
+    outputs.emplace_back(args.csv, "--csv");
   if (!args.html.empty())
-    check_output_path(args.html, "--html");
+    outputs.emplace_back(args.html, "--html");
+  std::vector<std::string> inputs;
+  if (!args.scenario.empty())
+    inputs.push_back(args.scenario);
+  if (!args.collect.empty())
+    inputs.push_back((std::filesystem::path(args.collect) / "manifest.json").string());
+  check_output_paths(outputs, inputs);
   if (!args.collect.empty()) {
     if (!args.scenario.empty() || !args.vary.empty() || !args.gpus.empty() || !args.emit.empty())
       throw InputError("command line", "", "--collect DIR takes no scenario, --vary, --gpus or --emit");
@@ -199,10 +220,15 @@ int run_sweep(const SweepArgs& args)
   std::vector<std::string> varied;
   if (!args.gpus.empty()) {
     VariedField f{"gpus", {}};
-    for (const int n : args.gpus) {
-      if (n <= 0)
-        throw InputError("--gpus", "", fmt::format("expected positive GPU counts, got {}", n));
-      f.values.push_back(std::to_string(n));
+    for (const auto& list : args.gpus) {
+      for (const auto& t : split_trimmed(list, ',')) {  // an empty piece kept (and refused), as --vary's
+        if (t.empty())
+          throw InputError("--gpus", "", fmt::format("expected positive GPU counts such as 1,2,4,8, got an empty value in \"{}\"", list));
+        const auto n = parse_int(t, 1, kMaxSweepGpus);
+        if (!n)
+          throw InputError("--gpus", "", fmt::format("expected positive GPU counts up to {}, got {}", kMaxSweepGpus, t));
+        f.values.push_back(std::to_string(*n));
+      }
     }
     fields.push_back(f);
   }
@@ -247,7 +273,8 @@ void add_sweep_command(CLI::App& app, Action& action)
   auto args = std::make_shared<SweepArgs>();
   auto* cmd = app.add_subcommand("sweep", "Predict one scenario over a grid of values (GPU counts, any field)");
   cmd->add_option("scenario", args->scenario, "Scenario file (JSON)");
-  cmd->add_option("--gpus", args->gpus, "GPU counts, comma-separated (as --vary gpus=...)")->delimiter(',');
+  // Split by run_sweep, not CLI11 (whose delimiter drops an empty piece: "8,,16" read as 8,16).
+  cmd->add_option("--gpus", args->gpus, "GPU counts, comma-separated (as --vary gpus=...)");
   cmd->add_option("--vary", args->vary,
                   "key.path=V1,V2,...: a field and its values; several --vary make a grid; cluster.nodes follows "
                   "gpus unless set")

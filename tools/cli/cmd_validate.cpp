@@ -161,18 +161,17 @@ void add_validate_command(CLI::App& app, Action& action)
         nlohmann::json out = header;
         out["kind"] = "bandwidth";
         out["matrices"] = nlohmann::json::array();
-        if (!args->json)
-          fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
-                     args->calibration.empty() ? "none" : args->calibration);
+        // Printed once every matrix compared: a bad one leaves nothing printed.
+        std::string report = fmt::format("# topology: {} ({} GPUs), calibration: {}\n", topology.name,
+                                         topology.gpus().size(), args->calibration.empty() ? "none" : args->calibration);
         for (const auto& run : calibration::parse_bandwidth_log(text, args->log)) {
           const auto v = calibration::compare_bandwidth_log(topology, run, args->log, gpu_order);
           if (args->json)
             out["matrices"].push_back(bandwidth_json(v));
           else
-            fmt::print("{}", calibration::format_bandwidth_validation(v));
+            report += calibration::format_bandwidth_validation(v);
         }
-        if (args->json)
-          fmt::print("{}\n", out.dump(2));
+        fmt::print("{}", args->json ? out.dump(2) + "\n" : report);
         return 0;
       }
       if (!gpu_order.empty())
@@ -182,9 +181,9 @@ void add_validate_command(CLI::App& app, Action& action)
       if (logs.empty())
         logs.push_back(parse_nccl_tests_log(text, args->log));  // throws: no data rows
       nlohmann::json tables = nlohmann::json::array();
-      if (!args->json)
-        fmt::print("# topology: {} ({} GPUs), calibration: {}\n", topology.name, topology.gpus().size(),
-                   args->calibration.empty() ? "none" : args->calibration);
+      // Printed once every table is validated: a bad one leaves nothing printed.
+      std::string report = fmt::format("# topology: {} ({} GPUs), calibration: {}\n", topology.name,
+                                       topology.gpus().size(), args->calibration.empty() ? "none" : args->calibration);
       for (std::size_t i = 0; i < logs.size(); ++i) {
         NcclTestsLog& log = logs[i];
         log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
@@ -199,10 +198,12 @@ void add_validate_command(CLI::App& app, Action& action)
           tables.push_back(std::move(table));
           continue;
         }
-        fmt::print("{}{}", i > 0 ? "\n" : "", format_validation(log, result));
+        report += fmt::format("{}{}", i > 0 ? "\n" : "", format_validation(log, result));
         for (const auto& line : calibration_notes)
-          fmt::print("# calibration: {}\n", line);
+          report += fmt::format("# calibration: {}\n", line);
       }
+      if (!args->json)
+        fmt::print("{}", report);
       if (args->json) {
         // One table: its fields at the top level; several: "tables", one object each.
         nlohmann::json out = header;

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace dtsim::cli {
 
@@ -161,13 +162,29 @@ std::vector<Override> with_gpus(const std::string& scenario, std::vector<Overrid
     overrides.push_back({"gpus", std::to_string(gpus)});
     return overrides;
   }
-  const Scenario s = load_scenario(scenario, overrides);  // before the GPU count changes: it may not fit yet
-  const int per_node = build_topology(s.cluster()).gpus_per_node;
-  overrides.push_back({"gpus", std::to_string(gpus)});
+  // The cluster as the point has it: the scenario read with the point's own GPU count, so that what
+  // depends on it (the batch over the data-parallel replicas, the parallel degrees) is checked against
+  // that count, not the scenario's. The count may not fit the cluster's nodes yet (read, not planned).
+  // A point that does not read while the scenario without the count does is refused by its own run
+  // (report leaves it out); when neither reads, the point's error is the one.
+  std::vector<Override> point = overrides;
+  point.push_back({"gpus", std::to_string(gpus)});
+  std::optional<Scenario> s;
+  try {
+    s = load_scenario(scenario, point);
+  } catch (const InputError& point_error) {
+    try {
+      s = load_scenario(scenario, overrides);
+    } catch (const InputError&) {
+      throw point_error;
+    }
+  }
+  const int per_node = build_topology(s->cluster()).gpus_per_node;
+  overrides = std::move(point);
   if (per_node <= 0)
     return overrides;
-  if (s.doc.at("cluster").is_string())
-    overrides.push_back({"cluster", nlohmann::json{{"base", s.doc.at("cluster")}}.dump()});
+  if (s->doc.at("cluster").is_string())
+    overrides.push_back({"cluster", nlohmann::json{{"base", s->doc.at("cluster")}}.dump()});
   overrides.push_back({"cluster.nodes", std::to_string((gpus + per_node - 1) / per_node)});
   return overrides;
 }

@@ -2,6 +2,7 @@
 
 #include "tools/cli/html_options.hpp"
 
+#include "sim/predict/predict.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
@@ -154,9 +155,17 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
 void emit_sweep(const std::string& dir, const std::string& scenario, const std::vector<std::string>& varied,
                 const std::vector<GridPoint>& points)
 {
-  std::vector<Scenario> scenarios;  // every point checked before anything is written
-  for (const auto& p : points)
-    scenarios.push_back(load_scenario(scenario, p.overrides));
+  // Every point checked before anything is written, as `dtsim run` would refuse it: read, and
+  // planned (its strategy's options, model, topology), not simulated.
+  std::vector<Scenario> scenarios;
+  for (const auto& p : points) {
+    try {
+      scenarios.push_back(load_scenario(scenario, p.overrides));
+      check_plan(scenarios.back());
+    } catch (const InputError& e) {
+      throw InputError("sweep point " + p.values.dump(), "", e.what());  // as a point that runs here is named
+    }
+  }
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw InputError(dir, "", "is not a directory (expected a folder to write the sweep into, for --emit)");

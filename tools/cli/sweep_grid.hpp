@@ -32,7 +32,8 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
 
 /// Writes DIR/points/NNNN.json (the scenario of each point), DIR/manifest.json, DIR/jobs.txt (one
 /// `dtsim run ... --json` per line: `parallel < DIR/jobs.txt`) and DIR/slurm.sh (a job array over
-/// the lines of jobs.txt). Results land in DIR/results/NNNN.json.
+/// the lines of jobs.txt). Results land in DIR/results/NNNN.json. Every point is read and planned
+/// first (check_plan), as `dtsim run` would refuse it: InputError naming the point, nothing written.
 void emit_sweep(const std::string& dir, const std::string& scenario, const std::vector<std::string>& varied,
                 const std::vector<GridPoint>& points);
 
