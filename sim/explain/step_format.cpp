@@ -79,10 +79,19 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
       {"dp", "nn.DataParallel: one process, GPU0 is the hub"},
       {"ddp", "DistributedDataParallel: one process per GPU"},
       {"pipeline", "model parallel: layers split across GPUs"},
+      {"hybrid", "Megatron-LM: tensor x pipeline x data parallel"},
+      {"fsdp", "PyTorch FSDP, full_shard: each unit's parameters gathered before its forward and backward, "
+               "its gradients reduce-scattered"},
   };
+  static const char* const zero_stages[] = {"optimizer states sharded", "optimizer states and gradients sharded",
+                                            "optimizer states, gradients and parameters sharded"};
   std::string out;
   const auto title = titles.find(h.strategy);
-  out += fmt::format("dtsim explain {}: {}\n", h.strategy, title != titles.end() ? title->second : h.strategy);
+  if (h.strategy == "zero" && h.zero_stage >= 1 && h.zero_stage <= 3)
+    out += fmt::format("dtsim explain zero: DeepSpeed ZeRO stage {}, {}\n", h.zero_stage,
+                       zero_stages[static_cast<std::size_t>(h.zero_stage - 1)]);
+  else
+    out += fmt::format("dtsim explain {}: {}\n", h.strategy, title != titles.end() ? title->second : h.strategy);
   out += fmt::format("{} on {} x {} ({}), batch {} per {}, {}\n", h.model, h.gpus, h.gpu, h.cluster, h.batch_per_gpu,
                      h.strategy == "pipeline" ? "pipeline" : h.strategy == "hybrid" ? "replica" : "GPU", h.precision);
   out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n\n";

@@ -10,13 +10,14 @@
 namespace dtsim {
 
 struct ExplainHeader {
-  std::string strategy;     ///< "dp", "ddp", "pipeline"
+  std::string strategy;     ///< "dp", "ddp", "pipeline", "hybrid", "fsdp", "zero"
   std::string model;
   std::string cluster;
   std::string gpu;
   int gpus = 0;
   double batch_per_gpu = 0;
   std::string precision;
+  int zero_stage = 0;       ///< strategy "zero": its stage
 };
 
 /// What a step is, in words ("scatter input chunks", "AllReduce gradient bucket 2").

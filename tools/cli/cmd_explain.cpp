@@ -147,7 +147,7 @@ void add_explain_command(CLI::App& app, Action& action)
         return 0;
       }
       ExplainHeader h{a->strategy, p.result.model, p.topology.name, p.topology.gpu.name, a->gpus,
-                      static_cast<double>(a->batch), a->precision};
+                      static_cast<double>(a->batch), a->precision, a->strategy == "zero" ? a->zero_stage : 0};
       fmt::print("{}", format_step_table(h, table, p.plan));
       if (a->strategy == "ddp" && a->gpus > 1)
         fmt::print("Ring AllReduce: each GPU sends (N-1)/N of its {:.2f} MB gradient twice (reduce-scatter, then "
