@@ -72,13 +72,14 @@ int run_compare(const CompareArgs& a)
                "strategy", "gpus", "iteration_s", "compute_s", "exposed_s", "waiting_s", "host_s", "samples/s", "speedup",
                "efficiency", "total_days", "memory_GiB");
     for (const auto& r : rows) {
-      // The busiest GPU's memory and whether it fits (memory_report.cpp's JSON).
+      // The busiest GPU's device memory, what the fits verdict weighs, as sweep's memory_GiB
+      // (memory_report.cpp's JSON: per_gpu[].device_used_bytes).
       double peak = 0;
       bool fits = true;
       if (const auto m = r.find("memory"); m != r.end() && m->is_object()) {
         fits = m->value("fits", true);
         for (const auto& g : m->value("per_gpu", nlohmann::json::array()))
-          peak = std::max(peak, g.value("total_bytes", 0.0));
+          peak = std::max(peak, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
       }
       fmt::print("{:<28} {:<13} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f} {:>14}\n",
                  r.value("scenario", ""), r.value("strategy", ""), r.value("gpus", 0), r.value("iteration_time_s", 0.0),
