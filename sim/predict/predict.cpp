@@ -285,7 +285,9 @@ Prediction predict_scenario(const Scenario& s)
   r.gpus_per_node = p.topology.gpus_per_node;
   r.nodes_used = (s.gpus + p.topology.gpus_per_node - 1) / p.topology.gpus_per_node;
   r.params = model.params();
-  r.gradient_bytes = static_cast<double>(model.params()) * gradient_bytes_per_element(s.training.precision);
+  r.gradient_bytes = static_cast<double>(model.params()) * (s.strategy_spec.kind == StrategyKind::Hybrid
+                                                                 ? megatron_gradient_bytes_per_element(s.training.precision)
+                                                                 : gradient_bytes_per_element(s.training.precision));
   r.comm_per_iteration = p.plan.comm_per_iteration;
   r.notes = p.plan.notes;
   r.host = p.plan.host;

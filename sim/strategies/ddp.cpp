@@ -35,6 +35,11 @@ double gradient_bytes_per_element(Precision precision)
   return precision == Precision::Fp16 || precision == Precision::Bf16 ? 2.0 : 4.0;
 }
 
+double megatron_gradient_bytes_per_element(Precision precision)
+{
+  return precision == Precision::Bf16 ? 4.0 : gradient_bytes_per_element(precision);
+}
+
 std::vector<int> pick_ranks(const Scenario& scenario, const Topology& topology)
 {
   const auto& gpus = topology.gpus();

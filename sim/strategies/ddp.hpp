@@ -31,6 +31,11 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
 /// Bytes per gradient element: 2 for pure fp16/bf16 training, 4 otherwise (AMP keeps fp32 grads).
 double gradient_bytes_per_element(Precision precision);
 
+/// The same as Megatron-LM keeps and reduces them: bf16 runs in fp32 (megatron/training/arguments.py:
+/// "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", unless
+/// --grad-reduce-in-bf16), its main_grad buffer, which memory_timeline.hpp counts at 4 bytes too.
+double megatron_gradient_bytes_per_element(Precision precision);
+
 /// The first `count` GPUs of the cluster, in rank order; InputError at /gpus when there are fewer.
 std::vector<int> pick_ranks(const Scenario& scenario, const Topology& topology);
 

@@ -65,6 +65,7 @@ void place(LoaderSpec& s, const Topology::Host& host, const std::optional<JsonRe
   const int per_socket = s.extras.processes_per_socket > 0 ? s.extras.processes_per_socket
                                                           : (s.processes_per_node + sockets - 1) / sockets;
   s.domain_processes = s.processes_per_node;
+  s.domain_loading = s.extras.loading_per_node > 0 ? std::min(s.extras.loading_per_node, s.domain_processes) : s.domain_processes;
   s.memory_processes = s.processes_per_node;
   s.memory_bytes_per_s = host.memory_bytes_per_s_per_socket * sockets;
   if (!affinity)
@@ -78,6 +79,7 @@ void place(LoaderSpec& s, const Topology::Host& host, const std::optional<JsonRe
   if (s.affinity == "socket") {
     s.cpus.cores = socket_cores;
     s.domain_processes = per_socket;
+    s.domain_loading = s.extras.loading_per_socket > 0 ? std::min(s.extras.loading_per_socket, per_socket) : per_socket;
     return;
   }
   // socket_unique, balanced as gpu_affinity.py does: each process floor(socket cores / processes).
@@ -87,6 +89,7 @@ void place(LoaderSpec& s, const Topology::Host& host, const std::optional<JsonRe
                                per_socket, socket_cores, socket_cores));
   s.cpus.cores = socket_cores / per_socket;
   s.domain_processes = 1;
+  s.domain_loading = 1;  // the busiest: a loading process's own cores
 }
 
 }  // namespace

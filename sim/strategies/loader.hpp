@@ -77,10 +77,12 @@ struct HostExtras {
   double gpu_samples_per_s = 0;
   /// The most training processes whose GPUs hang off one CPU socket (0: the node's spread evenly).
   int processes_per_socket = 0;
-  /// Of the training processes on the busiest node, the share that run a DataLoader (its workers and
-  /// pin-memory thread): Megatron builds the data iterator only on tensor rank 0 of the first and
-  /// last pipeline stages (pretrain_gpt.py is_dataset_built_on_rank) and broadcasts the batch.
-  double loading_share = 1;
+  /// The most training processes that run a DataLoader (its workers and pin-memory thread) on one
+  /// node and on one CPU socket (0: every process): Megatron builds the data iterator only on tensor
+  /// rank 0 of the first and last pipeline stages (pretrain_gpt.py is_dataset_built_on_rank) and
+  /// broadcasts the batch.
+  int loading_per_node = 0;
+  int loading_per_socket = 0;
 };
 
 struct LoaderSpec {
@@ -99,6 +101,7 @@ struct LoaderSpec {
   /// socket's physical cores with their SMT siblings). The host model then runs on that domain.
   std::string affinity = "none";
   int domain_processes = 1;          ///< training processes sharing one domain of cores
+  int domain_loading = 1;            ///< of those, the most that run a DataLoader
   int memory_processes = 1;          ///< processes sharing memory_bytes_per_s
   double cpu_share = 1;              ///< of a core each worker gets (< 1: SMT siblings or a queue share the cores)
   double load_ratio = 1;             ///< the load curve: cost of a sample with the cores this busy over one busy

@@ -14,7 +14,7 @@ LoaderSpec LoaderSpec::with_workers(int w) const
   s.workers = w;
   const double procs = domain_processes;
   HostDemand d;
-  const double loading = procs * extras.loading_share;  // processes with a DataLoader
+  const double loading = domain_loading;  // processes with a DataLoader
   d.workers = per_sample_s > 0 ? static_cast<double>(w) * loading : 0.0;
   d.main_threads = procs;  // busy while its GPU works: launching, or spinning in a CUDA synchronize
                            // (measured: the trainer of host_loadcurve.json took 3.98 CPU s of a 4 s

@@ -125,8 +125,15 @@ int output_layer(const Model& model)
 
 bool tied_embeddings(const Model& model)
 {
+  // Tied: the output layer has no weight matrix of its own (it may keep a bias, as BERT's MLM
+  // decoder does), i.e. no tensor as large as the word embedding's.
   const int out = output_layer(model);
-  return out >= 0 && model.layers[static_cast<std::size_t>(out)].params() == 0;
+  if (out < 0 || model.layers.front().param_tensors.empty())
+    return false;
+  const auto& embedding = model.layers.front().param_tensors;
+  const std::int64_t word = *std::max_element(embedding.begin(), embedding.end());
+  const auto& head = model.layers[static_cast<std::size_t>(out)].param_tensors;
+  return std::none_of(head.begin(), head.end(), [&](std::int64_t t) { return t >= word; });
 }
 
 double StagePiece::bwd_main_s() const

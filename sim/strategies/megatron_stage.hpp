@@ -145,8 +145,8 @@ std::vector<bool> row_parallel_linears(const Model& model);
 /// the most forward FLOPs there.
 int output_layer(const Model& model);
 
-/// True when the output layer holds no parameters of its own: its weights are the word
-/// embedding's (GPT-2's lm_head, Megatron's share_embeddings_and_output_weights).
+/// True when the output layer holds no weight matrix of its own (a bias at most): its weights are the
+/// word embedding's (GPT-2's lm_head, BERT's MLM decoder, Megatron's share_embeddings_and_output_weights).
 bool tied_embeddings(const Model& model);
 
 }  // namespace dtsim

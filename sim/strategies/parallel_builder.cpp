@@ -149,12 +149,8 @@ ParallelBuild::ParallelBuild(const Scenario& scenario_, const Topology& topology
   add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops && scenario.strategy_spec.kind == StrategyKind::Hybrid;
   roofline = scenario.training.compute.model == ComputeSpec::Model::Roofline;
   param_elem = half_weights ? 2.0 : 4.0;
-  // Megatron accumulates and reduces bf16 runs' gradients in fp32 (megatron/training/arguments.py:
-  // "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", unless
-  // --grad-reduce-in-bf16): its main_grad buffer, which memory_timeline.hpp counts at 4 bytes too.
-  grad_elem = cfg.megatron && scenario.training.precision == Precision::Bf16
-                  ? 4.0
-                  : gradient_bytes_per_element(scenario.training.precision);
+  grad_elem = cfg.megatron ? megatron_gradient_bytes_per_element(scenario.training.precision)
+                           : gradient_bytes_per_element(scenario.training.precision);
 }
 
 Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, const Model& model,
@@ -195,7 +191,8 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
     for (int d = 0; d < D; ++d)
       for (const int s : cfg.megatron && P > 1 ? std::vector<int>{0, P - 1} : std::vector<int>{0})
         loading.push_back(b.dev(d, s, 0));
-    extras.loading_share = static_cast<double>(processes_per_node(topology, loading)) / processes_per_node(topology, plan.ranks);
+    extras.loading_per_node = processes_per_node(topology, loading);
+    extras.loading_per_socket = processes_per_socket(topology, loading);
   }
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
   std::vector<LoaderLane> lanes;

@@ -17,10 +17,16 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
   std::vector<GpuMemory> stage_memory(static_cast<std::size_t>(P));
   std::vector<StageMemoryRequest> requests(static_cast<std::size_t>(P));
   for (int s = 0; s < P; ++s) {
-    // The micro-batches the stage's schedule holds at once (interleaving: stage 0 holds
-    // p + (p - 1) / v, what Megatron's theoretical_memory_usage.py's 1 + (p - 1) / (p v) factor
-    // says for it; later stages fewer, every one when the micro-batches equal the stages).
-    const double in_flight = micro_batches_in_flight(cfg, s);
+    // The micro-batches each chunk holds when the stage's schedule holds the most (interleaving:
+    // stage 0 p + (p - 1) / v in all, what Megatron's theoretical_memory_usage.py's 1 + (p - 1) / (p v)
+    // factor says for it; later stages fewer; every one when the micro-batches equal the stages),
+    // the chunks weighed by their layers.
+    std::vector<double> weights;
+    for (int chunk = 0; chunk < C; ++chunk) {
+      const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
+      weights.push_back(static_cast<double>(r.last - r.first));
+    }
+    const std::vector<int> in_flight = micro_batches_in_flight(cfg, s, weights);
     GpuMemory& m = stage_memory[static_cast<std::size_t>(s)];
     for (int chunk = 0; chunk < C; ++chunk) {
       const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
@@ -33,7 +39,7 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
       if (P > 1 && s == P - 1 && chunk == C - 1 && tied_embeddings(model))  // the output layer's own copy
         req.extra_params = static_cast<double>(model.layers.front().params());
       req.micro_batch = micro;
-      req.micro_batches_held = in_flight;
+      req.micro_batches_held = in_flight[static_cast<std::size_t>(chunk)];
       // Megatron's DDP accumulates into one gradient buffer, allocated once; torch's Pipe into .grad
       // from the first micro-batch's backward on.
       req.grads_persist = cfg.megatron || M > 1;

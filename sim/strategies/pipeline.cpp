@@ -56,22 +56,28 @@ std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatche
   return ops;
 }
 
-double micro_batches_in_flight(const ParallelConfig& config, int stage)
+std::vector<int> micro_batches_in_flight(const ParallelConfig& config, int stage, const std::vector<double>& chunk_weights)
 {
   const int P = config.stages, M = config.microbatches, C = config.virtual_stages;
-  std::vector<bool> backward;
+  std::vector<ChunkOp> ops;
   if (C > 1)
-    for (const ChunkOp& op : interleaved_schedule(stage, P, M, C))
-      backward.push_back(op.backward);
+    ops = interleaved_schedule(stage, P, M, C);
   else
-    for (const auto& op : stage_schedule(config.schedule, stage, P, M))
-      backward.push_back(op.first);
-  int alive = 0, most = 0;
-  for (const bool b : backward) {
-    alive += b ? -1 : 1;
-    most = std::max(most, alive);
+    for (const auto& [backward, micro] : stage_schedule(config.schedule, stage, P, M))
+      ops.push_back({backward, micro, 0});
+  std::vector<int> alive(static_cast<std::size_t>(C), 0), most = alive;
+  double heaviest = -1;
+  for (const ChunkOp& op : ops) {
+    alive[static_cast<std::size_t>(op.chunk)] += op.backward ? -1 : 1;
+    double weight = 0;
+    for (std::size_t c = 0; c < alive.size(); ++c)
+      weight += alive[c] * (c < chunk_weights.size() ? chunk_weights[c] : 1.0);
+    if (weight > heaviest) {
+      heaviest = weight;
+      most = alive;
+    }
   }
-  return static_cast<double>(most) / C;
+  return most;
 }
 
 int RankOrder::index(int d, int s, int t, int D, int P, int T) const

@@ -90,10 +90,13 @@ struct ChunkOp {
 /// Needs microbatches % stages == 0, as Megatron asserts.
 std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatches, int chunks);
 
-/// The most micro-batches whose activations stage `stage` holds at once under `config`'s schedule
-/// (walked: forwards run minus backwards run), in micro-batches through all its chunks: 1F1B
-/// min(stages - stage, microbatches), GPipe every one, interleaved (warm-up + 1) / chunks.
-double micro_batches_in_flight(const ParallelConfig& config, int stage);
+/// Per model chunk of stage `stage`, the micro-batches whose activations it holds at the moment of
+/// `config`'s schedule (walked: forwards run minus backwards run) when the chunks' sum weighted by
+/// `chunk_weights` (one per chunk: a micro-batch's activations in it) is highest. One chunk: 1F1B
+/// min(stages - stage, microbatches), GPipe every one. Interleaved (Megatron's order: forwards chunk
+/// by chunk in groups of `stages`, backwards from the last chunk): on stage 0 of 4 with 2 chunks and
+/// 8 micro-batches, 7 and 4.
+std::vector<int> micro_batches_in_flight(const ParallelConfig& config, int stage, const std::vector<double>& chunk_weights);
 
 Plan build_pipeline_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations,
                          int warmup, const CollectiveOptions& collectives = {});

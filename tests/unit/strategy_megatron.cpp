@@ -223,6 +223,9 @@ TEST_CASE("Megatron's split: layers evenly, embeddings first, head last; balance
   CHECK_THROWS_AS(partition_transformer(gpt2, {2, 4, 4, 3}, nowhere()), InputError);
   CHECK(transformer_layers(load_model("resnet50")).empty());
   CHECK(tied_embeddings(gpt2));
+  CHECK(tied_embeddings(load_model("bert-large")));  // its MLM decoder keeps a bias of its own
+  CHECK_FALSE(tied_embeddings(load_model("llama3-8b")));
+  CHECK_FALSE(tied_embeddings(load_model("resnet50")));
 }
 
 TEST_CASE("rank order: Megatron's tp-dp-pp keeps tensor groups in a node and puts stages outermost")
@@ -307,6 +310,12 @@ TEST_CASE("Megatron's DataLoaders run on tensor rank 0 of the first and last sta
   // 4 workers, 8 NCCL proxies, the main threads waiting for batches.
   CHECK(p.plan.host.busy_threads < 16);
   CHECK(p.plan.host.busy_threads > 12);
+  // Each process on cores of its own (gpu_affinity's socket_unique): the loading one runs its 4
+  // workers on its own 2 cores, not an eighth of them.
+  doc["training"]["loader"]["affinity"] = "socket_unique";
+  const Prediction unique = plan_scenario(parse_scenario(doc, "s.json"));
+  CHECK(unique.plan.host.cores == 2);
+  CHECK(unique.plan.host.busy_threads > 4);
 }
 
 TEST_CASE("per pipeline stage, the parts of one GPU's iteration add up to the iteration")
@@ -363,28 +372,31 @@ TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(
   // the last stage starts its backwards after (2 - 1) * 4 warm-up forwards
   CHECK(interleaved_schedule(3, 4, 8, 2)[5].backward);
 
-  // Micro-batches alive at once, in whole-stage units: stage 0 holds its 10 warm-up chunk forwards and
-  // one more, 11 / 2 = p + (p - 1) / v (theoretical_memory_usage.py's factor), stage 3 (4 + 1) / 2;
-  // with as many micro-batches as stages every forward runs first.
+  // Micro-batches alive per chunk at the stage's heaviest moment: stage 0's 10 warm-up forwards and
+  // one more, 0-3 and 8-10 through chunk 0, 4-7 through chunk 1: 7 + 4 = 11, p v + p - 1 chunk passes,
+  // theoretical_memory_usage.py's p (1 + (p - 1) / (p v)) micro-batches of the stage; stage 3 4 + 1
+  // (the chunk with the loss starts its backwards at once); every forward first with as many
+  // micro-batches as stages. The chunks differ: so do their activations (below).
   ParallelConfig cfg;
   cfg.stages = 4;
   cfg.microbatches = 8;
   cfg.schedule = PipelineSchedule::OneFOneB;
   cfg.virtual_stages = 2;
-  CHECK(micro_batches_in_flight(cfg, 0) == doctest::Approx(4 + 3.0 / 2));
-  CHECK(micro_batches_in_flight(cfg, 1) == doctest::Approx(9 / 2.0));
-  CHECK(micro_batches_in_flight(cfg, 3) == doctest::Approx(5 / 2.0));
+  const std::vector<double> even{1, 1};
+  CHECK(micro_batches_in_flight(cfg, 0, even) == std::vector<int>{7, 4});
+  CHECK(micro_batches_in_flight(cfg, 3, even) == std::vector<int>{4, 1});
+  CHECK(micro_batches_in_flight(cfg, 0, {1, 7}) == std::vector<int>{7, 4});
   cfg.microbatches = 4;
   for (int s = 0; s < 4; ++s)
-    CHECK(micro_batches_in_flight(cfg, s) == doctest::Approx(4));
+    CHECK(micro_batches_in_flight(cfg, s, even) == std::vector<int>{4, 4});
   cfg.virtual_stages = 1;
   cfg.microbatches = 8;
   for (int s = 0; s < 4; ++s)
-    CHECK(micro_batches_in_flight(cfg, s) == doctest::Approx(4 - s));
+    CHECK(micro_batches_in_flight(cfg, s, {1}) == std::vector<int>{4 - s});
   cfg.microbatches = 2;
-  CHECK(micro_batches_in_flight(cfg, 0) == doctest::Approx(2));
+  CHECK(micro_batches_in_flight(cfg, 0, {1}) == std::vector<int>{2});
   cfg.schedule = PipelineSchedule::GPipe;
-  CHECK(micro_batches_in_flight(cfg, 3) == doctest::Approx(2));
+  CHECK(micro_batches_in_flight(cfg, 3, {1}) == std::vector<int>{2});
 
   const std::string model = eight_layer_transformer();
   for (const auto& pmv : {std::array{2, 4, 2}, std::array{4, 8, 2}, std::array{2, 2, 4}}) {
@@ -406,4 +418,23 @@ TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(
     CHECK(r.iteration_time_s == doctest::Approx(static_cast<double>(v * m + p - 1) / (p * m * v)).epsilon(0.002));
   }
   std::remove(model.c_str());
+
+  // Stage 0's first chunk holds 7 micro-batches, its second 4: 7 of its 8 layers in the first hold
+  // more than 7 in the second (Megatron's balance per virtual stage).
+  const auto first_stage_activations = [](const nlohmann::json& balance) {
+    const nlohmann::json doc = {
+        {"cluster", {{"base", "hgx-h100"}, {"nodes", 1}}},
+        {"model", {{"family", "gpt"}, {"hidden", 1024}, {"layers", 32}, {"heads", 16}, {"seq_len", 1024}, {"vocab", 51200}}},
+        {"training",
+         {{"dataset_samples", 1000}, {"micro_batch", 1}, {"global_batch", 8}, {"epochs", 1}, {"precision", "bf16"},
+          {"compute", {{"efficiency", 0.5}}}}},
+        {"strategy", {{"kind", "hybrid"}, {"pipeline_stages", 4}, {"schedule", "1f1b"}, {"virtual_stages", 2}, {"balance", balance}}},
+        {"gpus", 4}};
+    return plan_scenario(parse_scenario(doc, "s.json")).plan.memory.front().activations;
+  };
+  const double heavy_first = first_stage_activations({7, 7, 7, 7, 1, 1, 1, 1});
+  const double balanced = first_stage_activations({4, 4, 4, 4, 4, 4, 4, 4});
+  const double heavy_second = first_stage_activations({1, 1, 1, 1, 7, 7, 7, 7});
+  CHECK(heavy_first > 1.2 * balanced);
+  CHECK(heavy_second < 0.85 * balanced);
 }
