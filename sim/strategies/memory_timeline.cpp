@@ -13,6 +13,8 @@ namespace dtsim {
 
 namespace {
 
+constexpr const char* kOptimizerStep = "the optimizer step";  // GpuMemory::peak_at there
+
 constexpr double kMiBytes = 1024.0 * 1024.0;
 
 /// cuBLAS's workspace per handle and stream (aten/src/ATen/cuda/CublasHandlePool.cpp,
@@ -42,6 +44,11 @@ struct Peak {
 };
 
 }  // namespace
+
+bool peak_at_optimizer_step(const GpuMemory& m)
+{
+  return m.peak_at == kOptimizerStep;
+}
 
 double allocator_block_bytes(double bytes)
 {
@@ -111,7 +118,7 @@ std::string moment(const Model& model, int phase, std::size_t layer, double loss
     case 1: return fmt::format("the loss's forward ({} logits)", dtype);
     case 2: return fmt::format("the loss's backward ({} logit gradients)", dtype);
     case 3: return "backward of " + model.layers[layer].name;
-    default: return "the optimizer step";
+    default: return kOptimizerStep;
   }
 }
 
@@ -170,8 +177,8 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   if (ctx.hold_logits && pass.has_loss)
     base.io += pass.loss_logits * micro;
   base.workspace = ctx.workspace_bytes + req.extra_bytes;
-  const double fixed_grads = (req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes) + req.held_grads_bytes;
-  base.grads = fixed_grads;
+  const double fixed_grads = req.buckets_in_backward_only ? 0 : req.grad_buckets_bytes;
+  base.grads = fixed_grads + req.held_grads_bytes;
   const double all_grads = params * r.grad_bytes * req.share.grads;
   if (req.grads_persist)
     base.grads += all_grads;

@@ -76,8 +76,9 @@ struct StageMemoryRequest {
   /// < 0: the gradients backward left.
   double step_grads_share = -1;
   double extra_bytes = 0;            ///< transient bytes alive through forward and backward (e.g. gathered parameters)
-  /// Gradients outside `share` alive from the micro-step's start, counted as gradients (FSDP's
-  /// unsharded gradients accumulated under no_sync).
+  /// Gradients outside `share` alive from the micro-step's start to the end of its backward, counted
+  /// as gradients (FSDP's unsharded gradients accumulated under no_sync, freed once the last
+  /// micro-step has reduced them: not at the optimizer step).
   double held_grads_bytes = 0;
   /// Weights outside `share` alive at every moment, counted as weights (DeepSpeed ZeRO-3's persistent
   /// parameters, whole on every GPU beside their partition).
@@ -97,6 +98,9 @@ struct StageMemoryRequest {
 /// loss, backward per layer, the optimizer step: its gradient cast first when there is one).
 GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMemoryRequest& req,
                      std::vector<MemoryPoint>* curve = nullptr);
+
+/// Whether gpu_memory's peak is the optimizer step (GpuMemory::peak_at as it names that moment).
+bool peak_at_optimizer_step(const GpuMemory& m);
 
 /// The caching allocator's segment for one allocation of `bytes` (c10/cuda/CUDACachingAllocator.cpp:
 /// 512-byte rounding; requests up to 1 MiB from 2 MiB small-pool segments, up to 10 MiB from 20 MiB

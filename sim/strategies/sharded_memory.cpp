@@ -160,7 +160,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
       gathered_per_param.push_back(u.params > 0 ? gathered_bytes(u, opt) / u.params : ubytes);
     const Fsdp2StreamPools pools =
         fsdp2_stream_pools(whole, T, S, gathered_per_param, rbytes, ctx.rules.grad_bytes, opt.cpu_offload);
-    const double moved = pools.total() - (m.grads - req.held_grads_bytes);
+    const double moved = pools.total() - (m.grads - (peak_at_optimizer_step(m) ? 0.0 : req.held_grads_bytes));
     m.peak_reserved += moved;
     m.device_used += moved;
   }

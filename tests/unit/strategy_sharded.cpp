@@ -244,6 +244,14 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
     CHECK(fp32.memory.front().grads == doctest::Approx(P * 4).epsilon(0.001));
     CHECK(bf16.memory.front().grads == doctest::Approx(P * 2).epsilon(0.001));
     CHECK(fp32.memory.front().workspace == doctest::Approx(bf16.memory.front().workspace).epsilon(0.001));
+    // Reduced by the last micro-step's backward and freed: not alive at the optimizer step.
+    bool step_seen = false;
+    for (const auto& point : fp32.memory_curve)
+      if (point.at == "the optimizer step") {
+        step_seen = true;
+        CHECK(point.grads < P);
+      }
+    CHECK(step_seen);
   }
   SUBCASE("a shard group of one rank (tensor parallel only): FSDP2 keeps its buffers, FSDP1 runs as NO_SHARD")
   {
