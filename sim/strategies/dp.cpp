@@ -222,13 +222,13 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
     req.last = model.layers.size();
     req.micro_batch = batch;
     req.io_bytes = (in_bytes + out_bytes) * static_cast<double>(n);
-    const GpuMemory gpu0 = gpu_memory(model, mctx, req, &plan.memory_curve);
+    const GpuMemory hub = gpu_memory(model, mctx, req, &plan.memory_curve);
     plan.memory_curve_device = plan.ranks.front();
     req.share.grads = req.share.optimizer = 0;
     req.io_bytes = in_bytes + out_bytes;
     const GpuMemory replica = gpu_memory(model, mctx, req);
     for (std::size_t r = 0; r < n; ++r) {
-      plan.memory.push_back(r == 0 ? gpu0 : replica);
+      plan.memory.push_back(r == 0 ? hub : replica);
       plan.memory.back().device = plan.ranks[r];
     }
   }
