@@ -65,9 +65,13 @@ const std::vector<std::string>& nccl_tests_redops()
 std::vector<std::uint64_t> nccl_tests_sweep_sizes_by_step(std::uint64_t min_bytes, std::uint64_t max_bytes,
                                                           std::uint64_t step)
 {
+  // nccl-tests' common.cu: size = minbytes; size <= maxbytes; size += stepbytes, so -b 0 -e 64 -i 16
+  // runs 0, 16, 32, 48 and 64. A size of 0 has nothing to simulate: it is left out.
   std::vector<std::uint64_t> out;
-  for (std::uint64_t s = std::max<std::uint64_t>(min_bytes, 1); s <= max_bytes; s += std::max<std::uint64_t>(step, 1)) {
-    out.push_back(s);
+  step = std::max<std::uint64_t>(step, 1);
+  for (std::uint64_t s = min_bytes; s <= max_bytes; s += step) {
+    if (s > 0)
+      out.push_back(s);
     if (max_bytes - s < step)
       break;
   }
