@@ -317,8 +317,14 @@ Prediction predict_scenario(const Scenario& s)
   StageMemoryRequest whole_model;
   whole_model.last = model.layers.size();
   whole_model.micro_batch = r.batch_per_gpu;
+  // Where batch_per_gpu is one micro-step's (not a pipeline replica's whole batch), the one GPU
+  // accumulates over the same micro-steps: its gradients live from the first, as every replica's do.
+  const auto kind = s.strategy_spec.kind;
+  whole_model.grads_persist =
+      s.training.batch.accumulation > 1 && kind != StrategyKind::Pipeline && kind != StrategyKind::Hybrid;
   const GpuMemory whole = gpu_memory(model, memory_context(s, p.topology.gpu), whole_model);
-  r.single_gpu_memory_bytes = whole.total();
+  // What must fit, as memory_rows weighs each GPU: the device memory the process uses.
+  r.single_gpu_memory_bytes = std::max(whole.total(), whole.device_used);
   r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.device_used <= p.topology.gpu.memory_bytes;
   // A bubble is a pipeline's: elsewhere idle time is waiting for input or communication, shown per GPU.
   if (r.pipeline_stages > 1) {
@@ -377,6 +383,26 @@ void check_plan(const Scenario& s)
   } catch (const InputError& e) {
     throw blamed_on_overrides(e, s);
   }
+}
+
+PlannedMemory planned_memory(const Scenario& s)
+{
+  Prediction p;
+  try {
+    p = plan_only(s, true);
+  } catch (const InputError& e) {
+    throw blamed_on_overrides(e, s);
+  }
+  PlannedMemory out;
+  for (const auto& row : memory_rows(p.topology, p.plan)) {
+    out.device_bytes = std::max(out.device_bytes, std::max(row.memory.total(), row.memory.device_used));
+    out.fits = out.fits && row.fits;
+  }
+  // As predict_scenario: the host holds the offloaded state when it gives its memory.
+  const double host = p.topology.host.memory_bytes;
+  out.host_fits = !(host > 0) || p.plan.host_offload_bytes_per_node <= host;
+  out.fits = out.fits && out.host_fits;
+  return out;
 }
 
 }  // namespace dtsim

@@ -31,4 +31,15 @@ Prediction plan_scenario(const Scenario& scenario);
 /// points of `sweep --emit`, which run elsewhere. Throws InputError like predict().
 void check_plan(const Scenario& scenario);
 
+/// Every GPU's peak device memory and the host's offloaded share, from the scenario's plan alone.
+struct PlannedMemory {
+  double device_bytes = 0;  ///< the busiest GPU's device memory (allocator's segments + CUDA context)
+  bool fits = true;         ///< every GPU fits its memory, and the host the state offloaded to it
+  bool host_fits = true;    ///< the host holds the state offloaded to it (true where it gives no memory)
+};
+
+/// Builds the plan as predict() does (ranks folded where it folds them) and reads its memory, as
+/// `run` reports it. Throws InputError where predict() would refuse the scenario.
+PlannedMemory planned_memory(const Scenario& scenario);
+
 }  // namespace dtsim

@@ -13,8 +13,38 @@ namespace dtsim {
 
 namespace {
 
-/// What would make a GPU that does not fit fit, from what dominates its peak.
-std::string suggestions(const GpuMemory& m, double capacity, bool full_recomputation)
+/// A --set argument as a shell takes it: quoted where it holds JSON.
+std::string shell_set(const std::string& set)
+{
+  return set.find_first_of("{}\"' []") == std::string::npos ? "--set " + set : "--set '" + set + "'";
+}
+
+/// The changes `dtsim run` planned (fit_alternatives.hpp): those that fit first, each with its busiest
+/// GPU's device memory.
+std::string planned_alternatives(const RunResult& r)
+{
+  std::string out = "  Changes planned with this scenario (each one alone; device memory of its busiest GPU):\n";
+  std::vector<const FitAlternative*> shown;
+  for (const bool fitting : {true, false})
+    for (const auto& a : r.fit_alternatives)
+      if (a.fits == fitting)
+        shown.push_back(&a);
+  for (const auto* a : shown) {
+    std::string sets;
+    for (const auto& set : a->sets)
+      sets += (sets.empty() ? "" : " ") + shell_set(set);
+    // A GPU that fits while the host cannot hold what is offloaded to it does not fit either.
+    const char* verdict = a->fits ? "fits" : a->host_fits || a->device_bytes > r.gpu_memory_bytes ? "does not fit" : "host too small";
+    out += fmt::format("    {:<14} {:>8.2f} GiB   {}\n", verdict, a->device_bytes / kGiB, sets);
+  }
+  if (!shown.front()->fits)
+    out += "    none of them fits: more GPUs to shard over, more pipeline stages, or a GPU with more memory\n";
+  return out;
+}
+
+/// What would make a GPU that does not fit fit, from what dominates its peak (where no change was
+/// planned: `dtsim run` plans them, see planned_alternatives).
+std::string suggestions(const GpuMemory& m, double capacity, bool full_recomputation, int gpus)
 {
   std::string out;
   const double fixed = std::max(m.total(), m.device_used) - m.activations;
@@ -34,6 +64,9 @@ std::string suggestions(const GpuMemory& m, double capacity, bool full_recomputa
       out += fmt::format("; or sharding more of the weights, gradients and optimizer state ({:.2f} GiB here: ZeRO-2 "
                          "or 3, FSDP, Megatron's distributed optimizer)",
                          states / kGiB);
+  } else if (gpus <= 1) {
+    // Nothing to shard over on one GPU (FSDP's CPU offload needs a shard group of more than one rank).
+    out += "more GPUs to shard the optimizer state, gradients and weights over, or to split the model across";
   } else {
     out += "sharding the optimizer state, gradients and weights (ZeRO / FSDP, or Megatron's distributed optimizer); "
            "more tensor- or pipeline-parallel ranks (weights / t or / p)";
@@ -77,7 +110,7 @@ std::string memory_text(const RunResult& r)
       continue;
     const auto& m = row.memory;
     out += fmt::format("  {} does not fit: {:.2f} GiB used at the peak ({}) against {:.2f} GiB; {} dominate ({:.2f} "
-                       "GiB). Would fit: {}\n",
+                       "GiB).{}{}\n",
                        row.devices, std::max(m.total(), m.device_used) / kGiB, m.peak_at, r.gpu_memory_bytes / kGiB,
                        m.dominant, m.dominant == "activations" ? m.activations / kGiB
                                    : m.dominant == "weights"   ? m.params / kGiB
@@ -85,8 +118,11 @@ std::string memory_text(const RunResult& r)
                                    : m.dominant == "optimizer state" ? m.optimizer / kGiB
                                    : m.dominant == "workspace" ? m.workspace / kGiB
                                                                : m.io / kGiB,
-                       suggestions(m, r.gpu_memory_bytes, r.full_recomputation));
+                       r.fit_alternatives.empty() ? " Would fit: " : "",
+                       r.fit_alternatives.empty() ? suggestions(m, r.gpu_memory_bytes, r.full_recomputation, r.gpus) : "");
   }
+  if (!r.fit_alternatives.empty())
+    out += planned_alternatives(r);
   if (r.host_offload_bytes > 0) {
     out += fmt::format("  host memory per node: {:.2f} GiB of offloaded state (its processes' shares of weights, gradients and "
                        "optimizer state)",
@@ -166,6 +202,13 @@ nlohmann::json memory_json(const RunResult& r)
                     {"fits", row.fits}});
   }
   nlohmann::json out = {{"capacity_bytes", r.gpu_memory_bytes}, {"fits", r.memory_fits}, {"per_gpu", rows}};
+  if (!r.fit_alternatives.empty()) {
+    nlohmann::json alternatives = nlohmann::json::array();
+    for (const auto& a : r.fit_alternatives)
+      alternatives.push_back(
+          {{"set", a.sets}, {"device_used_bytes", a.device_bytes}, {"fits", a.fits}, {"host_fits", a.host_fits}});
+    out["alternatives"] = alternatives;
+  }
   if (r.host_offload_bytes > 0)
     // Without the host's memory_gib neither a capacity nor a verdict: null, not 0 and true.
     out["host"] = {{"offloaded_bytes_per_node", r.host_offload_bytes},

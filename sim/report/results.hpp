@@ -16,6 +16,14 @@
 
 namespace dtsim {
 
+/// A change that would make a scenario whose GPUs do not fit fit, planned (fit_alternatives.hpp).
+struct FitAlternative {
+  std::vector<std::string> sets;  ///< the --set arguments that make it: "training.activation_checkpointing=full"
+  double device_bytes = 0;        ///< the busiest GPU's device memory with them
+  bool fits = false;              ///< every GPU (and the host's offloaded share) fits with them
+  bool host_fits = true;          ///< the host holds the state offloaded to it
+};
+
 struct RunResult {
   // What was simulated.
   std::string scenario;
@@ -98,6 +106,9 @@ struct RunResult {
   double host_memory_bytes = 0;
   bool host_memory_fits = true;
   bool single_gpu_fits = true;
+  /// When a GPU does not fit: changes planned to see whether they would (filled by `dtsim run`, not
+  /// by predict(), which sweep and compare call for every point); empty: none were planned.
+  std::vector<FitAlternative> fit_alternatives;
 
   /// The same scenario with its reference_compute (a sourced single-GPU throughput) in place of
   /// its own compute, shown beside it; single_gpu_throughput 0 when the scenario has none.

@@ -2,6 +2,7 @@
 #include "tools/cli/command.hpp"
 #include "tools/cli/html_options.hpp"
 
+#include "sim/predict/fit_alternatives.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/report/chrome_trace.hpp"
 #include "sim/report/html_report.hpp"
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 namespace dtsim::cli {
@@ -70,6 +72,9 @@ void add_run_command(CLI::App& app, Action& action)
       const Scenario scenario = load_scenario(args->scenario, overrides);
       const TimelineOptions timeline = timeline_options(args->timeline, scenario.gpus);  // a bad flag before the work
       Prediction p = predict(scenario);
+      // A GPU that does not fit: what would, each change planned (not simulated).
+      if (std::any_of(p.result.memory.begin(), p.result.memory.end(), [](const GpuMemoryRow& row) { return !row.fits; }))
+        p.result.fit_alternatives = fit_alternatives(scenario);
       if (scenario.reference_throughput > 0)
         p.result.reference = reference_run(args->scenario, overrides, scenario);
       const TraceOptions trace = trace_options(args->trace_iterations, p.plan);  // checked even without --trace

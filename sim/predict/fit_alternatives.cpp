@@ -1,0 +1,157 @@
+#include "sim/predict/fit_alternatives.hpp"
+
+#include "sim/model/model.hpp"
+#include "sim/scenario/scenario_model.hpp"
+#include "sim/strategies/partition.hpp"
+#include "sim/topology/topology_builder.hpp"
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+namespace dtsim {
+
+namespace {
+
+/// The scenario with `sets` added to its own overrides, planned; nothing when the scenario then does
+/// not read or plan (a change it refuses is no alternative).
+std::optional<FitAlternative> planned(const Scenario& s, const std::vector<std::string>& sets)
+{
+  std::vector<Override> overrides = s.overrides;
+  for (const auto& text : sets)
+    overrides.push_back(parse_override(text));
+  try {
+    const PlannedMemory m = planned_memory(load_scenario(s.file, overrides));
+    return FitAlternative{sets, m.device_bytes, m.fits, m.host_fits};
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+/// The member of the scenario's strategy object, or null.
+nlohmann::json member(const Scenario& s, const char* name)
+{
+  const auto& strategy = s.doc.at("strategy");
+  return strategy.is_object() && strategy.contains(name) ? strategy.at(name) : nlohmann::json();
+}
+
+bool truthy(const nlohmann::json& v) { return v.is_boolean() ? v.get<bool>() : v.is_object(); }
+
+/// The largest value of `path` below `current` that the scenario accepts and that fits: memory grows
+/// with the micro-batch (activations, the input), so a bisection over the accepted values finds it.
+/// The smallest accepted value when none fits (to show how far it is), nothing when none is accepted.
+std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string& path, std::int64_t current)
+{
+  std::vector<std::int64_t> accepted;  // ascending
+  for (std::int64_t k = 1; k < current && accepted.size() < 4096; ++k) {
+    std::vector<Override> overrides = s.overrides;
+    overrides.push_back({path, std::to_string(k)});
+    try {
+      (void)load_scenario(s.file, overrides);  // a global batch the micro-batch must divide, ...
+      accepted.push_back(k);
+    } catch (const InputError&) {
+    }
+  }
+  if (accepted.empty())
+    return std::nullopt;
+  const auto at = [&](std::size_t i) { return planned(s, {fmt::format("{}={}", path, accepted[i])}); };
+  std::optional<FitAlternative> best = at(0);
+  if (!best || !best->fits)
+    return best;
+  std::size_t lo = 0, hi = accepted.size();  // accepted[lo] fits; from hi on none is known to
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    auto a = at(mid);
+    if (a && a->fits) {
+      lo = mid;
+      best = std::move(a);
+    } else {
+      hi = mid;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<FitAlternative> fit_alternatives(const Scenario& s)
+{
+  std::vector<FitAlternative> out;
+  const auto add = [&](const std::vector<std::string>& sets) {
+    if (auto a = planned(s, sets))
+      out.push_back(std::move(*a));
+  };
+  const auto kind = s.strategy_spec.kind;
+  const auto checkpointing = s.training.activation_checkpointing;
+  const Model model = scenario_model(s);
+  const bool transformer = !transformer_layers(model).empty();
+
+  if (checkpointing == ActivationCheckpointing::None && transformer)
+    add({"training.activation_checkpointing=selective"});
+  if (checkpointing != ActivationCheckpointing::Full)
+    add({"training.activation_checkpointing=full"});
+
+  const auto& batch = s.training.batch;
+  const bool per_micro_step = kind != StrategyKind::Pipeline && kind != StrategyKind::Hybrid;
+  if (batch.given_as_micro && batch.micro_batch > 1)
+    if (auto a = largest_batch(s, "training.micro_batch", static_cast<std::int64_t>(batch.micro_batch)))
+      out.push_back(std::move(*a));
+  if (!batch.given_as_micro && per_micro_step && s.training.batch_per_gpu > 1)
+    if (auto a = largest_batch(s, "training.batch_per_gpu", s.training.batch_per_gpu))
+      out.push_back(std::move(*a));
+
+  // Sharding more: each strategy's next step, as a whole strategy object where the kind changes.
+  std::vector<std::vector<std::string>> sharding;
+  if (replicates_the_model(kind)) {
+    if (s.gpus > 1) {  // on one GPU there is nothing to shard over, only the host to offload to
+      sharding.push_back({R"(strategy={"kind":"fsdp"})"});
+      sharding.push_back({R"(strategy={"kind":"zero","stage":2})"});
+      sharding.push_back({R"(strategy={"kind":"zero","stage":3})"});
+    }
+    sharding.push_back({R"(strategy={"kind":"zero","stage":2,"offload_optimizer":{"device":"cpu"}})"});
+  } else if (kind == StrategyKind::Fsdp) {
+    const auto shard = member(s, "sharding");
+    if (shard.is_string() && shard != "full_shard")
+      sharding.push_back({"strategy.sharding=full_shard", "strategy.shard_group_size=null"});
+    const auto reshard = member(s, "reshard_after_forward");
+    if (!reshard.is_null() && reshard != true)
+      sharding.push_back({"strategy.reshard_after_forward=true"});
+    if (!truthy(member(s, "cpu_offload")))
+      sharding.push_back({"strategy.cpu_offload=true"});
+  } else if (kind == StrategyKind::Zero) {
+    const auto stage = member(s, "stage");
+    if (stage.is_number() && stage.get<double>() < 3)
+      sharding.push_back({"strategy.stage=3"});
+    if (!truthy(member(s, "offload_optimizer")))
+      sharding.push_back({R"(strategy.offload_optimizer={"device":"cpu"})"});
+    if (stage == 3 && !truthy(member(s, "offload_param")))
+      sharding.push_back({R"(strategy.offload_param={"device":"cpu"})"});
+  } else if (kind == StrategyKind::Hybrid) {
+    if (!truthy(member(s, "distributed_optimizer")))
+      sharding.push_back({"strategy.distributed_optimizer=true"});
+    if (s.strategy_spec.tensor > 1 && !truthy(member(s, "sequence_parallel")))
+      sharding.push_back({"strategy.sequence_parallel=true"});
+  }
+  // More tensor parallelism, up to a node's GPUs: weights and (with sequence parallelism) activations / t.
+  if (transformer && (kind == StrategyKind::Fsdp || kind == StrategyKind::Hybrid)) {
+    const int per_node = build_topology(s.cluster()).gpus_per_node;
+    for (int t = 2 * s.strategy_spec.tensor; t <= per_node; t *= 2)
+      sharding.push_back({fmt::format("strategy.tensor_parallel={}", t), "strategy.sequence_parallel=true"});
+  }
+  for (const auto& sets : sharding)
+    add(sets);
+
+  const bool any_fits = std::any_of(out.begin(), out.end(), [](const FitAlternative& a) { return a.fits; });
+  if (!any_fits && checkpointing != ActivationCheckpointing::Full)
+    for (auto sets : sharding) {
+      sets.push_back("training.activation_checkpointing=full");
+      add(sets);
+    }
+  return out;
+}
+
+}  // namespace dtsim
