@@ -1,6 +1,7 @@
 #include "sim/report/html_report.hpp"
 
 #include "sim/report/memory_chart.hpp"
+#include "sim/report/memory_report.hpp"
 
 #include "sim/report/svg.hpp"
 #include "sim/util/units.hpp"
@@ -30,6 +31,7 @@ th{background:#f6f6f6;font-weight:600}td:first-child,th:first-child{text-align:l
 svg text{font-size:11px;fill:#333}.chart-title{font-size:13px;font-weight:600}.tick{fill:#666}.axis-label{fill:#444}
 .swatch{display:inline-block;width:11px;height:11px;margin:0 4px 0 12px;vertical-align:-1px;border-radius:2px}
 code{background:#f3f3f3;padding:1px 4px;border-radius:3px}
+.nofit{color:#c0392b;font-weight:600}
 )";
 
 // Sets data-charts (svg.chart elements), data-charts-drawn (those with a non-empty box and shapes)
@@ -373,19 +375,55 @@ std::string sweep_section(const std::vector<std::string>& varied, const std::vec
   return out + "</table>";
 }
 
-std::string compare_section(const std::vector<RunResult>& runs)
+// The figures the summary sections read, back from json_report's keys.
+RunResult figures_of(const nlohmann::json& j)
 {
+  RunResult r;
+  r.strategy = j.value("strategy", "");
+  r.gpus = j.value("gpus", 0);
+  r.nodes_used = j.value("nodes_used", 0);
+  r.iteration_time_s = j.value("iteration_time_s", 0.0);
+  r.compute_time_s = j.value("compute_time_s", 0.0);
+  r.exposed_comm_time_s = j.value("exposed_comm_time_s", 0.0);
+  r.host_step_s = j.value("host_step_s", 0.0);
+  r.input_wait_s = j.value("input_wait_s", 0.0);
+  r.nccl_slowdown_s = j.value("nccl_slowdown_s", 0.0);
+  r.straggler_wait_s = j.value("straggler_wait_s", 0.0);
+  r.throughput_samples_per_s = j.value("throughput_samples_per_s", 0.0);
+  r.speedup_vs_1gpu = j.value("speedup_vs_1gpu", 0.0);
+  r.scaling_efficiency = j.value("scaling_efficiency", 0.0);
+  r.total_time_days = j.value("total_time_days", 0.0);
+  r.ideal_linear_total_days = j.value("ideal_linear_total_days", 0.0);
+  return r;
+}
+
+std::vector<RunResult> figures_of(const std::vector<nlohmann::json>& runs)
+{
+  std::vector<RunResult> out;
+  for (const auto& j : runs)
+    out.push_back(figures_of(j));
+  return out;
+}
+
+std::string compare_section(const std::vector<nlohmann::json>& compared)
+{
+  const std::vector<RunResult> runs = figures_of(compared);
   std::string out = "<h2>Strategies compared</h2>";
+  // memory/GPU and fits: the busiest GPU's device memory and the verdict, compare's memory_GiB.
   out += "<table><tr><th>strategy</th><th>GPUs</th><th>iteration</th><th>compute</th><th>exposed comm</th><th>waiting</th>"
-         "<th>samples/s</th><th>speedup</th><th>efficiency</th><th>total</th></tr>";
+         "<th>samples/s</th><th>speedup</th><th>efficiency</th><th>total</th><th>memory/GPU</th><th>fits</th></tr>";
   double longest = 0;
-  for (const auto& r : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
     longest = std::max(longest, r.iteration_time_s);
+    const DeviceMemoryFigures m = device_memory_of(compared[i]);
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td>"
-                       "<td>{:.1f}%</td><td>{}</td></tr>",
+                       "<td>{:.1f}%</td><td>{}</td><td>{}</td>{}</tr>",
                        escape(r.strategy), r.gpus, ms(r.iteration_time_s), ms(r.compute_time_s), ms(r.exposed_comm_time_s),
                        ms(r.straggler_wait_s), r.throughput_samples_per_s, r.speedup_vs_1gpu, r.scaling_efficiency * 100,
-                       days_or_hours(r.total_time_days));
+                       days_or_hours(r.total_time_days),
+                       m.known ? fmt::format("{:.1f} GiB", m.busiest_bytes / (1024.0 * 1024 * 1024)) : "",
+                       !m.known ? "<td></td>" : m.fits ? "<td>yes</td>" : "<td class=\"nofit\">NO FIT</td>");
   }
   out += "</table>";
   const double label_w = 110, bar_w = 640, row_h = 26, top = 28;
@@ -421,36 +459,6 @@ std::string compare_section(const std::vector<RunResult>& runs)
   return out + "</svg>";
 }
 
-// The figures the summary sections read, back from json_report's keys.
-RunResult figures_of(const nlohmann::json& j)
-{
-  RunResult r;
-  r.strategy = j.value("strategy", "");
-  r.gpus = j.value("gpus", 0);
-  r.nodes_used = j.value("nodes_used", 0);
-  r.iteration_time_s = j.value("iteration_time_s", 0.0);
-  r.compute_time_s = j.value("compute_time_s", 0.0);
-  r.exposed_comm_time_s = j.value("exposed_comm_time_s", 0.0);
-  r.host_step_s = j.value("host_step_s", 0.0);
-  r.input_wait_s = j.value("input_wait_s", 0.0);
-  r.nccl_slowdown_s = j.value("nccl_slowdown_s", 0.0);
-  r.straggler_wait_s = j.value("straggler_wait_s", 0.0);
-  r.throughput_samples_per_s = j.value("throughput_samples_per_s", 0.0);
-  r.speedup_vs_1gpu = j.value("speedup_vs_1gpu", 0.0);
-  r.scaling_efficiency = j.value("scaling_efficiency", 0.0);
-  r.total_time_days = j.value("total_time_days", 0.0);
-  r.ideal_linear_total_days = j.value("ideal_linear_total_days", 0.0);
-  return r;
-}
-
-std::vector<RunResult> figures_of(const std::vector<nlohmann::json>& runs)
-{
-  std::vector<RunResult> out;
-  for (const auto& j : runs)
-    out.push_back(figures_of(j));
-  return out;
-}
-
 }  // namespace
 
 std::string html_report(const HtmlReportInput& in)
@@ -469,7 +477,7 @@ std::string html_report(const HtmlReportInput& in)
     body += "<p class=\"sub\">Simulated by dtsim: predictions, not measurements.</p>";
   }
   if (!in.compared.empty())
-    body += compare_section(figures_of(in.compared));
+    body += compare_section(in.compared);
   if (!in.scaling.empty())
     body += scaling_section(figures_of(in.scaling));
   if (!in.sweep.empty())

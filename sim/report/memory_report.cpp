@@ -237,4 +237,21 @@ nlohmann::json per_gpu_json(const RunResult& r)
   return rows;
 }
 
+DeviceMemoryFigures device_memory_of(const nlohmann::json& report)
+{
+  DeviceMemoryFigures out;
+  if (!report.is_object())
+    return out;
+  const auto mem = report.find("memory");
+  if (mem == report.end() || !mem->is_object())
+    return out;
+  out.known = true;
+  out.fits = mem->value("fits", true);
+  if (const auto gpus = mem->find("per_gpu"); gpus != mem->end() && gpus->is_array())
+    for (const auto& g : *gpus)
+      if (g.is_object())
+        out.busiest_bytes = std::max(out.busiest_bytes, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
+  return out;
+}
+
 }  // namespace dtsim

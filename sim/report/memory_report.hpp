@@ -17,4 +17,14 @@ nlohmann::json per_gpu_json(const RunResult& r);
 /// Per pipeline stage (stage_usage.hpp): the JSON report's "stages".
 nlohmann::json stages_json(const RunResult& r);
 
+/// The busiest GPU's device memory and the fits verdict, read back from a JSON report (memory_json's
+/// "memory": per_gpu[].device_used_bytes, or total_bytes in a result written before it existed):
+/// the memory_GiB and fits of compare, sweep and the HTML comparison.
+struct DeviceMemoryFigures {
+  bool known = false;      ///< the report has a "memory" object
+  double busiest_bytes = 0;
+  bool fits = true;
+};
+DeviceMemoryFigures device_memory_of(const nlohmann::json& report);
+
 }  // namespace dtsim

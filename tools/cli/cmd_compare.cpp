@@ -7,6 +7,7 @@
 #include "tools/cli/sweep_runner.hpp"
 
 #include "sim/report/html_report.hpp"
+#include "sim/report/memory_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/text.hpp"
@@ -72,15 +73,11 @@ int run_compare(const CompareArgs& a)
                "strategy", "gpus", "iteration_s", "compute_s", "exposed_s", "waiting_s", "host_s", "samples/s", "speedup",
                "efficiency", "total_days", "memory_GiB");
     for (const auto& r : rows) {
-      // The busiest GPU's device memory, what the fits verdict weighs, as sweep's memory_GiB
-      // (memory_report.cpp's JSON: per_gpu[].device_used_bytes).
-      double peak = 0;
-      bool fits = true;
-      if (const auto m = r.find("memory"); m != r.end() && m->is_object()) {
-        fits = m->value("fits", true);
-        for (const auto& g : m->value("per_gpu", nlohmann::json::array()))
-          peak = std::max(peak, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
-      }
+      // The busiest GPU's device memory, what the fits verdict weighs, as sweep's memory_GiB and the
+      // HTML table's memory/GPU (memory_report.hpp: device_memory_of).
+      const DeviceMemoryFigures mem = device_memory_of(r);
+      const double peak = mem.busiest_bytes;
+      const bool fits = mem.fits;
       fmt::print("{:<28} {:<13} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f} {:>14}\n",
                  r.value("scenario", ""), r.value("strategy", ""), r.value("gpus", 0), r.value("iteration_time_s", 0.0),
                  r.value("compute_time_s", 0.0), r.value("exposed_comm_time_s", 0.0), r.value("straggler_wait_s", 0.0),

@@ -90,6 +90,8 @@ int run_report(const ReportArgs& a)
       continue;
     }
     (scaling ? in.scaling : in.compared).push_back(outcomes[i].result);
+    if (!scaling)  // the name as given, as compare's: zero2 and zero3 are both kind "zero", hsdp kind "fsdp"
+      in.compared.back()["strategy"] = strategies[i - counts.size()];
   }
   write_file_atomically(a.output, html_report(in));
   fmt::print("dtsim report: wrote {} ({} scaling point(s){})\n", a.output, in.scaling.size(),

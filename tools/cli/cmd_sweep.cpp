@@ -9,6 +9,7 @@
 #include "tools/cli/sweep_runner.hpp"
 
 #include "sim/report/html_report.hpp"
+#include "sim/report/memory_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/number_text.hpp"
@@ -86,6 +87,23 @@ std::string workers_knee(const std::vector<std::string>& varied, const std::vect
                      knee, best);
 }
 
+/// The batch line under the table: the largest value of batch_field whose every GPU fits, one figure
+/// for a sweep over the batch alone (one group, named ""), else one per combination of the other
+/// varied fields ("at model.seq_len=1024: 39; at model.seq_len=2048: 38", none where nothing fits).
+std::string largest_batch_line(const std::string& batch_field, const std::vector<std::pair<std::string, double>>& groups)
+{
+  const bool any = std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second > 0; });
+  if (!any)
+    return fmt::format("no {} swept fits every GPU", batch_field);
+  if (groups.size() == 1 && groups.front().first.empty())
+    return fmt::format("largest {} that fits every GPU: {:g}", batch_field, groups.front().second);
+  std::string out = fmt::format("largest {} that fits every GPU:", batch_field);
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    out += fmt::format("{} at {}: {}", i == 0 ? "" : ";", groups[i].first,
+                       groups[i].second > 0 ? fmt::format("{:g}", groups[i].second) : std::string("none"));
+  return out;
+}
+
 // The --csv and --html files, written together (all or none).
 void write_outputs(const SweepArgs& args, const std::vector<std::string>& varied, const std::vector<std::string>& columns,
                    const std::vector<nlohmann::json>& values, const std::vector<nlohmann::json>& rows)
@@ -151,40 +169,48 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
     fmt::print("{:>6} {:>6} {:>14} {:>14} {}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
                "exposed_comm_s", host_column ? fmt::format("{:>10} ", "host_s") : "", "samples/s", "speedup", "efficiency",
                "total_days", "memory_GiB", "fits");
-    // The batch fields: a sweep over one of them says the largest value whose every GPU fits.
+    // The batch fields: a sweep over one of them says the largest value whose every GPU fits; with
+    // other fields varied too, for each combination of their values (a batch that fits at one
+    // seq_len may not at another).
     std::string batch_field;
     for (const auto& c : columns)
       if (c == "training.batch_per_gpu" || c == "training.micro_batch")
         batch_field = c;
-    double largest_fitting = 0;
+    std::vector<std::string> others;  // the other varied fields, gpus among them
+    for (const auto& f : varied)
+      if (f != batch_field)
+        others.push_back(f);
+    std::vector<std::pair<std::string, double>> largest_fitting;  // per combination of the others, in sweep order
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         fmt::print("{:>{}} ", cell(values[i].value(c, nlohmann::json())), std::max<std::size_t>(c.size(), 8));
       const auto& r = rows[i];
       // The busiest GPU's device memory (memory.per_gpu[].device_used_bytes; a result written before
       // it existed has total_bytes only).
-      double used = 0;
-      bool fits = true;
-      if (const auto mem = r.find("memory"); mem != r.end() && mem->is_object()) {
-        fits = mem->value("fits", true);
-        if (const auto gpus = mem->find("per_gpu"); gpus != mem->end() && gpus->is_array())
-          for (const auto& g : *gpus)
-            used = std::max(used, g.value("device_used_bytes", g.value("total_bytes", 0.0)));
-      }
+      const DeviceMemoryFigures mem = device_memory_of(r);
+      const double used = mem.busiest_bytes;
+      const bool fits = mem.fits;
       fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {}{:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
                  r.value("gpus", 0), r.value("nodes_used", 0), r.value("iteration_time_s", 0.0),
                  r.value("exposed_comm_time_s", 0.0),
                  host_column ? fmt::format("{:>10.6f} ", r.value("host_step_s", 0.0)) : "", r.value("throughput_samples_per_s", 0.0),
                  r.value("speedup_vs_1gpu", 0.0), r.value("scaling_efficiency", 0.0) * 100,
                  r.value("total_time_days", 0.0), used / (1024.0 * 1024 * 1024), fits ? "yes" : "no");
+      if (batch_field.empty())
+        continue;
+      std::string at;  // "model.seq_len=1024, gpus=8"
+      for (const auto& o : others)
+        if (const auto x = values[i].find(o); x != values[i].end())
+          at += (at.empty() ? "" : ", ") + o + "=" + cell(*x);
+      auto group = std::find_if(largest_fitting.begin(), largest_fitting.end(), [&](const auto& g) { return g.first == at; });
+      if (group == largest_fitting.end())
+        group = largest_fitting.insert(largest_fitting.end(), {at, 0.0});
       const auto v = values[i].find(batch_field);
-      if (fits && !batch_field.empty() && v != values[i].end() && v->is_number())
-        largest_fitting = std::max(largest_fitting, v->get<double>());
+      if (fits && v != values[i].end() && v->is_number())
+        group->second = std::max(group->second, v->get<double>());
     }
     if (!batch_field.empty())
-      fmt::print("{}\n", largest_fitting > 0
-                              ? fmt::format("largest {} that fits every GPU: {:g}", batch_field, largest_fitting)
-                              : fmt::format("no {} swept fits every GPU", batch_field));
+      fmt::print("{}\n", largest_batch_line(batch_field, largest_fitting));
     fmt::print("{}", workers_knee(varied, values, rows));
   }
 }
