@@ -78,6 +78,14 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const bool gather_backward = sharded && opt.reshard_after_forward;
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
   const int U = static_cast<int>(su.units.size());
+  // FSDP1 without reshard after forward (shard_grad_op, hybrid_shard's _HYBRID_SHARD_ZERO2) keeps its units
+  // gathered through a no_sync micro-step's backward (_runtime_utils.py _post_backward_reshard frees only
+  // where _should_free_in_backward: `state._sync_gradients or handle._sharding_strategy in
+  // RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES`, FULL_SHARD and HYBRID_SHARD), so the next micro-step's
+  // _unshard finds them unsharded (_flat_param.py FlatParamHandle.unshard: `if not self.needs_unshard()`)
+  // and issues no AllGather: only the first micro-step gathers. Its pre_unshard still runs under CPU
+  // offload (its no-op branch requires `not self._offload_params`): the shard still comes from the host.
+  const bool kept_across_micro_steps = keeps_gathered_across_micro_steps(opt, M);
 
   // Groups of rank indices (r = d * T + t; torchtitan's mesh puts the tensor dimension innermost).
   const auto rank = [T](int d, int t) { return d * T + t; };
@@ -167,7 +175,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   FsdpPiecesSlowdown slowdown;
   if (sharded) {
     FsdpUnitCollectives uc{{}, {}, unit_gather_bytes, unit_reduce_bytes, first_segment, last_segment, gather_backward,
-                           opt.no_sync ? 1.0 / M : 1.0};
+                           opt.no_sync ? 1.0 / M : 1.0, kept_across_micro_steps ? 1.0 / M : 1.0};
     for (int r : shard_groups[0])
       uc.shard_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
     for (int r : K < S ? back_groups[0] : shard_groups[0])
@@ -224,25 +232,36 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const bool fsdp1_pre_unshard = fsdp1_cast || (opt.version == 1 && offload);
   double h2d_bytes = 0, d2h_bytes = 0;  // per rank, in the first iteration: the offload's copies
   int building = 0;                     // the iteration being built
-  const auto gather = [&](int u, bool backward, const std::string& when) {
+  const auto gather = [&](int u, bool backward, const std::string& when, bool kept = false) {
     const auto uz = static_cast<std::size_t>(u);
     std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-    if (u != 0 && !fsdp1_pre_unshard)
+    // Gathered since an earlier no_sync micro-step (kept_across_micro_steps): no AllGather, and no rate
+    // limiter (its queue holds only the frees of units resharded); offloaded, pre_unshard still copies
+    // the shard from the host (and casts it), not otherwise.
+    if (kept && !offload)
+      return std::vector<int>{};
+    std::vector<int> last;
+    if (u != 0 && !fsdp1_pre_unshard && !kept)
       limit(start);
     // The shard from the host, in its own dtype; a backward AllGather over a smaller re-shard world
     // gathers the copy kept on the GPU after forward instead.
     if (offload && !(backward && K < S)) {
       const double bytes = unit_params[uz] / S * sbytes;
       h2d_bytes += building == 0 ? bytes : 0.0;
-      start = run.starts_after(run.host_copy(ShardedRun::Stream::CopyIn, bytes, false, opt.cpu_offload_pinned,
-                                             fmt::format("{} shard from host ({})", su.units[uz].name, when), start));
+      last = run.host_copy(ShardedRun::Stream::CopyIn, bytes, false, opt.cpu_offload_pinned,
+                           fmt::format("{} shard from host ({})", su.units[uz].name, when), start);
+      start = run.starts_after(last);
     }
-    if (copies_in)
-      start = run.starts_after(run.stream_kernel(
+    if (copies_in) {
+      last = run.stream_kernel(
           ShardedRun::Stream::CopyIn, (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
           fmt::format("{} {} ({})", fsdp1_cast ? "cast to the low-precision shard" : "copy-in",
                       su.units[static_cast<std::size_t>(u)].name, when),
-          TaskCategory::FsdpCopyIn, start));
+          TaskCategory::FsdpCopyIn, start);
+      start = run.starts_after(last);
+    }
+    if (kept)
+      return last;
     if (u != 0 && fsdp1_pre_unshard)
       limit(start);
     const auto& groups = backward && K < S ? back_groups : shard_groups;
@@ -280,9 +299,10 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       // unit two before it, and no sooner (FSDP1 _runtime_utils.py _unshard with
       // limit_all_gathers, FSDP2's two all-gather states).
       std::vector<std::vector<int>> gathered(static_cast<std::size_t>(U));
+      const bool kept = kept_across_micro_steps && m > 0;
       const auto gather_forward = [&](int u) {
         if (sharded && u < U && gathered[static_cast<std::size_t>(u)].empty())
-          gathered[static_cast<std::size_t>(u)] = gather(u, false, "forward");
+          gathered[static_cast<std::size_t>(u)] = gather(u, false, "forward", kept);
       };
       for (std::size_t s = 0; s < su.segments.size(); ++s) {
         const int u = su.segments[s].unit;
@@ -438,7 +458,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const int syncs = opt.no_sync ? 1 : M;
   if (sharded) {
     const int groups = static_cast<int>(shard_groups.size());
-    plan.comm_per_iteration.push_back({"parameters (forward)", "all_gather", all_gathered * M, U * M, groups});
+    const int gathering_steps = kept_across_micro_steps ? 1 : M;  // micro-steps that AllGather in forward
+    plan.comm_per_iteration.push_back(
+        {"parameters (forward)", "all_gather", all_gathered * gathering_steps, U * gathering_steps, groups});
     if (gather_backward)
       plan.comm_per_iteration.push_back({"parameters (backward)", "all_gather", unit_gathered * M, (U - 1) * M,
                                          static_cast<int>(back_groups.size())});
@@ -465,7 +487,9 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // The copies' and passes' GPU time per iteration (fsdp2_copies.hpp, fsdp1_grad_passes.hpp).
   const double copy_out_s = fsdp2_copies ? gc.copy_out_per_iteration_s(M, opt.reshard_after_forward) : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.gradients_per_iteration_s(syncs, M) : 0.0;
-  const double copy_in_s = copies_in ? gc.copy_in_per_iteration_s(M, gather_backward) : 0.0;
+  // FSDP1's cast into the low-precision shard runs in pre_unshard, a no-op for a unit kept gathered unless
+  // offloaded (_flat_param.py pre_unshard).
+  const double copy_in_s = copies_in ? gc.copy_in_per_iteration_s(kept_across_micro_steps && !offload ? 1 : M, gather_backward) : 0.0;
   const double grad_pass_s = fsdp1_passes ? gp.per_iteration_s(syncs, M) : 0.0;
   plan.compute_per_iteration_s = compute_s * M + copy_in_s + copy_out_s + grad_copy_s + grad_pass_s + (offload ? 0.0 : optimizer_s);
   // One GPU alone splits nothing (the roofline's times above count unsplit kernels on each tensor rank);

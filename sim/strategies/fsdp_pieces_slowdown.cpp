@@ -41,7 +41,10 @@ FsdpPiecesSlowdown slow_pieces_beside_collectives(std::vector<std::vector<StageP
     seg.forward_s.push_back(f);
     seg.backward_s.push_back(b);
     const bool first = c.first_segment[u] == static_cast<int>(s), last = c.last_segment[u] == static_cast<int>(s);
-    seg.gather.push_back(first ? inflight(CollectiveOp::AllGather, false, c.gather_bytes[u]) : none);
+    InflightCollective gather = first ? inflight(CollectiveOp::AllGather, false, c.gather_bytes[u]) : none;
+    gather.seconds *= c.gather_weight;  // as fsdp_compute_slowdown weighs the reductions
+    gather.bus_bytes *= c.gather_weight;
+    seg.gather.push_back(gather);
     seg.gather_backward.push_back(c.gather_backward && u != 0 && last ? inflight(CollectiveOp::AllGather, true, c.gather_bytes[u])
                                                                       : none);
     seg.reduce.push_back(u != 0 && first ? inflight(CollectiveOp::ReduceScatter, false, c.reduce_bytes[u]) : none);

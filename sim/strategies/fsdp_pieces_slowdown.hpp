@@ -21,6 +21,9 @@ struct FsdpUnitCollectives {
   std::vector<int> first_segment, last_segment;    ///< per unit: its first and last forward segment
   bool gather_backward = true;        ///< the units are gathered again for backward
   double reduce_weight = 1;           ///< share of micro-steps that reduce-scatter (1/M under no_sync)
+  /// share of micro-steps that AllGather in forward (1/M where FSDP1 keeps its units gathered across
+  /// no_sync micro-steps: keeps_gathered_across_micro_steps)
+  double gather_weight = 1;
 };
 
 struct FsdpPiecesSlowdown {

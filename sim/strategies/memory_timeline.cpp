@@ -198,6 +198,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   };
 
   GpuMemory cur = base;
+  const auto phased = [&](const std::vector<double>& v, std::size_t k) { return k < v.size() ? v[k] : 0.0; };
   const double backward_buckets = req.buckets_in_backward_only ? req.grad_buckets_bytes : 0;
   for (std::size_t k = 0; k < n; ++k) {
     const LayerPass& l = pass.layers[k];
@@ -205,17 +206,18 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     cur.params += amp ? l.weight_casts * req.share.weights : 0;
     GpuMemory now = cur;
     now.activations += l.fwd_transient * micro;
+    now.workspace += phased(req.phased_extra.forward, k);
     consider(now, 0, req.first + k);
   }
   if (pass.has_loss) {
     GpuMemory now = cur;
-    now.workspace -= req.extra_bytes_off_at_loss;
+    now.workspace += req.phased_extra.loss_forward;
     now.activations += pass.loss_fwd_transient * micro;
     consider(now, 1, req.last - 1);
     cur.activations += pass.loss_saved * micro;
     cur.grads += backward_buckets;
     now = cur;
-    now.workspace -= req.extra_bytes_off_at_loss;
+    now.workspace += req.phased_extra.loss_backward;
     if (ctx.hold_logits)  // the logits a fused loss keeps are the ones the loop holds
       now.io -= pass.loss_saved_logits * micro;
     now.activations += pass.loss_bwd_transient * micro;
@@ -240,6 +242,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     const double grads = req.grads_persist || grads_whole ? 0 : l.param_elems * r.grad_bytes * req.share.grads;
     GpuMemory now = cur;
     now.grads += grads;
+    now.workspace += phased(req.phased_extra.backward, k);
     // The layer's weight gradients come out in the compute dtype and are cast to the fp32 .grad
     // under AMP (autocast's cast is an autograd node): both exist for a moment.
     now.activations += l.bwd_transient * micro + (amp ? l.param_elems * 2 * req.share.grads : 0);
@@ -257,6 +260,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   {
     GpuMemory now = cur;
     now.activations = 0;  // every micro-batch's backward has run
+    now.workspace += req.phased_extra.step;
     now.grads = fixed_grads + (req.step_grads_share >= 0 ? params * r.grad_bytes * req.step_grads_share : all_grads);
     if (req.step_cast_bytes > 0) {
       GpuMemory cast = now;

@@ -83,10 +83,15 @@ struct StageMemoryRequest {
   /// Weights outside `share` alive at every moment, counted as weights (DeepSpeed ZeRO-3's persistent
   /// parameters, whole on every GPU beside their partition).
   double held_weights_bytes = 0;
-  /// Of extra_bytes, what is not alive while the loss runs: FSDP's gathered units other than the
-  /// root, each freed after its forward, the last one gathered again only by the root's pre-backward
-  /// hook, which fires once the loss's backward has produced the logits' gradient.
-  double extra_bytes_off_at_loss = 0;
+  /// Transient bytes beside extra_bytes that change over the iteration, counted as workspace (FSDP's
+  /// gathered units, its unsharded gradients and CPU offload's shard copies: sharded_memory.cpp).
+  /// forward[k] / backward[k]: at the forward / backward of layer first + k (a missing entry is 0);
+  /// at the loss's forward and backward; at the optimizer step.
+  struct PhasedBytes {
+    std::vector<double> forward, backward;
+    double loss_forward = 0, loss_backward = 0, step = 0;
+  };
+  PhasedBytes phased_extra;
   double grad_buckets_bytes = 0;     ///< DDP's flat bucket copies of the gradients (allocated once, kept)
   bool buckets_in_backward_only = false;  ///< the buckets exist from backward's start to its end (DeepSpeed's IPG buffers)
   double io_bytes = 0;               ///< the input batch and other buffers outside autograd

@@ -101,49 +101,142 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
     req.share = {0, 0, 0};
     req.grads_persist = false;
   }
-  // Per tensor rank: parameters, and their bytes gathered (gathered_bytes: float8 linears at one byte).
-  double root = 0, largest = 0, others = 0, root_b = 0, largest_b = 0, others_b = 0;
-  for (std::size_t u = 0; u < units.units.size(); ++u) {
-    const double p = units.units[u].params / T, b = gathered_bytes(units.units[u], opt) / T;
-    if (u == 0) {
-      root = p;
-      root_b = b;
-    } else {
-      largest = std::max(largest, p);
-      largest_b = std::max(largest_b, b);
-      others += p;
-      others_b += b;
+  // Per tensor rank: each unit's parameters and their bytes gathered (gathered_bytes: float8 linears at
+  // one byte); the root's with a replicated embedding's whole.
+  const std::size_t U = units.units.size();
+  std::vector<double> P(U), G(U);
+  double largest = 0, others_b = 0, largest_b = 0;
+  for (std::size_t u = 0; u < U; ++u) {
+    P[u] = units.units[u].params / T;
+    G[u] = gathered_bytes(units.units[u], opt) / T;
+    if (u != 0) {
+      largest = std::max(largest, P[u]);
+      largest_b = std::max(largest_b, G[u]);
+      others_b += G[u];
     }
   }
-  root += embedding_whole;
-  root_b += embedding_whole * ubytes;
-  // Gathered units alive at once: the root, plus two under the limiter (FSDP1 limit_all_gathers,
-  // FSDP2's two AllGather outputs; forward_prefetch adds FSDP1's second buffer), or every unit when
-  // the parameters stay after forward (shard_grad_op; a smaller re-shard world keeps 1/k of each).
+  P[0] += embedding_whole;
+  G[0] += embedding_whole * ubytes;
+  const double root = P[0], root_b = G[0];
+  // Each layer's unit, and each unit's first layer (its backward ends there).
+  const std::size_t n = model.layers.size();
+  std::vector<std::size_t> unit_of(n, 0), first_layer(U, n);
+  for (const auto& seg : units.segments)
+    for (std::size_t k = seg.layers.first; k < seg.layers.last && k < n; ++k) {
+      const auto u = static_cast<std::size_t>(seg.unit);
+      unit_of[k] = u;
+      first_layer[u] = std::min(first_layer[u], k);
+    }
+  const bool v1 = opt.version == 1;
+  const double K = opt.reshard_ranks > 0 ? opt.reshard_ranks : 0;  // FSDP2's smaller re-shard world (int reshard_after_forward)
+  // Forward: the root (gathered from its pre-forward to its post-backward: FSDP1's root does not free after
+  // forward, FSDP2's _lazy_init sets the root's post_forward_mesh_info to None) and, re-sharded after
+  // forward, the units the limiter lets run ahead: two (FSDP1 limit_all_gathers, _runtime_utils.py
+  // _unshard's _free_event_queue; FSDP2's two AllGather outputs), forward_prefetch adding FSDP1's
+  // next one (_pre_forward_unshard -> _prefetch_handle(FORWARD)); without the limiter the host may
+  // gather every unit ahead. Kept after forward (shard_grad_op, reshard_after_forward false): every
+  // unit; an int reshard_after_forward keeps 1/K of each.
   const bool limited = opt.version == 2 || opt.limit_all_gathers;
-  const double in_flight = limited ? (opt.forward_prefetch ? 3 : 2) * largest_b : others_b;
-  double gathered = root_b + in_flight;
-  if (!opt.reshard_after_forward)
-    gathered = root_b + others_b;
-  else if (opt.reshard_ranks > 0)
-    gathered += others_b / opt.reshard_ranks;
-  // Re-sharded after forward, no unit but the root is gathered while the loss runs (the root is
-  // kept from forward to backward: FSDP1's root does not free after forward, FSDP2's _lazy_init sets
-  // the root's post_forward_mesh_info to None).
-  req.extra_bytes_off_at_loss = opt.reshard_after_forward ? in_flight : 0.0;
-  // The unit being reduced holds its unsharded gradient (param dtype, cast to the reduce dtype); with
-  // no_sync every unsharded gradient stays between micro-steps: FSDP1 in the parameters' dtype, FSDP2
-  // upcast to the reduce dtype where it differs (FSDPParam.to_accumulated_grad_if_needed keeps
-  // unsharded_accumulated_grad = grad.to(reduce_dtype)).
-  // The accumulated ones count as gradients, the one in flight as workspace.
-  const double accumulated_bytes = opt.version == 2 ? rbytes : ubytes;
-  const bool accumulates_unsharded = opt.no_sync && scenario.training.batch.accumulation > 1;
-  req.held_grads_bytes = accumulates_unsharded ? (root + others) * accumulated_bytes : 0.0;
-  const double unsharded_grads = accumulates_unsharded ? 0.0 : largest * std::max(ubytes, rbytes);
-  // Offloaded, each unit's shard copied in lives on the GPU until its AllGather has run: the two units
-  // the limiter lets ahead (the root's may be the largest).
+  const double forward_ahead = limited ? (v1 && opt.forward_prefetch ? 3 : 2) * largest_b : others_b;
+  const double kept_after_forward = !opt.reshard_after_forward ? others_b : K > 0 ? others_b / K : 0.0;
+  const double forward_gathered = root_b + (opt.reshard_after_forward ? forward_ahead : 0.0) + kept_after_forward;
+  // Offloaded, each unit's shard copied in lives on the GPU until its AllGather has run: the two units the
+  // limiter lets ahead (the root's may be the largest), in forward and, gathered again, in backward.
   const double shards_in = opt.cpu_offload ? 2 * std::max(root, largest) / S * ctx.rules.stored_weight_bytes : 0.0;
-  req.extra_bytes = gathered + unsharded_grads + shards_in;
+  const bool gathers_backward = opt.reshard_after_forward && K == 0;
+  // Backward, re-sharded after forward: the unit being differentiated (its pre-backward gathers it, its
+  // post-backward frees it) and the one prefetched: FSDP2 prefetches one unit (the next in backward
+  // order, from the pre-backward); FSDP1's backward_pre one (_pre_backward_hook -> _prefetch_handle
+  // (BACKWARD), a single handle, whatever the limiter, which bounds only forward's run-ahead);
+  // backward_post issues the next AllGather after _post_backward_reshard has freed this unit, and none
+  // gathers it in the next unit's own pre-backward: one unit at a time.
+  const bool prefetches_backward = opt.version == 2 || opt.backward_prefetch == BackwardPrefetch::Pre;
+  // Kept after forward, each unit stays gathered until its post-backward frees it (_post_backward_reshard;
+  // FSDP2's reshard_after_backward, default True), except FSDP1's in a no_sync micro-step, kept for the
+  // next (keeps_gathered_across_micro_steps); the last micro-step frees them, so none reaches the step.
+  const int M = scenario.training.batch.accumulation;
+  const bool kept_across = keeps_gathered_across_micro_steps(opt, M);
+  const bool accumulates_unsharded = opt.no_sync && M > 1;  // no_sync's unsharded gradients, kept between micro-steps
+  // The unsharded gradients, alive in backward only: a unit's in the parameters' dtype as autograd
+  // produces them, the root's (embedding, final norm, head) from the head's backward to the end of
+  // backward, its post-backward running last (FSDP2's in _root_post_backward_final_callback; FSDP1's once
+  // its flat parameter's gradient is whole, at the embedding). A unit's post-backward re-shards it first
+  // (FSDP1 _post_backward_hook -> _post_backward_reshard, FSDP2 FSDPParamGroup.post_backward -> reshard),
+  // then copies its gradients into the reduce dtype: FSDP2 always (_fsdp_collectives.py foreach_reduce
+  // allocates reduce_scatter_input in reduce_dtype, and the group keeps it in comm_ctx.reduce_scatter_state
+  // through the next unit's backward, until that unit's post_backward waits for it), FSDP1 where the
+  // dtypes differ (`flat_param.grad.data = flat_param.grad.to(_reduce_dtype)`, freed by the host once the
+  // reduction is issued). Under no_sync the accumulated ones are gradients (held_grads_bytes); these are
+  // the new ones. Each unit's last layer in backward takes the larger of its compute and its post-backward.
+  const double reduce_copy_bytes = opt.version == 2 || rbytes != ubytes ? rbytes : 0.0;
+  req.phased_extra.forward.assign(n, forward_gathered + shards_in);
+  // The loss: the root and what stays after forward (the root's pre-backward hook, which gathers or
+  // prefetches the last unit, fires once the loss's backward has produced the logits' gradient); no
+  // unsharded gradient yet.
+  req.phased_extra.loss_forward = req.phased_extra.loss_backward = root_b + kept_after_forward;
+  req.phased_extra.backward.assign(n, 0.0);
+  std::size_t root_first = n;
+  for (std::size_t k = 0; k < n; ++k)
+    if (unit_of[k] == 0)
+      root_first = std::min(root_first, k);
+  const double shards_back = gathers_backward ? shards_in : 0.0;
+  double root_grads = 0;          // the root's parameters whose gradients backward has produced
+  double previous_reduce = 0;     // FSDP2: the last reduced unit's reduce_scatter_input
+  for (std::size_t k = n; k-- > 0;) {
+    const std::size_t u = unit_of[k];
+    const double own_b = u != 0 ? G[u] : root_b;
+    // Non-root units whose backward has not begun: their first layer before this unit's (or this layer).
+    const std::size_t before = u == 0 ? k : first_layer[u];
+    double pending_b = 0;
+    for (std::size_t v = 1; v < U; ++v)
+      if (first_layer[v] < before)
+        pending_b += G[v];
+    // Other non-root units gathered while this unit computes, and once its post-backward has run.
+    double others_compute = 0, others_post = 0;
+    if (!opt.reshard_after_forward) {
+      others_compute = others_post = kept_across ? others_b - (u != 0 ? G[u] : 0.0) : pending_b;
+    } else {
+      const double kept = K > 0 ? pending_b / K : 0.0;
+      others_compute = kept + (prefetches_backward && pending_b > 0 ? largest_b : 0.0);
+      // backward_post's prefetch is issued by _post_backward_reshard, right after this unit's free.
+      const bool prefetches_post = prefetches_backward || opt.backward_prefetch == BackwardPrefetch::Post;
+      others_post = kept + (prefetches_post && pending_b > 0 ? largest_b : 0.0);
+    }
+    if (u == 0)
+      root_grads += static_cast<double>(model.layers[k].params()) / T;
+    const bool ends = u == 0 ? k == root_first : k == first_layer[u];  // the unit's post-backward follows
+    const double root_so_far = u == 0 && ends ? root : std::min(root_grads, root);
+    const double own_grads = u != 0 ? P[u] * ubytes : 0.0;
+    // The last reduced unit's reduce_scatter_input exists only in the micro-step that reduces; accumulating,
+    // that one has already freed the reduced units' accumulated gradients (at least as large), so the
+    // micro-steps before it, where none is reduced, hold more.
+    double bytes = (u != 0 ? root_b : 0.0) + own_b + others_compute + own_grads + root_so_far * ubytes +
+                   (opt.version == 2 && !accumulates_unsharded ? previous_reduce : 0.0);
+    if (ends) {
+      const double p = u != 0 ? P[u] : root;
+      // Accumulating under no_sync, the new gradients have been added to the accumulated ones (counted
+      // as gradients) and freed before the copy (FSDP2 accumulate_unsharded_grad_if_needed at the top of
+      // post_backward; FSDP1's hook runs after AccumulateGrad has added them to .grad).
+      const double unit_grads = p * ((accumulates_unsharded ? 0.0 : ubytes) + reduce_copy_bytes);
+      const double post = (u != 0 ? root_b : 0.0) + (kept_across ? own_b : 0.0) + others_post +
+                          (u != 0 ? root_so_far * ubytes : 0.0) + unit_grads;
+      bytes = std::max(bytes, post);
+      previous_reduce = p * reduce_copy_bytes;
+    }
+    req.phased_extra.backward[k] = bytes + shards_back;
+  }
+  // The optimizer step: every unit re-sharded by its post-backward (FSDP1 _post_backward_reshard and
+  // _post_backward_final_callback's _catch_all_reshard; FSDP2's final callback runs post_backward on every
+  // group, the root's too), every unsharded gradient freed: only cuBLAS's workspaces.
+  req.phased_extra.step = 0;
+  // The accumulated unsharded gradients under no_sync (counted as gradients): FSDP1 in the parameters'
+  // dtype, FSDP2 upcast to the reduce dtype where it differs (FSDPParam.to_accumulated_grad_if_needed
+  // keeps unsharded_accumulated_grad = grad.to(reduce_dtype)).
+  const double accumulated_bytes = opt.version == 2 ? rbytes : ubytes;
+  double all_units = 0;
+  for (const double p : P)
+    all_units += p;
+  req.held_grads_bytes = accumulates_unsharded ? all_units * accumulated_bytes : 0.0;
   GpuMemory m = gpu_memory(model, ctx, req, curve);
   add_embedding_shard(m, S);
   if (opt.version == 2 && S > 1) {

@@ -54,6 +54,11 @@ bool keeps_unsharded_buffers(const FsdpOptions& opt)
   return opt.sharding != Sharding::NoShard && (opt.shard_group > 1 || opt.version == 2);
 }
 
+bool keeps_gathered_across_micro_steps(const FsdpOptions& opt, int micro_steps)
+{
+  return opt.version == 1 && keeps_unsharded_buffers(opt) && !opt.reshard_after_forward && opt.no_sync && micro_steps > 1;
+}
+
 double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt)
 {
   const double rest = dtype_bytes(unsharded_dtype(opt));

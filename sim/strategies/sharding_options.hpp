@@ -151,6 +151,15 @@ std::string unsharded_dtype(const FsdpOptions& opt);
 /// KempnerForge's TP-only runs are FSDP2 over such a one-rank dp_shard mesh.
 bool keeps_unsharded_buffers(const FsdpOptions& opt);
 
+/// Whether FSDP1 keeps its units gathered from one micro-step to the next over `micro_steps` no_sync
+/// micro-steps: without reshard after forward (shard_grad_op, hybrid_shard's _HYBRID_SHARD_ZERO2) its
+/// post-backward frees a unit only when gradients sync (torch/distributed/fsdp/_runtime_utils.py
+/// _should_free_in_backward: `state._sync_gradients or handle._sharding_strategy in
+/// RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES`), so they stay gathered through every micro-step but the
+/// last, which frees each in its post-backward. FSDP2 frees them in every backward
+/// (reshard_after_backward, default True).
+bool keeps_gathered_across_micro_steps(const FsdpOptions& opt, int micro_steps);
+
 /// Bytes of one unit's parameters gathered (the whole unit, every tensor rank's share together).
 double gathered_bytes(const ShardUnit& unit, const FsdpOptions& opt);
 

@@ -318,7 +318,7 @@ TEST_CASE("a training loop that holds its logits keeps one micro-batch of them a
   CHECK(gpu_memory(m, ctx, req).total() == doctest::Approx(without));
 }
 
-TEST_CASE("FSDP's gathered units other than the root are not alive while the loss runs")
+TEST_CASE("FSDP's phased transient bytes: the gathered units other than the root are not alive while the loss runs, none at the step")
 {
   const Model m = load_model("gpt2");
   const MemoryContext ctx =
@@ -327,16 +327,20 @@ TEST_CASE("FSDP's gathered units other than the root are not alive while the los
   req.last = m.layers.size();
   req.micro_batch = 4;
   req.extra_bytes = 3e8;  // the root and two units gathered
-  std::vector<MemoryPoint> all, off;
+  std::vector<MemoryPoint> all, phased;
   (void)gpu_memory(m, ctx, req, &all);
-  req.extra_bytes_off_at_loss = 2e8;  // the two units
-  (void)gpu_memory(m, ctx, req, &off);
-  REQUIRE(all.size() == off.size());
-  int at_loss = 0;
+  req.extra_bytes = 1e8;  // the root, the rest by phase: the two units in forward and backward only
+  req.phased_extra.forward.assign(m.layers.size(), 2e8);
+  req.phased_extra.backward.assign(m.layers.size(), 2e8);
+  (void)gpu_memory(m, ctx, req, &phased);
+  REQUIRE(all.size() == phased.size());
+  int at_loss = 0, at_step = 0;
   for (std::size_t i = 0; i < all.size(); ++i) {
-    const bool loss = all[i].at.rfind("the loss's", 0) == 0;
+    const bool loss = all[i].at.rfind("the loss's", 0) == 0, step = all[i].at == "the optimizer step";
     at_loss += loss;
-    CHECK(all[i].other - off[i].other == doctest::Approx(loss ? 2e8 : 0.0));
+    at_step += step;
+    CHECK(all[i].other - phased[i].other == doctest::Approx(loss || step ? 2e8 : 0.0));
   }
   CHECK(at_loss == 2);  // its forward and its backward
+  CHECK(at_step == 1);
 }

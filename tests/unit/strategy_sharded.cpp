@@ -1252,3 +1252,150 @@ TEST_CASE("torchtitan's op-level selective checkpointing keeps less than Megatro
   CHECK(op.second > none.second);
   CHECK(op.second < full.second);
 }
+
+namespace {
+
+/// GPT-2 on 8 H100s (one shard group) with `strategy` and `micro_steps` micro-steps per iteration.
+Plan gpt2_on_8(const nlohmann::json& strategy, int micro_steps = 1)
+{
+  nlohmann::json s = gpt2_scenario(strategy, 8);
+  s["training"]["global_batch"] = 4 * micro_steps * 8;
+  return plan_scenario(parse_scenario(s, "s.json")).plan;
+}
+
+/// The input/output and workspace bytes of the plan's memory curve at `at` ("backward of lm_head").
+double other_at(const Plan& p, const std::string& at)
+{
+  for (const auto& point : p.memory_curve)
+    if (point.at == at)
+      return point.other;
+  FAIL("no moment " << at);
+  return 0;
+}
+
+/// GPT-2's FSDP units, per GPU (no tensor parallelism): parameters of the root and of one block.
+struct Gpt2Units {
+  double root = 0, block = 0;
+  double after_blocks = 0;  ///< the root's parameters after the last block (final norm, head)
+};
+
+Gpt2Units gpt2_units()
+{
+  const Model m = load_model("gpt2");
+  const ShardUnits su = shard_units(m);
+  Gpt2Units g;
+  g.root = su.units.front().params;
+  g.block = su.units.back().params;
+  std::size_t last_block = 0;
+  for (const auto& seg : su.segments)
+    if (seg.unit != 0)
+      last_block = std::max(last_block, seg.layers.last);
+  for (std::size_t k = last_block; k < m.layers.size(); ++k)
+    g.after_blocks += static_cast<double>(m.layers[k].params());
+  return g;
+}
+
+constexpr double kCublasH100 = 2 * 32.0 * 1024 * 1024;  // cuBLAS + cuBLASLt workspaces on sm90
+
+}  // namespace
+
+TEST_CASE("FSDP1 without reshard after forward keeps its units gathered over no_sync micro-steps: one forward AllGather each")
+{
+  const auto U = static_cast<int>(shard_units(load_model("gpt2")).units.size());
+  // _runtime_utils.py _should_free_in_backward: `state._sync_gradients or handle._sharding_strategy in
+  // RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES`; the next forward's unshard finds them unsharded.
+  const Plan kept = gpt2_on_8(fsdp({{"version", 1}, {"sharding", "shard_grad_op"}, {"no_sync", true}}), 4);
+  CHECK(comm_of(kept)["parameters (forward) all_gather"].calls == U);
+  CHECK(comm_of(kept)["gradients reduce_scatter"].calls == U);
+  // full_shard frees in every backward, FSDP2 too (reshard_after_backward): every micro-step gathers.
+  const Plan freed = gpt2_on_8(fsdp({{"version", 1}, {"no_sync", true}}), 4);
+  CHECK(comm_of(freed)["parameters (forward) all_gather"].calls == 4 * U);
+  const Plan v2 = gpt2_on_8(fsdp({{"sharding", "shard_grad_op"}, {"no_sync", true}}), 4);
+  CHECK(comm_of(v2)["parameters (forward) all_gather"].calls == 4 * U);
+  // The graph issues them once per iteration too.
+  const auto forward_gathers = [](const Plan& p) {
+    return std::count_if(p.graph.tasks().begin(), p.graph.tasks().end(), [&p](const auto& t) {
+      const std::string name = t.name.get();
+      return t.category == TaskCategory::AllGather && t.iteration == 1 && t.device == p.ranks[0] &&
+             name.find("start-up") != std::string::npos && name.find("(forward)") != std::string::npos;
+    });
+  };
+  CHECK(forward_gathers(freed) == 4 * forward_gathers(kept));
+  // Offloaded, pre_unshard still copies each shard in from the host (no no-op branch under offload).
+  const Plan offload =
+      gpt2_on_8(fsdp({{"version", 1}, {"sharding", "shard_grad_op"}, {"no_sync", true}, {"cpu_offload", true}}), 4);
+  CHECK(comm_of(offload)["parameters (forward) all_gather"].calls == U);
+  CHECK(comm_of(offload)["parameter shards (CPU offload) host -> GPU"].calls == 4 * U);
+  // Memory: every unit stays gathered through a no_sync micro-step's backward, where one micro-step frees
+  // each unit in its post-backward.
+  const Gpt2Units g = gpt2_units();
+  const Plan once = gpt2_on_8(fsdp({{"version", 1}, {"sharding", "shard_grad_op"}}));
+  const std::string at = "backward of transformer.h.5.attn.c_attn";
+  CHECK(other_at(kept, at) - other_at(once, at) == doctest::Approx(6 * g.block * 2));  // blocks 6-11, bf16
+}
+
+TEST_CASE("FSDP frees its gathered units and unsharded gradients before the optimizer step")
+{
+  // FSDP1 _post_backward_reshard and _catch_all_reshard; FSDP2's final callback reshards every group.
+  for (const auto& strategy :
+       {fsdp(), fsdp({{"version", 1}}), fsdp({{"sharding", "shard_grad_op"}}), fsdp({{"version", 1}, {"sharding", "shard_grad_op"}}),
+        fsdp({{"reshard_after_forward", 2}}), fsdp({{"version", 1}, {"sharding", "shard_grad_op"}, {"no_sync", true}}),
+        fsdp({{"cpu_offload", true}})}) {
+    CAPTURE(strategy.dump());
+    const Plan p = gpt2_on_8(strategy, strategy.value("no_sync", false) ? 4 : 1);
+    CHECK(other_at(p, "the optimizer step") == doctest::Approx(kCublasH100).epsilon(0.01));  // and the batch's tokens
+  }
+}
+
+TEST_CASE("FSDP's unsharded gradients: in backward only, a unit's in the parameter and reduce dtypes, the root's to the end")
+{
+  const Gpt2Units g = gpt2_units();
+  const Plan p = gpt2_on_8(fsdp());  // FSDP2, bf16 parameters, fp32 reduction
+  const double step = other_at(p, "the optimizer step"), root_b = g.root * 2, block_b = g.block * 2;
+  // The loss: the root gathered, no gradient yet (the loss's backward produces the logits' only).
+  CHECK(other_at(p, "the loss's backward (fp32 logit gradients)") - step == doctest::Approx(root_b));
+  // Forward: the root and the limiter's two units, no gradient.
+  CHECK(other_at(p, "forward of transformer.h.5.attn.c_attn") - step == doctest::Approx(root_b + 2 * block_b));
+  // A block's backward: the root, the block and the one prefetched, the block's bf16 gradients, the fp32
+  // copy of block 6's that foreach_reduce made (kept in reduce_scatter_state until block 5's
+  // post_backward), the head's and final norm's gradients (the root's post_backward runs last).
+  CHECK(other_at(p, "backward of transformer.h.5.attn.c_attn") - step ==
+        doctest::Approx(root_b + 2 * block_b + g.block * (2 + 4) + g.after_blocks * 2));
+  // The embedding's backward ends the root's: all its gradients beside the root and block 0's fp32 copy
+  // (reduce_scatter_state), then, the root re-sharded, its gradients in bf16 and their fp32 copy.
+  CHECK(other_at(p, "backward of transformer.wte") - step ==
+        doctest::Approx(std::max(root_b + g.root * 2 + g.block * 4, g.root * (2 + 4))));
+  // no_sync over 4 micro-steps: the new gradients are added to the accumulated fp32 ones (gradients, not
+  // workspace) before the copy, and no reduce_scatter_input is kept where the accumulated ones are alive.
+  const Plan acc = gpt2_on_8(fsdp({{"no_sync", true}}), 4);
+  CHECK(other_at(acc, "backward of transformer.wte") - other_at(acc, "the optimizer step") ==
+        doctest::Approx(std::max(root_b + g.root * 2, g.root * 4)));
+  CHECK(other_at(acc, "backward of transformer.h.5.attn.c_attn") - other_at(acc, "the optimizer step") ==
+        doctest::Approx(root_b + 2 * block_b + g.block * 2 + g.after_blocks * 2));
+  // FSDP1 casts to the reduce dtype only where it differs (_post_backward_hook).
+  const Plan same = gpt2_on_8(fsdp({{"version", 1}, {"mixed_precision", {{"param_dtype", "bf16"}, {"reduce_dtype", "bf16"}}}}));
+  CHECK(other_at(same, "backward of transformer.wte") - other_at(same, "the optimizer step") ==
+        doctest::Approx(root_b + g.root * 2));
+}
+
+TEST_CASE("FSDP1's backward gathers the current unit and at most one prefetched, whatever limit_all_gathers and forward_prefetch")
+{
+  const Gpt2Units g = gpt2_units();
+  const double block_b = g.block * 2;
+  const std::string back = "backward of transformer.h.5.attn.c_attn", fwd = "forward of transformer.h.5.attn.c_attn";
+  const Plan pre = gpt2_on_8(fsdp({{"version", 1}}));
+  // limit_all_gathers bounds forward's run-ahead only (_pre_backward_hook unshards one unit, prefetches one).
+  const Plan unlimited = gpt2_on_8(fsdp({{"version", 1}, {"limit_all_gathers", false}}));
+  CHECK(other_at(unlimited, back) == doctest::Approx(other_at(pre, back)));
+  CHECK(other_at(unlimited, fwd) - other_at(pre, fwd) == doctest::Approx(10 * block_b));  // all 12 blocks, not 2
+  // backward_post frees this unit before prefetching the next (_post_backward_reshard then _prefetch_handle),
+  // none prefetches nothing: one unit at a time, one fewer than backward_pre.
+  const Plan post = gpt2_on_8(fsdp({{"version", 1}, {"backward_prefetch", "backward_post"}}));
+  const Plan none = gpt2_on_8(fsdp({{"version", 1}, {"backward_prefetch", "none"}}));
+  CHECK(other_at(pre, back) - other_at(post, back) == doctest::Approx(block_b));
+  CHECK(other_at(none, back) == doctest::Approx(other_at(post, back)));
+  // forward_prefetch: one more unit in forward, none in backward.
+  const Plan ahead = gpt2_on_8(fsdp({{"version", 1}, {"forward_prefetch", true}}));
+  CHECK(other_at(ahead, fwd) - other_at(pre, fwd) == doctest::Approx(block_b));
+  CHECK(other_at(ahead, back) == doctest::Approx(other_at(pre, back)));
+}
