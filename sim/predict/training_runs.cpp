@@ -5,6 +5,7 @@
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 #include "sim/util/number_text.hpp"
+#include "sim/util/one_line.hpp"
 #include "sim/util/text.hpp"
 #include "sim/util/text_file.hpp"
 #include "sim/util/units.hpp"
@@ -136,10 +137,7 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
   while (const auto next = next_record_line(text, pos, n)) {
     const std::string& line = *next;
     // Cells are printed back (ids, summaries): text, not terminal escapes or broken bytes.
-    if (std::any_of(line.begin(), line.end(), [](char c) {
-          const auto u = static_cast<unsigned char>(c);
-          return (u < 0x20 && c != '\t') || u == 0x7f;
-        }))
+    if (has_control_character(line))
       throw InputError(csv_path, "", fmt::format("line {}: a control character (expected text)", n));
     try {
       (void)nlohmann::json(line).dump();  // nlohmann refuses to write what is not UTF-8

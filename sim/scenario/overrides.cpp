@@ -51,7 +51,37 @@ void drop_conflicting_keys(const std::array<std::vector<std::string>, N>& groups
   }
 }
 
+/// Whether `later` names a key of a group in `groups` (under the parent `parent`) that removes the
+/// member `earlier` sets or sets within: another group's key of the same object.
+template <std::size_t N>
+bool drops_conflicting_key(const std::array<std::vector<std::string>, N>& groups, const std::vector<std::string>& parent,
+                           const std::vector<std::string>& later, const std::vector<std::string>& earlier)
+{
+  const std::size_t depth = parent.size();
+  if (later.size() != depth + 1 || earlier.size() <= depth || !std::equal(parent.begin(), parent.end(), later.begin()) ||
+      !std::equal(parent.begin(), parent.end(), earlier.begin()))
+    return false;
+  const auto group_of = [&](const std::string& key) {
+    return std::find_if(groups.begin(), groups.end(), [&](const auto& group) {
+      return std::find(group.begin(), group.end(), key) != group.end();
+    });
+  };
+  const auto mine = group_of(later[depth]);
+  const auto theirs = group_of(earlier[depth]);
+  return mine != groups.end() && theirs != groups.end() && mine != theirs;
+}
+
 }  // namespace
+
+bool override_replaces(const std::string& later, const std::string& earlier)
+{
+  const auto a = split_override_path(later);
+  const auto b = split_override_path(earlier);
+  if (a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin()))
+    return true;  // the same member, or one that holds it
+  return drops_conflicting_key(kComputeGroups, {"training", "compute"}, a, b) ||
+         drops_conflicting_key(kBatchGroups, {"training"}, a, b);
+}
 
 Override parse_override(const std::string& text)
 {

@@ -203,6 +203,12 @@ Override parse_override(const std::string& text);
 /// (training.compute.step_time_s | single_gpu_throughput | gpu+efficiency | profile) removes the others.
 void apply_overrides(nlohmann::json& doc, const std::vector<Override>& overrides);
 
+/// Whether an override of path `later`, applied after one of `earlier`, undoes it: the same path or
+/// one that holds it ("training.compute" after "training.compute.step_time_s"), or another way of
+/// giving the same thing, which apply_overrides removes (training.micro_batch after
+/// training.batch_per_gpu, training.compute.step_time_s after training.compute.profile).
+bool override_replaces(const std::string& later, const std::string& earlier);
+
 /// Loads, applies overrides, validates. Throws InputError naming the file and JSON pointer; an
 /// unknown member that only an override brought in is blamed on the override ("--set a.b: at /a/b").
 Scenario load_scenario(const std::string& path, const std::vector<Override>& overrides = {});

@@ -3,6 +3,7 @@
 #include "sim/scenario/scenario_model.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
+#include "sim/util/one_line.hpp"
 
 #include <fmt/format.h>
 
@@ -18,9 +19,15 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
     root.fail("expected a scenario object with cluster, model, training, strategy and gpus");
   root.reject_unknown({"name", "description", "cluster", "model", "training", "strategy", "gpus", "simulation",
                        "reference_compute"});
-  s.name = root.string_or("name", "");
+  // The name is printed (by run, sweep, compare and report's title): text, not a newline or a
+  // terminal escape sequence, as a runs CSV's ids. The description is read, never printed.
+  if (auto name = root.find("name"))
+    if (has_control_character(name->as_string()))
+      name->fail(fmt::format("expected a name without control characters (a newline, an escape), got \"{}\"",
+                             name->as_string()));
   if (auto description = root.find("description"))
     description->as_string();
+  s.name = root.string_or("name", "");
   root.at("cluster");  // must exist; the topology builder validates its content
   parse_scenario_model(root.at("model"), s);
   s.training = parse_training(root.at("training"));
@@ -35,7 +42,8 @@ Scenario parse_scenario(nlohmann::json doc, const std::string& file)
   resolve_batch(root, s.strategy_spec, s.training);
   if (const auto ref = root.find("reference_compute")) {
     ref->reject_unknown({"single_gpu_throughput", "source"});
-    s.reference_throughput = ref->at("single_gpu_throughput").as_positive_at_most(1e9);
+    // The range of training.compute.single_gpu_throughput, which run puts it in.
+    s.reference_throughput = ref->at("single_gpu_throughput").as_number_in(1e-6, 1e9);
     s.reference_source = ref->at("source").as_string();
   }
   return s;

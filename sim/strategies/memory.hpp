@@ -28,6 +28,11 @@ struct MemoryRules {
   double stored_weight_bytes = 4;  ///< per parameter, what stays allocated (AMP's half copies are made per iteration)
   double grad_bytes = 4;        ///< per parameter
   double optimizer_bytes = 4;   ///< per parameter, all optimizer states together
+  /// Bytes of one element of an optimizer state: fp32 unless the states follow a module kept in half
+  /// precision (FSDP's sharded_dtype: zeros_like(param)). The foreach / per-tensor Adam's step
+  /// temporaries have this dtype (torch/optim/adam.py _multi_tensor_adam: torch._foreach_sqrt(
+  /// device_exp_avg_sqs); _single_tensor_adam: exp_avg_sq.sqrt()).
+  double state_element_bytes = 4;
   double activation_bytes = 4;  ///< per activation element
   bool adam = false;            ///< Adam / AdamW (else SGD)
   OptimizerStep step = OptimizerStep::Foreach;

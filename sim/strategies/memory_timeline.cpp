@@ -252,11 +252,14 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     cur.params -= amp ? l.weight_casts * req.share.weights : 0;
   }
   // The optimizer step (torch/optim/adam.py, adamw.py, sgd.py): the foreach Adam makes one list of
-  // fp32 temporaries the size of the parameters (torch._foreach_sqrt(exp_avg_sqs), then divided and
-  // added in place); the per-tensor loop two temporaries of the largest tensor (exp_avg_sq.sqrt() /
-  // bias_correction2_sqrt); the fused kernel none. SGD with momentum updates in place (foreach_mul_,
-  // foreach_add_). Measured: GPT-2 AdamW foreach 1.00 x the fp32 weights above the state before the
-  // step, per-tensor 2 x wte (calibration/measured/h200-1gpu-2026-11-27).
+  // temporaries the size of the parameters it steps (torch._foreach_sqrt(exp_avg_sqs), then divided
+  // and added in place); the per-tensor loop two temporaries of the largest tensor (exp_avg_sq.sqrt() /
+  // bias_correction2_sqrt); the fused kernel none. Both temporaries have the states' dtype
+  // (MemoryRules::state_element_bytes: fp32, or half precision where the states are). A step over
+  // sub-groups (DeepSpeed ZeRO-3, step_group_elems) makes the foreach list of one sub-group at a
+  // time. SGD with momentum updates in place (foreach_mul_, foreach_add_). Measured: GPT-2 AdamW
+  // foreach 1.00 x the fp32 weights above the state before the step, per-tensor 2 x wte
+  // (calibration/measured/h200-1gpu-2026-11-27).
   {
     GpuMemory now = cur;
     now.activations = 0;  // every micro-batch's backward has run
@@ -269,10 +272,12 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     }
     now.grads += req.step_grad_bytes;
     const double largest = largest_param_tensor(model, req.first, req.last);
+    const double stepped = params * req.share.optimizer;  // the parameters the step updates
+    const double at_once = req.step_group_elems > 0 ? std::min(stepped, req.step_group_elems) : stepped;
     if (r.adam && r.step == OptimizerStep::Foreach)
-      now.optimizer += params * 4 * req.share.optimizer;
+      now.optimizer += at_once * r.state_element_bytes;
     else if (r.adam && r.step == OptimizerStep::ForLoop)
-      now.optimizer += 2 * largest * 4 * req.share.optimizer;
+      now.optimizer += 2 * largest * r.state_element_bytes * req.share.optimizer;
     consider(now, 4, req.last - 1);
   }
 

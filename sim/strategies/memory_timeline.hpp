@@ -71,6 +71,10 @@ struct StageMemoryRequest {
   /// alive only while cast, `step_grad_bytes` through the step.
   double step_cast_bytes = 0;
   double step_grad_bytes = 0;
+  /// > 0: the most parameters the optimizer steps at once (DeepSpeed ZeRO-3's sub-group: stage3.py
+  /// step() calls _optimizer_step(sub_group_id) per sub-group), which bounds the foreach Adam's
+  /// temporary; <= 0: the whole share of the parameters in one step.
+  double step_group_elems = 0;
   /// >= 0: the share of the gradients still alive at the optimizer step, in place of `share.grads`
   /// (DeepSpeed ZeRO-1 reduces the full gradients but keeps only its partition's to the step);
   /// < 0: the gradients backward left.

@@ -187,6 +187,12 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
   c.tp_backward_overlap = o.bool_or("tp_backward_overlap", true);
   c.megatron = true;
+  // Megatron-LM never runs GPipe: megatron/core/pipeline_parallel/schedules.py get_forward_backward_func
+  // picks forward_backward_pipelining_without_interleaving (1F1B), or the interleaved one with
+  // virtual stages, when pipeline_model_parallel_size > 1, and forward_backward_no_pipelining (one
+  // forward then its backward per micro-batch: 1F1B's order on one stage) otherwise. "gpipe" stays
+  // selectable with strategy.schedule.
+  c.schedule = PipelineSchedule::OneFOneB;
   c.virtual_stages = o.count_or("virtual_stages", 1, 1024);  // model chunks per GPU: at most a layer each
   if (c.tensor > 1)
     check_heads_divide(model, c.tensor, o.at("tensor_parallel"));

@@ -4,8 +4,10 @@
 //   `balance`, layers per stage, or automatic by compute); each mini-batch is cut into
 //   `microbatches` micro-batches; activations go forward and their gradients backward over the real
 //   links. microbatches = 1 is the naive split (one GPU idle while the other works). Schedules:
-//   "gpipe" (all forwards, then all backwards) and "1f1b" (PipeDream-flush: after a warm-up of
-//   p - s - 1 forwards, stage s alternates one forward and one backward).
+//   "gpipe" (all forwards, then all backwards; the default of `pipeline`, torch's Pipe) and "1f1b"
+//   (PipeDream-flush: after a warm-up of p - s - 1 forwards, stage s alternates one forward and one
+//   backward; the default of `hybrid`, as Megatron-LM's schedules.py get_forward_backward_func
+//   never runs GPipe).
 // hybrid: `data` replicas of a pipeline of `pipeline_stages` stages, each stage split over
 //   `tensor_parallel` GPUs as Megatron-LM runs it: per transformer layer two tensor-parallel
 //   AllReduces forward and two backward, each on its rank's critical path, plus the vocabulary-
@@ -61,7 +63,7 @@ struct ParallelConfig {
   int stages = 1;
   int tensor = 1;
   int microbatches = 1;
-  PipelineSchedule schedule = PipelineSchedule::GPipe;
+  PipelineSchedule schedule = PipelineSchedule::GPipe;  ///< build_hybrid_plan sets 1F1B (Megatron's) before the options
   int virtual_stages = 1;              ///< model chunks per GPU: > 1 is Megatron's interleaved 1F1B
   std::vector<StageRange> ranges;      ///< per virtual stage, chunk-major (c * stages + s; empty: automatic)
   double bucket_cap_mb = 25;           ///< data-parallel gradient buckets

@@ -11,8 +11,9 @@ namespace dtsim {
 
 namespace {
 
-/// DeepSpeed ZeRO-3's optimizer sub-group: the fp32 gradient copy the step makes at once
-/// (deepspeed/runtime/zero/config.py, sub_group_size default pp_int(1e9)).
+/// DeepSpeed ZeRO-3's optimizer sub-group: the fp32 gradient copy the step makes at once, and the
+/// parameters one optimizer.step() covers (deepspeed/runtime/zero/config.py, sub_group_size default
+/// pp_int(1e9)).
 constexpr double kZeroSubGroupElems = 1e9;
 
 /// The same memory on each of `ranks` (every rank of a sharded scheme holds the same).
@@ -59,6 +60,7 @@ std::vector<GpuMemory> sharded_fsdp_memory(const Model& model, const ShardUnits&
   ctx.rules.weight_bytes = ctx.rules.stored_weight_bytes = sbytes;
   ctx.rules.grad_bytes = sbytes;
   ctx.rules.optimizer_bytes *= sbytes / 4;
+  ctx.rules.state_element_bytes = sbytes;  // and so do the step's temporaries (torch._foreach_sqrt of them)
   // A replicated token embedding (FsdpOptions::replicate_embedding): the (1 - 1/T) of it that the
   // tensor split would have left to the other tensor ranks, in this rank's root too: its shard of
   // `shard` ranks keeps weights, optimizer state, and gradients where they persist.
@@ -295,6 +297,10 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   const double step_group = opt.stage == 3 ? std::min(params / N, kZeroSubGroupElems) : params / N;
   req.step_cast_bytes = half ? step_group * model_bytes : 0;  // an fp32 model's flat copy is the one the step reads
   req.step_grad_bytes = step_group * 4;
+  // Stage 3 steps one sub-group at a time (stage3.py step(): _optimizer_step(sub_group_id) per
+  // sub-group), so a torch foreach optimizer's temporary covers one sub-group; stages 1 and 2 step
+  // the whole partition of a parameter group at once (stage_1_and_2.py step(): self.optimizer.step()).
+  req.step_group_elems = opt.stage == 3 ? kZeroSubGroupElems : 0;
   ctx.rules.grad_bytes = model_bytes;
   // The IPG buffers (contiguous_gradients, default true): one bucket of gradients, two with
   // overlap_comm, allocated by the optimizer's backward() and released at the end of backward

@@ -18,9 +18,14 @@
 //  - B200 (HGX / DGX B200, 1,000 W): NVIDIA's Blackwell datasheet, HGX B200 per GPU: FP32 80 TFLOPS,
 //    TF32 tensor 2.2 PFLOPS sparse (1.1 dense), FP16/BF16 4.5 sparse (2.25 dense); HBM3e 8 TB/s
 //    (DGX B200 datasheet: 64 TB/s for 8 GPUs); memory 180 GB (DGX B200 user guide: "8 x NVIDIA B200
-//    GPUs that provide 1,440 GB total GPU memory"), taken as 180e9 bytes as H200's 141 GB is 141e9;
+//    GPUs that provide 1,440 GB total GPU memory"): the datasheet's 180e9 bytes, unmeasured;
 //    compute capability 10.0 (sm_100). The GB200 superchip's B200 runs at 1,200 W with higher
 //    peaks (2.5 PFLOPS BF16 dense): not this entry.
+//  - H200 memory: measured, not the datasheet's "141 GB": cudaMemGetInfo's total on this project's
+//    H200 is 150,109,880,320 bytes (139.8 GiB; nvidia-smi's memory.total 143,771 MiB), the
+//    "total_bytes" of calibration/measured/h200-1gpu-2026-11-27/memory_peaks.json; the same figure
+//    as cudaDeviceProp::totalGlobalMem, "memory_bytes" in h200-1gpu-2026-11-26/compute.json. The
+//    other GPUs' memory sizes are their datasheets' figures, unmeasured.
 // A zero entry means the GPU has no fast path for that precision; peak_flops() then falls back to
 // the FP32 rate (the work is done with FP32 math).
 #include "sim/topology/gpu_spec.hpp"
@@ -79,7 +84,8 @@ const std::vector<GpuEntry>& table()
       // SXM and NVL, unknown, so the SXM figures stand and a measured efficiency absorbs the rest).
       {make("H100-SXM-96GB", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 96 * GiB, 90, 2400 * G, 132), {"H100-96GB"}},
       {make("H100-PCIe", 51.2 * T, 378 * T, 756 * T, 756 * T, 80 * GiB, 90, 2000 * G, 114), {"H100-PCIe-80GB"}},
-      {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 141e9, 90, 4800 * G, 132), {"H200-SXM"}},
+      // Memory: cudaMemGetInfo's total measured on an H200 (memory_peaks.json above: "total_bytes").
+      {make("H200", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 150109880320.0, 90, 4800 * G, 132), {"H200-SXM"}},
       {make("B200", 80 * T, 1100 * T, 2250 * T, 2250 * T, 180e9, 100, 8000 * G, 148), {"B200-SXM", "B200-SXM-180GB"}},
       {make("RTX-2080Ti", 13.4 * T, 0, 53.8 * T, 0, 11 * GiB, 75, 616 * G, 68), {"RTX2080Ti", "RTX-2080-Ti"}},
       {make("RTX-4090", 82.6 * T, 82.6 * T, 165.2 * T, 165.2 * T, 24 * GiB, 89, 1008 * G, 128), {"RTX4090"}},

@@ -23,6 +23,16 @@ std::string one_line(const std::string& text)
   return out;
 }
 
+bool has_control_character(const std::string& text, bool tab_too)
+{
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && (c != '\t' || tab_too)) || u == 0x7f)
+      return true;
+  }
+  return false;
+}
+
 namespace {
 
 std::string compose(const std::string& file, const std::string& pointer, const std::string& problem)

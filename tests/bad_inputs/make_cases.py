@@ -449,6 +449,10 @@ case("report_scaling_negative", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ -
 case("report_scaling_huge", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus 1,4294967296")
 case("report_scaling_empty_piece", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus 1,,4")
 case("report_scaling_too_many", "--scaling-gpus", "-", f"report {DDP} -o @OUT@ --scaling-gpus " + ",".join(["1"] * 65))
+# GPU counts given to --scaling-gpus are refused as sweep --gpus refuses them (DataParallel is one node
+# of 4 GPUs); only the default curve's points are left out with a warning.
+DP = "scenarios/seed-4gpu-dp.json"
+case("report_scaling_point_refused", "--scaling-gpus", "-", f"report {DP} -o @OUT@ --scaling-gpus 2,16")
 case("report_gpus_shown_bad", "--gpus-shown", "-", f"report {DDP} -o @OUT@ --scaling-gpus none --gpus-shown 0-4")
 case("report_compare_unknown", "--compare-strategies", "-", f"report {DDP} -o @OUT@ --compare-strategies dp,zero")
 case("report_compare_empty_piece", "--compare-strategies", "-", f"report {DDP} -o @OUT@ --compare-strategies dp,")
@@ -484,6 +488,16 @@ for name, file, args in vary_cases:
 case("sweep_vary_bad_point", "seed-4gpu-ddp.json", "/training/epochs", f"sweep {DDP} --vary training.epochs=1,-1 --csv @OUT@")
 case("sweep_vary_unknown_key", "--vary training.epoch", "/training/epoch", f"sweep {DDP} --vary training.epoch=1,2 --csv @OUT@")
 case("sweep_vary_and_gpus", "--vary", "-", f"sweep {DDP} --gpus 1,2 --vary gpus=4")
+# Keys that undo each other (another way of giving the batch or the compute times, the same key by
+# --set): one axis, or the --set, would have no effect on the points.
+case("sweep_vary_batch_and_micro_batch", "--vary", "-",
+     f"sweep {DDP} --vary training.batch_per_gpu=16,32 --vary training.micro_batch=8 --csv @OUT@")
+case("sweep_vary_two_compute_sources", "--vary", "-",
+     f"sweep {DDP} --vary training.compute.step_time_s=0.1,0.2 --vary training.compute.single_gpu_throughput=300 --csv @OUT@")
+case("sweep_vary_and_set_gpus", "--vary", "-", f"sweep {DDP} --vary gpus=1,2 --set gpus=8 --csv @OUT@")
+case("sweep_gpus_and_set_gpus", "--gpus", "-", f"sweep {DDP} --gpus 1,2 --set gpus=8 --emit @OUT@")
+case("sweep_vary_removes_set_compute", "--vary", "-",
+     f"sweep {DDP} --vary training.compute.step_time_s=0.1,0.2 --set training.compute.single_gpu_throughput=300")
 case("sweep_gpus_zero", "--gpus", "-", f"sweep {DDP} --gpus 0,4")
 case("sweep_gpus_text", "--gpus", "-", f"sweep {DDP} --gpus 1,x")
 # An empty piece of --gpus is refused as one of --vary gpus=... is (CLI11's delimiter dropped it: 1,2)
@@ -514,6 +528,17 @@ case("sweep_emit_tp_on_cnn", "seed-4gpu-ddp.json", "/strategy/tensor_parallel",
 # Outputs checked before any point runs: two outputs on one path, an output in a missing folder.
 case("sweep_csv_and_html_same", "sweep_csv_and_html_same.json", "-", f"sweep {DDP} --gpus 1,2 --csv @OUT@ --html @OUT@")
 case("calibrate_out_missing_dir", "/nonexistent/c.json", "-", f"calibrate {V100} --topology dgx1-v100 -o /nonexistent/c.json")
+# reference_compute is read with the scenario, in the range of training.compute.single_gpu_throughput,
+# by every command (sweep --emit and report took 1e-7; run refused it after simulating, at
+# /training/compute/single_gpu_throughput).
+REF = "scenarios/imagenet-resnet50-32gpu.json"
+for verb, extra in [("run", ""), ("sweep", " --gpus 8,16 --emit @OUT@"), ("report", " -o @OUT@"), ("compare", "")]:
+    case(f"{verb}_reference_compute_tiny", "imagenet-resnet50-32gpu.json", "/reference_compute/single_gpu_throughput",
+         f"{verb} {REF}{extra} --set reference_compute.single_gpu_throughput=1e-7")
+# A scenario's name is printed: control characters (a newline, an escape sequence) are refused as a
+# runs CSV's are (\u001b reaches dtsim as the escape character).
+for verb, extra in [("run", ""), ("sweep", " --gpus 1,2")]:
+    case(f"{verb}_name_control_char", "seed-4gpu-ddp.json", "/name", f'{verb} {DDP}{extra} --set name="a\\u001bb\\nc"')
 # Tensor parallelism on a model without transformer layers (it splits heads and MLPs: a CNN has none).
 for kind in ["fsdp", "hybrid"]:
     case(f"set_ddp_{kind}_tp_on_cnn", "seed-4gpu-ddp.json", "/strategy/tensor_parallel",

@@ -90,6 +90,45 @@ TEST_CASE("--set overrides any field, and a compute source replaces the others")
   CHECK_FALSE(d["cluster"].contains("nic"));
 }
 
+TEST_CASE("override_replaces: the overrides that apply_overrides undoes, as sweep refuses them together")
+{
+  CHECK(override_replaces("gpus", "gpus"));
+  CHECK(override_replaces("training.compute", "training.compute.step_time_s"));  // a member holding it
+  CHECK_FALSE(override_replaces("training.compute.step_time_s", "training.compute"));  // sets within it
+  CHECK(override_replaces("training.micro_batch", "training.batch_per_gpu"));
+  CHECK(override_replaces("training.batch_per_gpu", "training.global_batch"));
+  CHECK_FALSE(override_replaces("training.micro_batch", "training.global_batch"));  // one way of giving the batch
+  CHECK(override_replaces("training.compute.step_time_s", "training.compute.single_gpu_throughput"));
+  CHECK(override_replaces("training.compute.profile", "training.compute.efficiency"));
+  CHECK_FALSE(override_replaces("training.compute.gpu", "training.compute.efficiency"));
+  CHECK_FALSE(override_replaces("training.compute.jitter_cv", "training.compute.step_time_s"));
+  CHECK_FALSE(override_replaces("gpus", "cluster.nodes"));
+  CHECK_FALSE(override_replaces("cluster.nic.gbps", "cluster.nodes"));
+  // Each pair it names is one apply_overrides keeps only the later of.
+  json d = base();
+  apply_overrides(d, {parse_override("training.compute.single_gpu_throughput=300"),
+                      parse_override("training.compute.step_time_s=1")});
+  CHECK_FALSE(d["training"]["compute"].contains("single_gpu_throughput"));
+}
+
+TEST_CASE("A scenario's name is text: control characters are refused at /name")
+{
+  json d = base();
+  d["name"] = "a\x1b[31mb";
+  CHECK(error_of(d).find("s.json: at /name: expected a name without control characters") == 0);
+  d["name"] = "a\nb";
+  CHECK(error_of(d).find("s.json: at /name: ") == 0);
+}
+
+TEST_CASE("reference_compute.single_gpu_throughput takes training.compute.single_gpu_throughput's range")
+{
+  json d = base();
+  d["reference_compute"] = {{"single_gpu_throughput", 1e-7}, {"source", "x"}};
+  CHECK(error_of(d).find("s.json: at /reference_compute/single_gpu_throughput: expected a number from 1e-06 to 1e+09") == 0);
+  d["reference_compute"]["single_gpu_throughput"] = 373.21;
+  CHECK(parse_scenario(d, "s.json").reference_throughput == doctest::Approx(373.21));
+}
+
 TEST_CASE("--set paths are JSON pointers: escaped keys, array indices, \"-\" appends")
 {
   json d = base();

@@ -273,6 +273,37 @@ TEST_CASE("hybrid plan: per-layer TP collectives, embedding gradient sync and th
   CHECK(z.plan.memory.front().optimizer == doctest::Approx(p.plan.memory.front().optimizer / 2));
 }
 
+TEST_CASE("hybrid's schedule is Megatron's 1F1B unless strategy.schedule says gpipe; pipeline's stays GPipe")
+{
+  // Megatron-LM never runs GPipe: megatron/core/pipeline_parallel/schedules.py get_forward_backward_func
+  // picks forward_backward_pipelining_without_interleaving (1F1B), or the interleaved one, when
+  // pipeline_model_parallel_size > 1. torch's Pipe (kind pipeline) runs GPipe.
+  const auto run = [](const nlohmann::json& strategy) {
+    return plan_scenario(parse_scenario(gpt2_scenario(strategy, 2), "s.json")).plan;
+  };
+  const auto schedule_of = [](const Plan& plan) {
+    for (const auto& n : plan.notes)
+      if (const auto at = n.find(", schedule "); at != std::string::npos)
+        return n.substr(at + 11);
+    FAIL("no schedule note");
+    return std::string();
+  };
+  const nlohmann::json hybrid = {{"kind", "hybrid"}, {"pipeline_stages", 2}, {"microbatches", 4}};
+  nlohmann::json one_f_one_b = hybrid, gpipe = hybrid, interleaved = hybrid;
+  one_f_one_b["schedule"] = "1f1b";
+  gpipe["schedule"] = "gpipe";
+  interleaved["virtual_stages"] = 2;  // no schedule named: interleaved 1F1B, as Megatron's virtual pipeline
+  const Plan by_default = run(hybrid), named = run(one_f_one_b), g = run(gpipe);
+  CHECK(schedule_of(by_default) == "1F1B");
+  CHECK(schedule_of(g) == "GPipe");
+  CHECK(schedule_of(run(interleaved)).rfind("interleaved 1F1B", 0) == 0);
+  CHECK(schedule_of(run({{"kind", "pipeline"}, {"microbatches", 4}})) == "GPipe");
+  // Stage 0 holds min(p - s, m) = 2 micro-batches' activations under 1F1B, all 4 under GPipe.
+  REQUIRE(!by_default.memory.empty());
+  CHECK(by_default.memory.front().activations == doctest::Approx(named.memory.front().activations));
+  CHECK(g.memory.front().activations > 1.5 * by_default.memory.front().activations);
+}
+
 TEST_CASE("the last stage owns a copy of the tied word embedding; bf16 gradients are reduced in fp32")
 {
   const Model gpt2 = load_model("gpt2");

@@ -7,6 +7,7 @@
 #include "sim/strategies/buckets.hpp"
 #include "sim/strategies/fsdp1_grad_passes.hpp"
 #include "sim/strategies/loader.hpp"
+#include "sim/strategies/memory.hpp"
 #include "sim/strategies/optimizer_step.hpp"
 #include "sim/strategies/shard_units.hpp"
 #include "sim/strategies/zero_offload.hpp"
@@ -233,6 +234,29 @@ TEST_CASE("FSDP's sharded dtype, no_sync's accumulated gradients and a replicate
     CHECK(b.optimizer == doctest::Approx(a.optimizer / 2));
     CHECK(b.optimizer == doctest::Approx(P / 16 * 4));
     CHECK(b.total() < a.total());
+  }
+  SUBCASE("sharded_dtype bf16: the Adam step's temporaries in the states' dtype, 2 bytes, not 4")
+  {
+    // torch/optim/adam.py _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)
+    // has the states' dtype; _single_tensor_adam's exp_avg_sq.sqrt() / bias_correction2_sqrt too.
+    const auto step_of = [&](const nlohmann::json& strategy, const char* optimizer) {
+      nlohmann::json s = gpt2_scenario(strategy, 16, 2);
+      s["training"]["global_batch"] = 4 * 16;
+      s["training"]["optimizer"] = optimizer;
+      const Plan p = plan_scenario(parse_scenario(s, "s.json")).plan;
+      REQUIRE(!p.memory_curve.empty());
+      CHECK(p.memory_curve.back().at == "the optimizer step");
+      return p.memory_curve.back().optimizer;
+    };
+    const nlohmann::json bf16 = fsdp({{"sharded_dtype", "bf16"}});
+    // foreach (PyTorch's default on CUDA): two states and one temporary per element of the shard.
+    CHECK(step_of(fsdp(), "adam") == doctest::Approx(P / 16 * (8 + 4)));
+    CHECK(step_of(bf16, "adam") == doctest::Approx(P / 16 * (4 + 2)));
+    CHECK(step_of(bf16, "adam-fused") == doctest::Approx(P / 16 * 4));
+    // The per-tensor loop: two temporaries of the largest tensor's shard.
+    const double largest = largest_param_tensor(load_model("gpt2"), 0, load_model("gpt2").layers.size());
+    CHECK(step_of(fsdp(), "adam-for-loop") == doctest::Approx(P / 16 * 8 + 2 * largest * 4 / 16));
+    CHECK(step_of(bf16, "adam-for-loop") == doctest::Approx(P / 16 * 4 + 2 * largest * 2 / 16));
   }
   SUBCASE("no_sync on FSDP2: every unsharded gradient kept in the reduce dtype, no sharded one at the peak")
   {
@@ -908,6 +932,39 @@ TEST_CASE("ZeRO-1 reaches the optimizer step with its partition's gradients only
   CHECK(plan_of(1, 2, nullptr).memory_curve.front().grads == doctest::Approx(P * 2));
   // With ZeRO-Offload the partition went to the host: no gradients on the GPU at the step.
   CHECK(plan_of(1, 1, {{"device", "cpu"}}).memory_curve.back().grads == 0);
+}
+
+TEST_CASE("ZeRO-3's foreach AdamW temporary covers one optimizer sub-group; stages 1-2 step the whole partition")
+{
+  // stage3.py step() runs _optimizer_step(sub_group_id) per sub-group of at most sub_group_size
+  // (config.py: 1e9) partition elements, so torch's _multi_tensor_adamw makes its
+  // _foreach_sqrt(exp_avg_sqs) list for one sub-group at a time; stage_1_and_2.py steps the
+  // partition's group at once. A Llama-shaped model of 5.5 B parameters on 2 GPUs: 2.7 B per
+  // partition, above one sub-group.
+  const nlohmann::json model = {{"family", "llama"}, {"name", "wide-4-layers"}, {"hidden", 8192}, {"layers", 4},
+                                {"heads", 64}, {"kv_heads", 8}, {"ffn", 28672}, {"seq_len", 512}, {"vocab", 128256}};
+  const auto step_of = [&](int stage, const char* optimizer) {
+    nlohmann::json doc = gpt2_scenario({{"kind", "zero"}, {"stage", stage}}, 2);
+    doc["model"] = model;
+    doc["training"]["micro_batch"] = 1;
+    doc["training"]["optimizer"] = optimizer;
+    const Plan p = plan_scenario(parse_scenario(doc, "s.json")).plan;
+    REQUIRE(!p.memory_curve.empty());
+    CHECK(p.memory_curve.back().at == "the optimizer step");
+    return p.memory_curve.back();
+  };
+  for (const int stage : {1, 2, 3}) {
+    CAPTURE(stage);
+    const MemoryPoint foreach_step = step_of(stage, "adamw"), fused_step = step_of(stage, "adamw-fused");
+    // bf16: the partition's fp32 master weights and two fp32 Adam states, 12 B per element.
+    const double partition = fused_step.optimizer / 12;
+    REQUIRE(partition > 2e9);
+    const double temporary = foreach_step.optimizer - fused_step.optimizer;
+    if (stage == 3)
+      CHECK(temporary == doctest::Approx(1e9 * 4));  // one sub-group's fp32 sqrt(exp_avg_sq)
+    else
+      CHECK(temporary == doctest::Approx(partition * 4));
+  }
 }
 
 TEST_CASE("ZeRO-3 without overlap_comm reduce-scatters on the compute stream: backward waits for each bucket")

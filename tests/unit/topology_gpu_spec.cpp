@@ -26,6 +26,11 @@ TEST_CASE("published peaks and memory")
   CHECK(gpu_spec("RTX-4090").memory_bytes == doctest::Approx(24.0 * (1 << 30)));
   CHECK(gpu_spec("RTX-2080Ti").compute_capability == 75);
 
+  // H200: the total measured on one (calibration/measured/h200-1gpu-2026-11-27/memory_peaks.json,
+  // "total_bytes"; 139.8 GiB), not the datasheet's 141e9 bytes (131.3 GiB).
+  CHECK(gpu_spec("H200").memory_bytes == doctest::Approx(150109880320.0));
+  CHECK(gpu_spec("H200").memory_bytes / (1 << 30) == doctest::Approx(139.8).epsilon(0.001));
+
   const GpuSpec b200 = gpu_spec("B200-SXM");
   CHECK(b200.name == "B200");
   CHECK(b200.peak_flops(Precision::Bf16) == doctest::Approx(2250e12));

@@ -80,6 +80,13 @@ int run_report(const ReportArgs& a)
   for (const auto& kind : strategies)
     points.push_back(strategy_overrides(overrides, kind, strategies));
   const auto outcomes = run_points(a.scenario, points, a.jobs);
+  // GPU counts the user named are refused as sweep --gpus refuses them (nothing written); a point
+  // of the default curve (powers of two) that does not run is left out with a warning.
+  if (!a.scaling_gpus.empty())
+    for (std::size_t i = 0; i < counts.size(); ++i)
+      if (outcomes[i].exit_code == 2)
+        throw InputError("--scaling-gpus", "", fmt::format("the point at {} GPU{}: {}", counts[i], counts[i] == 1 ? "" : "s",
+                                                           outcomes[i].error));
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const bool scaling = i < counts.size();
     if (outcomes[i].exit_code != 0) {

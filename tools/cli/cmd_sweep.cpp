@@ -13,6 +13,7 @@
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/number_text.hpp"
+#include "sim/util/one_line.hpp"
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
@@ -239,6 +240,11 @@ int run_sweep(const SweepArgs& args)
   }
   if (args.scenario.empty())
     throw InputError("command line", "", "sweep expects a scenario file (or --collect DIR)");
+  // The folder's name goes into jobs.txt and slurm.sh: a newline there splits a job in two.
+  if (has_control_character(args.emit, true))
+    throw InputError("--emit", "", fmt::format("expected a folder name without control characters (a newline, a tab, an "
+                                               "escape), got \"{}\"",
+                                               args.emit));
   std::vector<Override> base;
   for (const auto& s : args.sets)
     base.push_back(parse_override(s));
@@ -257,6 +263,11 @@ int run_sweep(const SweepArgs& args)
       }
     }
     fields.push_back(f);
+    for (const auto& o : base)  // as make_grid refuses a --vary key that undoes a --set one
+      if (override_replaces("gpus", o.path))
+        throw InputError("--gpus", "", fmt::format("would undo --set {} at every point: give the GPU counts by --gpus or "
+                                                   "by --set, not both",
+                                                   o.path));
   }
   for (const auto& v : args.vary) {
     fields.push_back(parse_vary(v));

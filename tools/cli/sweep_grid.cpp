@@ -105,6 +105,21 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
     for (std::size_t j = 0; j < i; ++j)
       if (fields[i].path == fields[j].path)
         throw InputError("--vary", "", fmt::format("{} is varied twice", fields[i].path));
+  // Keys that undo each other (apply_overrides's: another way of giving the batch or the compute
+  // times removes the first, a member holding another replaces it) would leave an axis, or a --set,
+  // with no effect on the points: refused, naming both.
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (override_replaces(fields[i].path, fields[j].path) || override_replaces(fields[j].path, fields[i].path))
+        throw InputError("--vary", "", fmt::format("{} and {} exclude each other (setting one removes or replaces the "
+                                                   "other): vary one of them",
+                                                   fields[j].path, fields[i].path));
+    for (const auto& o : base)
+      if (override_replaces(fields[i].path, o.path))
+        throw InputError("--vary", "", fmt::format("{} would undo --set {} at every point (setting one removes or "
+                                                   "replaces the other): vary it, or set it, not both",
+                                                   fields[i].path, o.path));
+  }
   std::size_t total = 1;
   for (const auto& f : fields) {
     total *= f.values.size();
@@ -169,6 +184,13 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw InputError(dir, "", "is not a directory (expected a folder to write the sweep into, for --emit)");
+  // A folder that holds a sweep already is refused: its results/ would be collected under the new
+  // points' values (results of other points, with no error).
+  for (const char* entry : {"manifest.json", "points", "results"})
+    if (fs::exists(fs::symlink_status(fs::path(dir) / entry, ec)))
+      throw InputError(dir, "", fmt::format("holds a sweep already ({} exists): expected a new or empty folder for --emit "
+                                            "(remove the old sweep, or choose another folder)",
+                                            entry));
   // What this call creates, deepest last: removed again if a write fails, so that nothing is left
   // half-written (its new files first, then the folders it made, each only if empty).
   std::vector<fs::path> made_dirs;

@@ -34,6 +34,7 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
 /// `dtsim run ... --json` per line: `parallel < DIR/jobs.txt`) and DIR/slurm.sh (a job array over
 /// the lines of jobs.txt). Results land in DIR/results/NNNN.json. Every point is read and planned
 /// first (check_plan), as `dtsim run` would refuse it: InputError naming the point, nothing written.
+/// A DIR that holds a sweep (manifest.json, points/ or results/) is refused, naming DIR.
 void emit_sweep(const std::string& dir, const std::string& scenario, const std::vector<std::string>& varied,
                 const std::vector<GridPoint>& points);
 
