@@ -2,6 +2,7 @@
 #include "calibration/calibration_file.hpp"
 
 #include "sim/topology/topology_builder.hpp"
+#include "sim/util/data_paths.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <algorithm>
@@ -54,6 +55,16 @@ std::string beside(const std::string& ref, const std::string& file)
   return ref;
 }
 
+/// The calibration file a cluster or topology file names at `c` (relative to that file's folder,
+/// else the working directory): a missing one is the naming file's error, at the member.
+CalibrationFile named_calibration(const JsonReader& c)
+{
+  const std::string ref = c.as_string();
+  const std::string path = beside(ref, c.file());
+  require_referenced_file(path, ref, c.file(), c.pointer());
+  return CalibrationFile::load(path);
+}
+
 }  // namespace
 
 void apply_calibration(Topology& topology, const CalibrationFile& calibration)
@@ -92,7 +103,7 @@ std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)
 {
   if (cluster.is_object()) {
     if (auto c = cluster.find("calibration"))
-      return CalibrationFile::load(beside(c->as_string(), cluster.file()));
+      return named_calibration(*c);
     return std::nullopt;
   }
   if (!cluster.json().is_string())
@@ -105,18 +116,32 @@ std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)
   const JsonReader root(doc, path);
   if (root.is_object())
     if (auto c = root.find("calibration"))
-      return CalibrationFile::load(beside(c->as_string(), path));
+      return named_calibration(*c);
   return std::nullopt;
 }
 
+std::optional<CalibrationFile> topology_file_calibration(const std::string& name_or_file)
+{
+  const nlohmann::json value = name_or_file;
+  return cluster_calibration(JsonReader(value, "--topology", ""));
+}
+
 Topology load_calibrated_topology(const std::string& name, std::optional<int> nodes, const std::string& calibration_path,
-                                  CollectiveOptions& options)
+                                  CollectiveOptions& options, std::string* applied)
 {
   Topology topology = load_topology(name, nodes);
-  if (!calibration_path.empty()) {
-    const CalibrationFile cal = CalibrationFile::load(calibration_path);
-    apply_calibration(topology, cal);
-    options.params = cal.nccl_params(topology.gpu.compute_capability);
+  // A topology file's own "calibration" is read and checked as run reads a cluster's; applied where
+  // the command asks (`applied`) and no --calibration replaces it.
+  std::optional<CalibrationFile> cal;
+  if (applied)
+    cal = topology_file_calibration(name);
+  if (!calibration_path.empty())
+    cal = CalibrationFile::load(calibration_path);
+  if (cal) {
+    apply_calibration(topology, *cal);
+    options.params = cal->nccl_params(topology.gpu.compute_capability);
+    if (applied)
+      *applied = cal->path;
   }
   return topology;
 }

@@ -52,6 +52,10 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 /// the topology file it names; the path is relative to the file that names it. nullopt when none.
 std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster);
 
+/// The calibration a topology file given on the command line (--topology NAME|FILE) names, checked
+/// as cluster_calibration checks a scenario's. nullopt for a preset or a file without one.
+std::optional<CalibrationFile> topology_file_calibration(const std::string& name_or_file);
+
 }  // namespace dtsim
 
 #include "sim/collectives/collective_options.hpp"
@@ -60,8 +64,11 @@ namespace dtsim {
 
 /// For the nccl-tests / calibrate / validate commands: the topology (preset or file, optional
 /// node count) with the calibration file applied, and the collective options it implies (its NCCL
-/// parameters). `calibration_path` may be empty (defaults).
+/// parameters). `calibration_path` may be empty (defaults). With `applied` (nccl-tests), a topology
+/// file's own "calibration" is read, checked and applied when `calibration_path` is empty, and
+/// `applied` is set to the path of the calibration applied (left alone when none).
 Topology load_calibrated_topology(const std::string& topology, std::optional<int> nodes,
-                                  const std::string& calibration_path, CollectiveOptions& options);
+                                  const std::string& calibration_path, CollectiveOptions& options,
+                                  std::string* applied = nullptr);
 
 }  // namespace dtsim

@@ -1,6 +1,7 @@
 // training.compute.profile: per-layer forward/backward seconds measured on one GPU, read from a
 // calibration file's "compute" section (dtsim calibrate) or from profile_model.py's JSON itself.
 #include "sim/scenario/scenario.hpp"
+#include "sim/util/data_paths.hpp"
 #include "sim/util/input_error.hpp"
 
 #include <fmt/format.h>
@@ -37,6 +38,7 @@ ComputeProfileSource read_compute_profile_source(const JsonReader& value)
 {
   ComputeProfileSource out;
   out.file = beside(value.as_string(), value.file());
+  require_referenced_file(out.file, value.as_string(), value.file(), value.pointer(), /*beside_only=*/true);
   const nlohmann::json doc = load_json_file(out.file);
   const JsonReader root(doc, out.file);
   if (!root.is_object())

@@ -49,6 +49,19 @@ std::optional<JsonReader> LayeredJson::find(std::initializer_list<std::string> p
   return std::nullopt;
 }
 
+std::size_t LayeredJson::layer_of(std::initializer_list<std::string> path) const
+{
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::optional<JsonReader> value;
+    const Found found = walk(layers_[i], path, value);
+    if (found == Found::Value)
+      return i;
+    if (found == Found::Deleted)
+      break;
+  }
+  return layers_.size();
+}
+
 JsonReader LayeredJson::at(std::initializer_list<std::string> path) const
 {
   if (auto value = find(path))

@@ -25,6 +25,9 @@ public:
   std::optional<JsonReader> find(std::initializer_list<std::string> path) const;
   /// As find(), but a missing value is an error at the most specific layer.
   JsonReader at(std::initializer_list<std::string> path) const;
+  /// The index of the layer find() takes the value at `path` from (0: the most specific), or size()
+  /// when none has it: of two values that contradict each other, the more specific one is blamed.
+  std::size_t layer_of(std::initializer_list<std::string> path) const;
   /// Every layer's object at `path` (to check member names in each).
   std::vector<JsonReader> objects_at(std::initializer_list<std::string> path) const;
 

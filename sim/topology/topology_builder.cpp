@@ -33,6 +33,8 @@ std::string resolve_path(const std::string& ref, const std::string& file, const 
     fs::path path(ref);
     if (!fs::exists(path) && path.is_relative() && !file.empty() && fs::exists(fs::path(file).parent_path() / path))
       path = fs::path(file).parent_path() / path;
+    if (!pointer.empty())  // named inside a scenario or topology file (a command line's names itself)
+      require_referenced_file(path.string(), ref, file, pointer);
     *name = fs::path(ref).stem().string();
     return path.string();
   }

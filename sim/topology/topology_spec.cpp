@@ -94,7 +94,9 @@ int pcie_gen_of(const JsonReader& r)
   return static_cast<int>(v);
 }
 
-std::vector<NvLinkPair> read_pairs(const JsonReader& list, int gpus_per_node, const JsonReader& gpus_at)
+/// `blame_list`: a mesh of fewer GPUs than gpus_per_node is the list's fault (it comes from a more
+/// specific layer than gpus_per_node: a user's pairs over a preset's node), else gpus_per_node's.
+std::vector<NvLinkPair> read_pairs(const JsonReader& list, int gpus_per_node, const JsonReader& gpus_at, bool blame_list)
 {
   std::vector<NvLinkPair> pairs;
   std::set<std::pair<int, int>> seen;
@@ -112,10 +114,58 @@ std::vector<NvLinkPair> read_pairs(const JsonReader& list, int gpus_per_node, co
     if (p.a < gpus_per_node && p.b < gpus_per_node)
       pairs.push_back(p);
   }
+  if (gpus_per_node > mesh_size && blame_list)
+    list.fail(fmt::format("expected an NVLink mesh of the node's {} GPUs (gpus_per_node), got pairs among {} GPUs",
+                          gpus_per_node, mesh_size));
   if (gpus_per_node > mesh_size)
     gpus_at.fail(fmt::format("the NVLink mesh (intra_node.nvlink_pairs at {}) describes {} GPUs, got gpus_per_node {}",
                              list.pointer().empty() ? "/" : list.pointer(), mesh_size, gpus_per_node));
   return pairs;
+}
+
+/// Whether intra_node.`key` means anything for a node of intra_node.kind `kind`, and what it sets.
+bool applies_to_kind(const std::string& key, const std::string& kind, const char** sets)
+{
+  if (key == "nvlink_lane_gbytes" || key == "nvlink_latency_us") {
+    *sets = "the NVLink of kinds nvswitch and nvlink-mesh";
+    return kind != "pcie";
+  }
+  if (key == "nvlink_lanes_per_gpu" || key == "max_gpus") {
+    *sets = "an NVSwitch node's links";
+    return kind == "nvswitch";
+  }
+  if (key == "nvlink_pairs") {
+    *sets = "the links of kind nvlink-mesh";
+    return kind == "nvlink-mesh";
+  }
+  return true;
+}
+
+/// Members of another kind would be ignored: refused where given beside the kind (in the layer that
+/// names it or a more specific one, such as the user's file or a --set); a preset's own, below the
+/// layer that names the kind, belong to the preset's kind. A null (which removes a base's) is no value.
+void refuse_members_of_other_kinds(const LayeredJson& layers, const std::string& kind)
+{
+  for (const JsonReader& layer : layers.objects_at({"intra_node"})) {
+    for (const char* key : {"nvlink_lane_gbytes", "nvlink_latency_us", "nvlink_lanes_per_gpu", "max_gpus", "nvlink_pairs"}) {
+      const char* sets = "";
+      if (const auto given = layer.find(key); given && !given->json().is_null() && !applies_to_kind(key, kind, &sets))
+        given->fail(fmt::format("expected no {} with intra_node.kind {} (it sets {})", key, kind, sets));
+    }
+    if (layer.find("kind"))
+      break;
+  }
+}
+
+/// A member that only means something beside another's value (gpus_per_pcie_switch beside PCIe
+/// switches, cpu_interconnect beside two sockets): refused when given in the layer of that value or a
+/// more specific one (a --set of pcie_switches 0 over a preset with switches leaves the preset's alone).
+void refuse_unused_beside(const LayeredJson& layers, std::initializer_list<std::string> member,
+                          std::initializer_list<std::string> decided_by, const std::string& problem)
+{
+  const auto given = layers.find(member);
+  if (given && !given->json().is_null() && layers.layer_of(member) <= layers.layer_of(decided_by))
+    given->fail(problem);
 }
 
 }  // namespace
@@ -180,6 +230,13 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   // The largest NVLink domain sold (GB200 NVL72) has 72 GPUs; 256 leaves room for any node.
   if (s.gpus_per_node > 256)
     gpus_at.fail(fmt::format("expected at most 256 GPUs per node, got {}", s.gpus_per_node));
+  // Of two members that contradict each other, the one from the more specific layer is blamed: the
+  // user's file (or --set) over the preset it names in "base".
+  const auto more_specific = [&layers](std::initializer_list<std::string> a, std::initializer_list<std::string> b) {
+    return layers.layer_of(a) < layers.layer_of(b);
+  };
+  if (static_cast<long>(s.nodes) * s.gpus_per_node > 65536 && !nodes_override && more_specific({"nodes"}, {"gpus_per_node"}))
+    nodes_at.fail(fmt::format("expected at most 65536 GPUs in all, got {} nodes x {} GPUs", s.nodes, s.gpus_per_node));
   if (static_cast<long>(s.nodes) * s.gpus_per_node > 65536)
     gpus_at.fail(fmt::format("expected at most 65536 GPUs in all, got {} nodes x {} GPUs", s.nodes, s.gpus_per_node));
   const JsonReader gpu_at = layers.at({"gpu"});
@@ -190,19 +247,25 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   // Inside a node.
   const std::string kind = layers.at({"intra_node", "kind"}).as_choice({"nvswitch", "nvlink-mesh", "pcie"});
   s.intra_kind = kind == "nvswitch" ? IntraNodeKind::NvSwitch : kind == "nvlink-mesh" ? IntraNodeKind::NvLinkMesh : IntraNodeKind::Pcie;
+  refuse_members_of_other_kinds(layers, kind);
   if (s.intra_kind != IntraNodeKind::Pcie) {
     s.nvlink_lane_bandwidth = gbytes(layers.at({"intra_node", "nvlink_lane_gbytes"}));
     s.nvlink_latency = us(layers.at({"intra_node", "nvlink_latency_us"}));
   }
   if (s.intra_kind == IntraNodeKind::NvSwitch) {
     s.nvlink_lanes_per_gpu = per_node_count(layers.at({"intra_node", "nvlink_lanes_per_gpu"}), 1);
-    s.max_gpus = positive_int(layers.at({"intra_node", "max_gpus"}));
+    const JsonReader max_at = layers.at({"intra_node", "max_gpus"});
+    s.max_gpus = positive_int(max_at);
+    if (s.gpus_per_node > s.max_gpus && more_specific({"intra_node", "max_gpus"}, {"gpus_per_node"}))
+      max_at.fail(fmt::format("expected an NVSwitch fabric that takes the node's {} GPUs (gpus_per_node), got max_gpus {}",
+                              s.gpus_per_node, s.max_gpus));
     if (s.gpus_per_node > s.max_gpus)
       gpus_at.fail(fmt::format("the NVSwitch fabric takes at most {} GPUs (intra_node.max_gpus), got gpus_per_node {}",
                                s.max_gpus, s.gpus_per_node));
   }
   if (s.intra_kind == IntraNodeKind::NvLinkMesh)
-    s.nvlink_pairs = read_pairs(layers.at({"intra_node", "nvlink_pairs"}), s.gpus_per_node, gpus_at);
+    s.nvlink_pairs = read_pairs(layers.at({"intra_node", "nvlink_pairs"}), s.gpus_per_node, gpus_at,
+                                more_specific({"intra_node", "nvlink_pairs"}, {"gpus_per_node"}));
 
   s.pcie_gen = pcie_gen_of(layers.at({"intra_node", "pcie_gen"}));
   if (auto lanes = layers.find({"intra_node", "pcie_lanes"})) {
@@ -220,14 +283,32 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   if (s.pcie_switches > 0) {
     const JsonReader per = layers.at({"intra_node", "gpus_per_pcie_switch"});
     s.gpus_per_pcie_switch = per_node_count(per, 1);
-    if (s.gpus_per_node > s.pcie_switches * s.gpus_per_pcie_switch)
-      gpus_at.fail(fmt::format("{} PCIe switches of {} GPUs hold at most {} GPUs, got gpus_per_node {}", s.pcie_switches,
-                               s.gpus_per_pcie_switch, s.pcie_switches * s.gpus_per_pcie_switch, s.gpus_per_node));
+    if (s.gpus_per_node > s.pcie_switches * s.gpus_per_pcie_switch) {
+      // Blamed on the most specific of the three (gpus_per_node on a tie, then the switches).
+      const JsonReader switches_at = layers.at({"intra_node", "pcie_switches"});
+      const std::size_t in_gpus = layers.layer_of({"gpus_per_node"});
+      const std::size_t in_switches = layers.layer_of({"intra_node", "pcie_switches"});
+      const std::size_t in_per = layers.layer_of({"intra_node", "gpus_per_pcie_switch"});
+      const JsonReader& blamed = in_gpus <= std::min(in_switches, in_per) ? gpus_at : in_switches <= in_per ? switches_at : per;
+      blamed.fail(fmt::format("{} PCIe switches of {} GPUs hold at most {} GPUs, got gpus_per_node {}", s.pcie_switches,
+                              s.gpus_per_pcie_switch, s.pcie_switches * s.gpus_per_pcie_switch, s.gpus_per_node));
+    }
+    if (s.pcie_switches < s.cpu_sockets && more_specific({"intra_node", "cpu_sockets"}, {"intra_node", "pcie_switches"}))
+      layers.at({"intra_node", "cpu_sockets"})
+          .fail(fmt::format("expected at most one CPU socket per PCIe switch ({} switches), got {}", s.pcie_switches,
+                            s.cpu_sockets));
     if (s.pcie_switches < s.cpu_sockets)
       layers.at({"intra_node", "pcie_switches"})
           .fail(fmt::format("expected at least one PCIe switch per CPU socket ({}), got {}", s.cpu_sockets, s.pcie_switches));
+  } else {
+    refuse_unused_beside(layers, {"intra_node", "gpus_per_pcie_switch"}, {"intra_node", "pcie_switches"},
+                         "expected no gpus_per_pcie_switch with intra_node.pcie_switches 0 (the GPUs sit on the CPUs' "
+                         "root ports)");
   }
-  if (s.cpu_sockets > 1) {
+  if (s.cpu_sockets <= 1) {
+    refuse_unused_beside(layers, {"intra_node", "cpu_interconnect"}, {"intra_node", "cpu_sockets"},
+                         "expected no cpu_interconnect with one CPU socket (intra_node.cpu_sockets: it joins two or more)");
+  } else {
     s.cpu_link_bandwidth = gbytes(layers.at({"intra_node", "cpu_interconnect", "gbytes"}));
     s.cpu_link_latency = us(layers.at({"intra_node", "cpu_interconnect", "latency_us"}));
   }
@@ -273,6 +354,8 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   // NICs and the network between nodes.
   s.nics_per_node = per_node_count(layers.at({"nic", "count_per_node"}), 0);
   if (s.nics_per_node > 0 || s.nodes > 1) {
+    if (s.nics_per_node == 0 && !nodes_override && s.nodes > 1 && more_specific({"nodes"}, {"nic", "count_per_node"}))
+      nodes_at.fail(fmt::format("expected 1 node with nic.count_per_node 0 (no network between nodes), got {}", s.nodes));
     if (s.nics_per_node == 0)
       layers.at({"nic", "count_per_node"}).fail(fmt::format("{} nodes need at least one NIC per node, got 0", s.nodes));
     s.nic_bandwidth = layers.at({"nic", "gbps"}).as_number_in(1e-3, 1e7) * 1e9 / 8.0;

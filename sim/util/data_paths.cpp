@@ -1,5 +1,9 @@
 #include "sim/util/data_paths.hpp"
 
+#include "sim/util/input_error.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +29,22 @@ std::string data_dir()
 std::string data_file(const std::string& folder, const std::string& name)
 {
   return data_dir() + "/" + folder + "/" + name + ".json";
+}
+
+void require_referenced_file(const std::string& path, const std::string& ref, const std::string& file,
+                             const std::string& pointer, bool beside_only)
+{
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec))
+    return;
+  if (fs::path(ref).is_absolute())
+    throw InputError(file, pointer.empty() ? "/" : pointer, fmt::format("expected an existing file, \"{}\" was not found", ref));
+  const std::string folder = fs::path(file).parent_path().string();
+  throw InputError(file, pointer.empty() ? "/" : pointer,
+                   fmt::format("expected an existing file, \"{}\" was not found beside {} ({}){}", ref,
+                               fs::path(file).filename().string(), folder.empty() ? "." : folder,
+                               beside_only ? "" : " or in the working directory"));
 }
 
 std::vector<std::string> data_names(const std::string& folder)

@@ -231,13 +231,44 @@ case("scenario_bad_utf8", "topo_bad_utf8.json", "-", f"run {F}topo_bad_utf8.json
 case("scenario_not_object", "topo_not_object.json", "-", f"run {F}topo_not_object.json")
 case("scenario_nul_tail", "topo_nul_tail.json", "-", f"run {F}topo_nul_tail.json")
 
-# Topology files
+# Topology files (the pointer where the message must name one)
+TOPO_POINTERS = {
+    "topo_pcie_nvlink_lane_gbytes.json": "/intra_node/nvlink_lane_gbytes",
+    "topo_mesh_max_gpus.json": "/intra_node/max_gpus",
+    "topo_nvswitch_nvlink_pairs.json": "/intra_node/nvlink_pairs",
+    "topo_gpus_per_switch_without_switches.json": "/intra_node/gpus_per_pcie_switch",
+    "topo_interconnect_one_socket.json": "/intra_node/cpu_interconnect",
+    "topo_mesh_pairs_fewer_gpus.json": "/intra_node/nvlink_pairs",
+    "topo_nvswitch_max_gpus_below_node.json": "/intra_node/max_gpus",
+    "topo_calibration_missing.json": "/calibration",
+    "topo_calibration_number.json": "/calibration",
+    "topo_base_file_missing.json": "/base",
+}
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
     if f.startswith("topo_"):
-        case("topology_" + f[5:-5], f, "-", f"topology check {F}{f}")
+        case("topology_" + f[5:-5], f, TOPO_POINTERS.get(f, "-"), f"topology check {F}{f}")
 case("topology_directory", "tests/bad_inputs", "-", "topology check tests/bad_inputs")
 case("topology_nodes_zero_cli", "--nodes", "-", "topology show pcie-box --nodes 0")
 case("topology_nodes_huge_cli", "--nodes", "-", "topology check pcie-box --nodes 100000")
+# Topology members the file's intra_node.kind does not use are refused where the user gives them
+# (the topology_* cases above: topo_pcie_nvlink_lane_gbytes, ...), and through --set.
+case("set_pcie_nvlink_lane_gbytes", "seed-2gpu-pipelined.json", "/cluster/intra_node/nvlink_lane_gbytes",
+     f"run {PIPE} --set cluster.intra_node.nvlink_lane_gbytes=-5")
+case("set_pcie_max_gpus", "seed-4gpu-ddp.json", "/cluster/intra_node/max_gpus", f"run {DDP} --set cluster.intra_node.max_gpus=-7")
+# A topology's calibration is checked by topology check and nccl-tests, as run checks it.
+for f in ["topo_calibration_missing", "topo_calibration_number"]:
+    case(f"nccl_tests_{f[5:]}", f + ".json", "/calibration", f"nccl-tests --topology {F}{f}.json")
+# A contradiction between the user's member and the preset's is the user's (file or --set), not the preset's.
+case("set_pcie_switches_too_few", "imagenet-resnet50-32gpu.json", "/cluster/intra_node/pcie_switches",
+     "run scenarios/imagenet-resnet50-32gpu.json --set cluster.intra_node.pcie_switches=3")
+case("explain_mesh_pairs_fewer_gpus", "topo_mesh_pairs_fewer_gpus.json", "/intra_node/nvlink_pairs",
+     f"explain ddp --gpus 4 --cluster {F}topo_mesh_pairs_fewer_gpus.json")
+# A missing file named inside a scenario is the scenario's error, at the member naming it.
+case("set_cluster_calibration_missing", "seed-4gpu-ddp.json", "/cluster/calibration",
+     f"run {DDP} --set cluster.calibration=absent_calibration.json")
+case("set_cluster_base_missing", "seed-4gpu-ddp.json", "/cluster/base", f"run {DDP} --set cluster.base=absent_topology.json")
+case("set_profile_missing", "seed-4gpu-ddp.json", "/training/compute/profile",
+     f"run {DDP} --set model=toymodel --set training.compute.profile=absent_profile.json")
 
 # Model files
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
@@ -299,8 +330,9 @@ case("calibration_directory", "tests/bad_inputs", "-",
 # Compute profiles
 for f in sorted(os.listdir(os.path.join(HERE, "files"))):
     if f.startswith("profile_"):
+        # A profile's path is taken beside the scenario (scenarios/): from there, ../tests/...
         case(f[:-5], f, "-",
-             f"run {DDP} --set model=toymodel --set training.compute.profile={F}{f}")
+             f"run {DDP} --set model=toymodel --set training.compute.profile=../{F}{f}")
         case("calibrate_" + f[:-5], f, "-", f"calibrate {F}{f} --topology dgx1-v100 -o @OUT@")
 
 # nccl-tests logs: validate, and calibrate (which must leave no output file)

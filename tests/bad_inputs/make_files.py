@@ -77,6 +77,24 @@ write("topo_bad_utf8.json", b'{"nodes": 1, "gpu": "\xff\xfe"}')
 write("topo_nul.json", b'{"nodes": 1\x00}')
 # A NUL byte ends nlohmann's input: a whole document before it must not hide what follows.
 write("topo_nul_tail.json", json.dumps(topo).encode() + b'\x00{"nodes": 999, garbage ]]]')
+# Topology files over a preset ("base"): members of another intra_node.kind (or that only mean
+# something beside PCIe switches or a second socket), a contradiction blamed on the user's member
+# rather than the preset's, a missing calibration or base file named where the file names it.
+topo_layers = {
+    "topo_pcie_nvlink_lane_gbytes": {"base": "pcie-box", "intra_node": {"nvlink_lane_gbytes": -5}},
+    "topo_mesh_max_gpus": {"base": "dgx1-v100", "intra_node": {"max_gpus": "abc"}},
+    "topo_nvswitch_nvlink_pairs": {"base": "hgx-h100", "intra_node": {"nvlink_pairs": [[0, 1, 1]]}},
+    "topo_gpus_per_switch_without_switches": {"base": "pcie-box", "intra_node": {"gpus_per_pcie_switch": "y"}},
+    "topo_interconnect_one_socket": {"base": "pcie-box",
+                                     "intra_node": {"cpu_sockets": 1, "cpu_interconnect": {"gbytes": -1}}},
+    "topo_mesh_pairs_fewer_gpus": {"base": "dgx1-v100", "intra_node": {"nvlink_pairs": [[0, 1, 1]]}},
+    "topo_nvswitch_max_gpus_below_node": {"base": "hgx-h100", "intra_node": {"max_gpus": 4}},
+    "topo_calibration_missing": {"base": "dgx-a100", "calibration": "absent_calibration.json"},
+    "topo_calibration_number": {"base": "dgx-a100", "calibration": 5},
+    "topo_base_file_missing": {"base": "absent_base.json"},
+}
+for name, doc in topo_layers.items():
+    write(name + ".json", json.dumps(doc) + "\n")
 
 # --- models (dtsim run SCENARIO --set model=FILE) --------------------------------------------------
 model = load("models/toymodel.json")

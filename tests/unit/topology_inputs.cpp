@@ -163,3 +163,62 @@ TEST_CASE("broken files name the file and the JSON pointer")
     CHECK(contains(err.what(), "hgx-h100"));
   }
 }
+
+TEST_CASE("members of another intra_node.kind are refused where the user gives them, not where a preset does")
+{
+  auto e = error_of_inline(R"({"base": "pcie-box", "intra_node": {"nvlink_lane_gbytes": -5}})");
+  CHECK(e.file == "scenario.json");
+  CHECK(e.pointer == "/cluster/intra_node/nvlink_lane_gbytes");
+  CHECK(contains(e.message, "expected no nvlink_lane_gbytes with intra_node.kind pcie"));
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "intra_node": {"max_gpus": "abc"}})");
+  CHECK(e.pointer == "/cluster/intra_node/max_gpus");
+  CHECK(contains(e.message, "intra_node.kind nvlink-mesh"));
+
+  e = error_of_inline(R"({"base": "hgx-h100", "intra_node": {"nvlink_pairs": "garbage"}})");
+  CHECK(e.pointer == "/cluster/intra_node/nvlink_pairs");
+
+  e = error_of_inline(R"({"base": "pcie-box", "intra_node": {"gpus_per_pcie_switch": 2}})");
+  CHECK(e.pointer == "/cluster/intra_node/gpus_per_pcie_switch");
+
+  e = error_of_inline(R"({"base": "pcie-box", "intra_node": {"cpu_sockets": 1, "cpu_interconnect": {"gbytes": -1}}})");
+  CHECK(e.pointer == "/cluster/intra_node/cpu_interconnect");
+
+  // The preset's own members of its kind are not the user's: another kind over dgx1-v100 leaves its
+  // NVLink mesh unused; one socket over pcie-box leaves its interconnect; a null removes a member.
+  for (const char* fine : {R"({"base": "dgx1-v100", "intra_node": {"kind": "pcie"}})",
+                           R"({"base": "dgx-a100", "intra_node": {"kind": "pcie", "pcie_switches": 0}})",
+                           R"({"base": "pcie-box", "intra_node": {"cpu_sockets": 1}})",
+                           R"({"base": "dgx1-v100", "intra_node": {"kind": "pcie", "nvlink_pairs": null}})"}) {
+    CAPTURE(fine);
+    const nlohmann::json value = nlohmann::json::parse(fine);
+    CHECK_NOTHROW(build_topology(JsonReader(value, "scenario.json", "/cluster")));
+  }
+}
+
+TEST_CASE("a contradiction between the user's member and the preset's is blamed on the user's")
+{
+  auto e = error_of_inline(R"({"base": "dgx1-v100", "intra_node": {"nvlink_pairs": []}})");
+  CHECK(e.file == "scenario.json");
+  CHECK(e.pointer == "/cluster/intra_node/nvlink_pairs");
+  CHECK(contains(e.message, "8 GPUs (gpus_per_node), got pairs among 0 GPUs"));
+
+  e = error_of_inline(R"({"base": "dgx1-v100", "intra_node": {"pcie_switches": 3}})");
+  CHECK(e.pointer == "/cluster/intra_node/pcie_switches");
+  CHECK(contains(e.message, "3 PCIe switches of 2 GPUs hold at most 6 GPUs"));
+
+  e = error_of_inline(R"({"base": "hgx-h100", "intra_node": {"max_gpus": 4}})");
+  CHECK(e.pointer == "/cluster/intra_node/max_gpus");
+
+  // Both the user's: gpus_per_node is blamed, as before.
+  e = error_of_inline(R"({"base": "dgx1-v100", "gpus_per_node": 8, "intra_node": {"pcie_switches": 3}})");
+  CHECK(e.pointer == "/cluster/gpus_per_node");
+}
+
+TEST_CASE("a missing base file is the naming file's error, at \"base\"")
+{
+  const auto e = error_of_inline(R"({"base": "absent_base_file.json"})");
+  CHECK(e.file == "scenario.json");
+  CHECK(e.pointer == "/cluster/base");
+  CHECK(contains(e.message, "expected an existing file, \"absent_base_file.json\" was not found"));
+}

@@ -151,8 +151,9 @@ int run(const NcclTestsArgs& a)
                                                      a.min_bytes, a.max_bytes,
                                                      by_step ? fmt::format("-i {}", *a.step) : fmt::format("-f {}", factor),
                                                      kMaxSizes, by_step ? "-i" : "-f"));
-  const Topology topology = load_calibrated_topology(a.topology, a.nodes,
-                                                     a.calibration, options);
+  // --calibration, else the topology file's own "calibration" (checked and applied as run applies a cluster's).
+  std::string calibration = a.calibration;
+  const Topology topology = load_calibrated_topology(a.topology, a.nodes, a.calibration, options, &calibration);
   const int n = static_cast<int>(topology.gpus().size());
   if (a.gpus_per_thread && (*a.gpus_per_thread < 1 || *a.gpus_per_thread > n || n % *a.gpus_per_thread != 0))
     throw InputError("command line", "", fmt::format("-g expects a divisor of the {} GPUs, got {}", n, *a.gpus_per_thread));
@@ -191,7 +192,7 @@ int run(const NcclTestsArgs& a)
                                       {"gpu", topology.gpu.name}, {"op", op_name}, {"redop", redop},
                                       {"datatype", a.datatype}, {"ranks", n}, {"threads", threads},
                                       {"gpus_per_thread", options.gpus_per_thread},
-                                      {"calibration", a.calibration}, {"nccl_algo", a.algo}, {"nccl_proto", a.proto},
+                                      {"calibration", calibration}, {"nccl_algo", a.algo}, {"nccl_proto", a.proto},
                                       {"rows", rows}}.dump(2));
     return 0;
   }
@@ -212,7 +213,7 @@ int run(const NcclTestsArgs& a)
   table.comments.push_back("dtsim nccl-tests: SIMULATED prediction, not a measurement");
   table.comments.push_back(fmt::format("topology: {} ({} node(s) x {} GPU(s), {})", topology.name, topology.nodes,
                                        topology.gpus_per_node, topology.gpu.name));
-  table.comments.push_back(fmt::format("calibration: {}", a.calibration.empty() ? "none (preset defaults)" : a.calibration));
+  table.comments.push_back(fmt::format("calibration: {}", calibration.empty() ? "none (preset defaults)" : calibration));
   table.comments.push_back(fmt::format("NCCL_ALGO={} NCCL_PROTO={}", a.algo.empty() ? "(NCCL's choice)" : a.algo,
                                        a.proto.empty() ? "(NCCL's choice)" : a.proto));
   table.comments.push_back("#wrong: N/A (a simulation checks no data)");
