@@ -1,9 +1,33 @@
 #include "sim/strategies/buckets.hpp"
 
+#include "sim/util/json_reader.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 namespace dtsim {
+
+void check_buckets_per_iteration(const JsonReader& strategy, const char* key, double calls, double given, double least,
+                                 const char* unit, double params)
+{
+  if (calls <= kMaxBucketsPerIteration)
+    return;
+  // Up to 3 significant digits, so that the size the message names is within the bound.
+  if (least > 0 && std::isfinite(least)) {
+    const double step = std::pow(10.0, std::floor(std::log10(least)) - 2);
+    least = std::ceil(least / step * (1 - 1e-12)) * step;
+  }
+  strategy.fail_member_or_here(
+      key,
+      fmt::format("expected a bucket size of at least {:.3g} {} (at most {:.0f} collectives per iteration for {:.3g} "
+                  "parameters), got {:.6g} ({:.3g} collectives)",
+                  least, unit, kMaxBucketsPerIteration, params, given, calls),
+      fmt::format("expected a {} of at least {:.3g} {} (at most {:.0f} collectives per iteration for {:.3g} parameters); "
+                  "its default, {:.6g}, gives {:.3g} collectives",
+                  key, least, unit, kMaxBucketsPerIteration, params, given, calls));
+}
 
 std::vector<Bucket> assign_buckets(const Model& model, double bytes_per_element, double first_bucket_bytes,
                                    double bucket_cap_bytes)

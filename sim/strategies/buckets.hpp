@@ -17,6 +17,24 @@
 
 namespace dtsim {
 
+class JsonReader;
+
+/// Most gradient buckets (so collectives of one kind) per iteration that a plan may hold. The
+/// frameworks' defaults give a few dozen even for 1e12 parameters (DeepSpeed's reduce_bucket_size
+/// 5e8 elements; PyTorch DDP's 25 MiB buckets, which hold whole tensors, at most one per tensor:
+/// Llama 3 405B's 1,263); a tiny bucket size gave millions, each a collective over every rank, and
+/// a plan that outgrew memory (DDP, 100,000 layers of 1,000 parameters on 32 GPUs at
+/// bucket_cap_mb 0.001: 100,000 buckets, std::bad_alloc after 11 s). ZeRO, DDP and Megatron's
+/// data-parallel gradients share it.
+constexpr double kMaxBucketsPerIteration = 4096;
+
+/// Refuses (exit 2) a bucket size that gives more than kMaxBucketsPerIteration collectives per
+/// iteration: names `key` in the strategy where it is given, else the strategy (its default).
+/// `given` and `least` (the smallest size within the bound, rounded up to 3 significant digits) are
+/// in `unit` ("elements", "MB"); `params`: the parameters the buckets hold. Returns if within.
+void check_buckets_per_iteration(const JsonReader& strategy, const char* key, double calls, double given, double least,
+                                 const char* unit, double params);
+
 struct Bucket {
   double bytes = 0;
   std::size_t tensors = 0;

@@ -77,6 +77,16 @@ BucketCopies bucket_copies(const std::vector<Bucket>& buckets, const GpuSpec& gp
   return c;
 }
 
+// Most tasks the buckets' AllReduces may add to a plan, over all its iterations. DDP does not fold
+// ranks (simulation.ranks; only the sharded and hybrid builders have the symmetry), so each bucket is
+// every rank's ring steps (transfers and their start-up delays): Llama 3 405B on 32 V100 of 4 DGX-1
+// (r32.json, 884 buckets, 4 iterations) is 2.2e7 such tasks, 13.1 s and 4.43 GB on this project's
+// 2-core machine (about 200 bytes a task; 16 GPUs: 2.1 s and 0.58 GB); 128 GPUs outgrew 8 GB in 28 s
+// and explain's 1024 GPUs 8 GB in 17 s (std::bad_alloc under a 6 GB cap); 4,001 buckets of 100,000
+// layers on 32 GPUs (2.48e7) took 5.36 GB and 18 s. 2.3e7 keeps a plan within about 5 GB and 20 s,
+// every shipped DDP scenario and validation row far below it.
+constexpr double kMaxBucketCollectiveTasks = 2.3e7;
+
 // Backward of one micro-step on one rank, cut where buckets become ready. seg[k] is the task after
 // which bucket k's gradients are all ready; the last element closes backward.
 struct Backward {
@@ -166,6 +176,17 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   }
   const double grad_elem = gradient_bytes_per_element(scenario.training.precision);
   const auto buckets = assign_buckets(model, grad_elem, opt.first_bucket_mb * kMiB, opt.bucket_cap_mb * kMiB);
+  // Each bucket is an AllReduce over every rank (bucket_cap_mb 0.001 on 100,000 layers: 100,000 of
+  // them, std::bad_alloc): at most kMaxBucketsPerIteration (buckets.hpp), as ZeRO's and Megatron's.
+  // A bucket is closed once it reaches the cap, so all but the first and the last hold at least
+  // bucket_cap_mb: gradient bytes / (bound - 2) keeps any model within it. Only when there is more
+  // than one rank: one GPU is not wrapped in DDP.
+  if (n > 1) {
+    const double grad_bytes = static_cast<double>(model.params()) * grad_elem;
+    check_buckets_per_iteration(scenario.strategy_options(), "bucket_cap_mb", static_cast<double>(buckets.size()),
+                                opt.bucket_cap_mb, grad_bytes / (kMaxBucketsPerIteration - 2) / kMiB, "MB",
+                                static_cast<double>(model.params()));
+  }
   const double buffer_bytes = static_cast<double>(model.buffer_elems()) * 4.0;
   const bool sync_buffers = opt.broadcast_buffers && buffer_bytes > 0 && n > 1;
   const BucketCopies copies = bucket_copies(buckets, topology.gpu, n);
@@ -200,6 +221,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   }());
 
   const int setup_tasks = g.size();
+  double bucket_tasks = 0;  // tasks the first iteration's buckets' AllReduces added
   for (int it = 0; it < iterations; ++it) {
     // Every iteration adds as many tasks as the first: room for all of them at once (a plan of
     // millions of tasks would otherwise be moved each time the vector doubles).
@@ -246,7 +268,29 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
         }
         CollectiveCall call{CollectiveOp::AllReduce, plan.ranks, buckets[k].bytes, 0, fmt::format("bucket {}", k),
                             TaskCategory::AllReduce};
+        const int tasks_before = g.size();
         const CollectiveTasks ar = add_collective(g, topology, call, start, collectives);
+        if (it == 0) {
+          // The first iteration's buckets, times the iterations, are what the plan will hold (every
+          // iteration adds the same): refused as soon as the part built so far says it is too many,
+          // with the whole estimated from the buckets built so far.
+          // The first bucket can have more channels (so tasks) than the others: 4 times the average in
+          // 100,000 layers at bucket_cap_mb 0.0932. A plan is refused on its estimate alone only when
+          // that is 8 times the bound (explain's 1024 GPUs of Llama 3 405B: 18 times, 1.9 s, 0.34 GB).
+          bucket_tasks += g.size() - tasks_before;
+          const double so_far = bucket_tasks * static_cast<double>(iterations);
+          const double estimate = so_far / static_cast<double>(k + 1) * static_cast<double>(buckets.size());
+          if (so_far > kMaxBucketCollectiveTasks || (k == 0 && estimate > 8 * kMaxBucketCollectiveTasks)) {
+            const double per_bucket = bucket_tasks / static_cast<double>(k + 1);
+            scenario.reader().at("gpus").fail(fmt::format(
+                "expected fewer GPUs for DDP on this model: its {} gradient buckets are each an AllReduce over the {} "
+                "GPUs, about {:.3g} simulated tasks each, {:.3g} over {} iterations, more than the {:.3g} dtsim "
+                "builds (about 200 bytes a task; DDP does not fold ranks): fewer GPUs, a larger strategy.bucket_cap_mb "
+                "(fewer buckets; each holds at least one tensor) or strategy fsdp, zero or hybrid",
+                buckets.size(), n, per_bucket, per_bucket * static_cast<double>(buckets.size()) * iterations, iterations,
+                kMaxBucketCollectiveTasks));
+          }
+        }
         previous = ar.done;
         nccl_channels = std::max(nccl_channels, ar.channels);
         inflight.push_back({ar.predicted_us * 1e-6, 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * buckets[k].bytes,

@@ -1,6 +1,7 @@
 // build_parallel_plan: data x pipeline x tensor parallel iterations as tasks (see pipeline.hpp): the
 // set-up (degrees, stage costs, traffic per iteration) and the iterations; its parts are named in
 // parallel_build.hpp.
+#include "sim/strategies/buckets.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/parallel_build.hpp"
 #include "sim/strategies/tp_overlap.hpp"
@@ -18,8 +19,9 @@ namespace dtsim {
 namespace {
 
 /// Most gradient buckets per pipeline stage: PyTorch's default 25 MB buckets give a few dozen even for
-/// GPT-3's stages; 4096 leaves room for small caps and keeps the plan within memory and time.
-constexpr double kMaxBucketsPerStage = 4096;
+/// GPT-3's stages; the bound DDP and ZeRO keep (buckets.hpp) leaves room for small caps and keeps the
+/// plan within memory and time.
+constexpr double kMaxBucketsPerStage = kMaxBucketsPerIteration;
 
 /// Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
 /// the boundary once per micro-batch each way; each replica's tensor group AllReduces once per

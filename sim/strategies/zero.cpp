@@ -27,14 +27,6 @@
 
 namespace dtsim {
 
-namespace {
-
-/// Most collectives of one kind per iteration: DeepSpeed's defaults give a few dozen buckets even
-/// for 1e12 parameters; a tiny bucket size would make millions (and a plan that never ends).
-constexpr double kMaxCallsPerIteration = 4096;
-
-}  // namespace
-
 Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
                      const CollectiveOptions& collectives)
 {
@@ -102,19 +94,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     }
     return run.collective(op, groups, bytes, label, category, std::move(start), stream, root);
   };
-  // `least`: a size that keeps the collectives within the bound.
+  // `least`: a size that keeps the collectives within the bound (buckets.hpp, kMaxBucketsPerIteration).
   // A size left at its default is blamed on the strategy, naming the member that would set it.
   const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
-    if (calls <= kMaxCallsPerIteration)
-      return;
-    scenario.strategy_options().fail_member_or_here(
-        key,
-        fmt::format("expected a bucket size of at least {:.3g} elements (at most {:.0f} collectives per "
-                    "iteration for {:.3g} parameters), got {:.6g} ({:.3g} collectives)",
-                    std::ceil(least), kMaxCallsPerIteration, params, elements, calls),
-        fmt::format("expected a {} of at least {:.3g} elements (at most {:.0f} collectives per iteration for "
-                    "{:.3g} parameters); its default, {:.6g}, gives {:.3g} collectives",
-                    key, std::ceil(least), kMaxCallsPerIteration, params, elements, calls));
+    check_buckets_per_iteration(scenario.strategy_options(), key, calls, elements, std::ceil(least), "elements", params);
   };
 
   // Gradient buckets of at most reduce_bucket_size elements (DeepSpeed's rule, buckets.hpp): stages
@@ -123,7 +106,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // A bucket is closed only when the next tensor would overflow it, so two consecutive buckets hold
   // more than the cap: 2 x params / cap buckets at most.
   calls_bound(static_cast<double>(buckets.size()), "reduce_bucket_size", opt.reduce_bucket_elems,
-              2 * params / (kMaxCallsPerIteration - 1));
+              2 * params / (kMaxBucketsPerIteration - 1));
   // contiguous_gradients (config.py's default true): each gradient is copied into the bucket's flat
   // buffer as it joins it (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, on the
   // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream, where it shares the
@@ -203,7 +186,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   }
   // Fetches hold whole layers and buckets are bounded above, so only the parameter gathers can be many.
   if (opt.stage < 3)
-    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxCallsPerIteration);
+    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxBucketsPerIteration);
 
   // Stage 3's gathers at use `use` (forward or backward of its layer) in micro-step `m`, after the
   // compute before it: the use's own module when not gathered, then the modules prefetched there,

@@ -730,6 +730,15 @@ for member in ["reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_b
          f"run {ZERO3} --set strategy.{member}=1.5")
 case("inline_model_layers_over_1024", "inline_llama_ddp.json", "/model/layers",
      "run tests/data/scenarios/inline_llama_ddp.json --set model.layers=1025")
+# Round 28: DDP took any bucket_cap_mb (0.001 MB on 100,000 layers: 100,000 buckets, std::bad_alloc), did
+# not bound its plan (Llama 3 405B over 128 or 1024 GPUs: over 8 GB), and nccl-tests simulated an
+# all_reduce over 32768 GPUs (5 GB, a SimGrid backtrace under a 6 GB cap).
+case("set_ddp_bucket_cap_too_many_buckets", "inline_llama_ddp.json", "/strategy/bucket_cap_mb",
+     "run tests/data/scenarios/inline_llama_ddp.json --set model.layers=1024 --set strategy.bucket_cap_mb=1e-300")
+case("ddp_plan_too_large", "imagenet-resnet50-32gpu.json", "/gpus",
+     "run scenarios/imagenet-resnet50-32gpu.json --set model=llama3-405b --set cluster.nodes=128 --set gpus=1024")
+case("explain_ddp_plan_too_large", "explain", "/gpus", "explain ddp --gpus 1024 --model llama3-405b")
+case("nccl_tests_all_reduce_too_many_gpus", "--nodes", "-", "nccl-tests --topology dgx1-v100 --nodes 4096 -b 1M -e 1M")
 
 with open(os.path.join(HERE, "cases.txt"), "w") as out:
     out.write("# Bad inputs: NAME | FILE the message names | JSON POINTER it names (- none) | dtsim ARGUMENTS\n")

@@ -176,6 +176,25 @@ int run(const NcclTestsArgs& a)
                      fmt::format("alltoall over {} GPUs is {:.0f} point-to-point flows per call; dtsim simulates at most "
                                  "{:.0f} (512 GPUs), each about 54 KB of simulator memory (expected fewer GPUs)",
                                  n, static_cast<double>(n) * (n - 1), kMaxAllToAllFlows));
+  // Every other collective's plan and simulation grow with the GPUs, linearly (one size at a time:
+  // simulate_nccl_tests_sweep). Measured on this project's 2-core machine with dgx1-v100, the
+  // costliest preset per GPU (hgx-h100 takes 0.37 of its memory), one 1 MB call: all_reduce at 8192 /
+  // 16384 / 32768 GPUs 1.28 / 2.54 / 5.06 GB and 7.9 / 29 / 44 s (a calloc failure and a SimGrid
+  // backtrace under a 6 GB cap); all_gather and reduce_scatter 1.17 GB and 16 s at 8192, all_gather
+  // 2.34 GB and 35 s at 16384; broadcast, reduce, gather and scatter 0.50-0.69 GB and at most 2.8 s at
+  // 8192; sendrecv 0.33 GB (the topology alone). The ring collectives are simulated over at most 16384
+  // GPUs (2048 DGX-1, about 2.5 GB), the others over at most 32768 (about 2.8 GB); sendrecv over any.
+  const bool ring_collective =
+      *op == CollectiveOp::AllReduce || *op == CollectiveOp::AllGather || *op == CollectiveOp::ReduceScatter;
+  const int max_gpus = ring_collective ? 16384 : 32768;
+  const double kib_per_gpu = ring_collective ? 156 : 84;  // dgx1-v100, at 8192 GPUs
+  if (*op != CollectiveOp::AllToAll && *op != CollectiveOp::SendRecv && n > max_gpus)
+    throw InputError(a.nodes ? "--nodes" : "--topology", "",
+                     fmt::format("{} over {} GPUs ({} nodes x {}) would take about {:.1f} GB of simulator memory (up to "
+                                 "{:.0f} KB per GPU, measured on dgx1-v100); dtsim simulates it over at most {} GPUs "
+                                 "(expected fewer nodes)",
+                                 op_name, n, topology.nodes, topology.gpus_per_node, kib_per_gpu * 1024 * n / 1e9,
+                                 kib_per_gpu * 1.024, max_gpus));
   const auto points = simulate_nccl_tests_sweep(
       topology, *op, by_step ? nccl_tests_sweep_sizes_by_step(lo, hi, step) : nccl_tests_sweep_sizes(lo, hi, factor),
       options, a.root, nccl_tests_type_bytes(a.datatype));
