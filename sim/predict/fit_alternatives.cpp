@@ -44,12 +44,21 @@ bool truthy(const nlohmann::json& v) { return v.is_boolean() ? v.get<bool>() : v
 /// The largest value of `path` below `current` that the scenario accepts and that fits: memory grows
 /// with the micro-batch (activations, the input), so a bisection over the accepted values finds it.
 /// The smallest accepted value when none fits (to show how far it is), nothing when none is accepted.
-std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string& path, std::int64_t current)
+/// `extra`: --set arguments that go with each value (the micro-steps member a global batch then decides).
+/// `least`: the smallest value to try (a pipeline's batch holds at least one sample per micro-batch).
+std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string& path, std::int64_t current,
+                                            const std::vector<std::string>& extra = {}, std::int64_t least = 1)
 {
+  const auto sets_for = [&](std::int64_t k) {
+    std::vector<std::string> sets = {fmt::format("{}={}", path, k)};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return sets;
+  };
   std::vector<std::int64_t> accepted;  // ascending
-  for (std::int64_t k = 1; k < current && accepted.size() < 4096; ++k) {
+  for (std::int64_t k = least; k < current && accepted.size() < 4096; ++k) {
     std::vector<Override> overrides = s.overrides;
-    overrides.push_back({path, std::to_string(k)});
+    for (const auto& text : sets_for(k))
+      overrides.push_back(parse_override(text));
     try {
       (void)load_scenario(s.file, overrides);  // a global batch the micro-batch must divide, ...
       accepted.push_back(k);
@@ -58,7 +67,7 @@ std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string
   }
   if (accepted.empty())
     return std::nullopt;
-  const auto at = [&](std::size_t i) { return planned(s, {fmt::format("{}={}", path, accepted[i])}); };
+  const auto at = [&](std::size_t i) { return planned(s, sets_for(accepted[i])); };
   std::optional<FitAlternative> best = at(0);
   if (!best || !best->fits)
     return best;
@@ -71,6 +80,44 @@ std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string
       best = std::move(a);
     } else {
       hi = mid;
+    }
+  }
+  return best;
+}
+
+/// A pipeline whose replica batch is split by strategy.microbatches: the fewest micro-batches above
+/// `current` that fit (smaller micro-batches, the same batch; memory falls as they do), by bisection
+/// over the counts the scenario accepts (Megatron's must divide the batch); the most accepted when
+/// none fits.
+std::optional<FitAlternative> fewest_microbatches(const Scenario& s, int current)
+{
+  std::vector<int> accepted;  // ascending
+  // At least one sample per micro-batch (the pipeline builders' rule), at most resolve_batch's 1024.
+  const auto most = static_cast<int>(std::min<std::int64_t>(1024, s.training.batch_per_gpu));
+  for (int k = current + 1; k <= most; ++k) {
+    std::vector<Override> overrides = s.overrides;
+    overrides.push_back({"strategy.microbatches", std::to_string(k)});
+    try {
+      (void)load_scenario(s.file, overrides);
+      accepted.push_back(k);
+    } catch (const InputError&) {
+    }
+  }
+  if (accepted.empty())
+    return std::nullopt;
+  const auto at = [&](std::size_t i) { return planned(s, {fmt::format("strategy.microbatches={}", accepted[i])}); };
+  std::optional<FitAlternative> best = at(accepted.size() - 1);
+  if (!best || !best->fits)
+    return best;
+  std::size_t lo = 0, hi = accepted.size() - 1;  // accepted[hi] fits; below lo none is known to
+  while (hi > lo) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    auto a = at(mid);
+    if (a && a->fits) {
+      hi = mid;
+      best = std::move(a);
+    } else {
+      lo = mid + 1;
     }
   }
   return best;
@@ -97,11 +144,23 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
 
   const auto& batch = s.training.batch;
   const bool per_micro_step = kind != StrategyKind::Pipeline && kind != StrategyKind::Hybrid;
-  if (batch.given_as_micro && batch.micro_batch > 1)
-    if (auto a = largest_batch(s, "training.micro_batch", static_cast<std::int64_t>(batch.micro_batch)))
+  // The member giving the micro-steps: with a global batch, the micro-batch decides them, so it goes.
+  const char* steps_key = per_micro_step ? "gradient_accumulation" : "microbatches";
+  const bool steps_given = !member(s, steps_key).is_null();
+  if (batch.given_as_micro && batch.micro_batch > 1) {
+    const bool global = s.doc.at("training").contains("global_batch");
+    const std::vector<std::string> extra = global && steps_given ? std::vector<std::string>{fmt::format("strategy.{}=null", steps_key)}
+                                                                 : std::vector<std::string>{};
+    if (auto a = largest_batch(s, "training.micro_batch", static_cast<std::int64_t>(batch.micro_batch), extra))
       out.push_back(std::move(*a));
-  if (!batch.given_as_micro && per_micro_step && s.training.batch_per_gpu > 1)
-    if (auto a = largest_batch(s, "training.batch_per_gpu", s.training.batch_per_gpu))
+  }
+  // The older batch_per_gpu: per GPU and micro-step, or a pipeline replica's batch over its micro-batches.
+  if (!batch.given_as_micro && s.training.batch_per_gpu > 1)
+    if (auto a = largest_batch(s, "training.batch_per_gpu", s.training.batch_per_gpu, {},
+                               per_micro_step ? 1 : batch.accumulation))
+      out.push_back(std::move(*a));
+  if (!batch.given_as_micro && !per_micro_step && batch.micro_batch > 1)
+    if (auto a = fewest_microbatches(s, batch.accumulation))
       out.push_back(std::move(*a));
 
   // Sharding more: each strategy's next step, as a whole strategy object where the kind changes.
@@ -124,7 +183,7 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
       sharding.push_back({"strategy.cpu_offload=true"});
   } else if (kind == StrategyKind::Zero) {
     const auto stage = member(s, "stage");
-    if (stage.is_number() && stage.get<double>() < 3)
+    if (stage.is_number() && stage.get<double>() < 3 && s.gpus > 1)  // one GPU: nothing to partition over
       sharding.push_back({"strategy.stage=3"});
     if (!truthy(member(s, "offload_optimizer")))
       sharding.push_back({R"(strategy.offload_optimizer={"device":"cpu"})"});

@@ -13,10 +13,14 @@ namespace dtsim {
 /// out):
 ///   - activation recomputation: selective (Megatron's) where none, and full;
 ///   - the largest micro-batch (training.micro_batch, or batch_per_gpu where the batch is given so)
-///     that fits, by bisection over the values the scenario accepts (memory grows with it);
+///     that fits, by bisection over the values the scenario accepts (memory grows with it); with a
+///     global batch, the micro-steps member it then decides is removed; a pipeline split by
+///     strategy.microbatches also gets the fewest micro-batches that fit (the same batch, smaller
+///     micro-batches);
 ///   - sharding more, by strategy: a replica (single, ddp, dp) to FSDP, ZeRO-2 and ZeRO-3; FSDP to
 ///     full_shard, to resharding after forward, to its CPU offload; ZeRO to stage 3 and to
-///     ZeRO-Offload of the optimizer (and at stage 3 the parameters); Megatron's hybrid to the
+///     ZeRO-Offload of the optimizer (and at stage 3 the parameters; stage 3 only over more than one
+///     GPU); Megatron's hybrid to the
 ///     distributed optimizer and to sequence parallelism;
 ///   - more tensor parallelism (up to a node's GPUs) for a transformer under fsdp or hybrid;
 ///   - when none of those fits alone, each strategy change with full recomputation.

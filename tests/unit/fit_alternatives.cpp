@@ -74,3 +74,35 @@ TEST_CASE("one GPU: nothing to shard over, so no sharding is offered; a strategy
   CHECK(find(zero2, "strategy.stage=3") != nullptr);
   CHECK(find(zero2, R"(strategy={"kind":"zero","stage":2})") == nullptr);
 }
+
+TEST_CASE("a pipeline split by strategy.microbatches: the fewest micro-batches that fit, and the largest batch")
+{
+  // 512 samples per replica in 4 micro-batches of 128 on a 1F1B pipeline of 8 stages: too big.
+  const std::vector<std::string> base = {R"(strategy={"kind":"pipeline","microbatches":4,"schedule":"1f1b"})",
+                                         "training.batch_per_gpu=512"};
+  const auto all = fit_alternatives(scenario(base));
+  const FitAlternative* split = nullptr;
+  for (const auto& a : all)
+    if (a.sets.front().rfind("strategy.microbatches=", 0) == 0)
+      split = &a;
+  REQUIRE(split != nullptr);
+  REQUIRE(split->fits);
+  const int k = std::stoi(split->sets.front().substr(std::string("strategy.microbatches=").size()));
+  CHECK(k > 4);
+  auto fewer = base;
+  fewer.push_back("strategy.microbatches=" + std::to_string(k - 1));
+  CHECK_FALSE(planned_memory(scenario(fewer)).fits);
+  // The replica's batch itself, at least one sample per micro-batch.
+  const auto* batch = find(all, "training.batch_per_gpu=1");
+  CHECK(batch == nullptr);
+  CHECK(std::any_of(all.begin(), all.end(), [](const FitAlternative& a) {
+    return a.fits && a.sets.front().rfind("training.batch_per_gpu=", 0) == 0;
+  }));
+}
+
+TEST_CASE("ZeRO on one GPU: no stage 3 offered (nothing to partition over), the optimizer on the host is")
+{
+  const auto one = fit_alternatives(scenario({"gpus=1", R"(strategy={"kind":"zero","stage":1})", "training.batch_per_gpu=32"}));
+  CHECK(find(one, "strategy.stage=3") == nullptr);
+  CHECK(find(one, R"(strategy.offload_optimizer={"device":"cpu"})") != nullptr);
+}

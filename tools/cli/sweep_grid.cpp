@@ -114,8 +114,8 @@ std::vector<GridPoint> make_grid(const std::string& scenario, const std::vector<
         throw InputError("--vary", "", fmt::format("{} and {} exclude each other (setting one removes or replaces the "
                                                    "other): vary one of them",
                                                    fields[j].path, fields[i].path));
-    for (const auto& o : base)
-      if (override_replaces(fields[i].path, o.path))
+    for (const auto& o : base)  // a --set that removes a member (null) is not undone by another removing it
+      if (o.value != "null" && override_replaces(fields[i].path, o.path))
         throw InputError("--vary", "", fmt::format("{} would undo --set {} at every point (setting one removes or "
                                                    "replaces the other): vary it, or set it, not both",
                                                    fields[i].path, o.path));
