@@ -259,14 +259,30 @@ std::string per_gpu_section(const RunResult& r)
   return out;
 }
 
-std::string scaling_section(std::vector<RunResult> points)
+std::vector<RunResult> figures_of(const std::vector<nlohmann::json>& runs);
+
+/// A result's memory/GPU and fits cells: the busiest GPU's device memory and the verdict, as compare's
+/// memory_GiB and sweep's fits.
+std::string memory_cells(const nlohmann::json& result)
 {
-  std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.gpus < b.gpus; });
+  const DeviceMemoryFigures m = device_memory_of(result);
+  if (!m.known)
+    return "<td></td><td></td>";
+  return fmt::format("<td>{:.1f} GiB</td>{}", m.busiest_bytes / (1024.0 * 1024 * 1024),
+                     m.fits ? "<td>yes</td>" : "<td class=\"nofit\">NO FIT</td>");
+}
+
+std::string scaling_section(std::vector<nlohmann::json> rows)
+{
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.value("gpus", 0) < b.value("gpus", 0); });
+  const std::vector<RunResult> points = figures_of(rows);
   svg::Series speedup{"simulated", {}, {}, "#e15759"}, ideal{"ideal linear", {}, {}, "#888", true};
   svg::Series efficiency{"simulated", {}, {}, "#4e79a7"}, full{"ideal (100%)", {}, {}, "#888", true};
   std::string table = "<table><tr><th>GPUs</th><th>nodes</th><th>iteration</th><th>exposed comm</th><th>samples/s</th>"
-                      "<th>speedup</th><th>efficiency</th><th>total</th><th>ideal linear</th></tr>";
-  for (const auto& r : points) {
+                      "<th>speedup</th><th>efficiency</th><th>total</th><th>ideal linear</th><th>memory/GPU</th>"
+                      "<th>fits</th></tr>";
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const RunResult& r = points[i];
     speedup.x.push_back(r.gpus);
     speedup.y.push_back(r.speedup_vs_1gpu);
     ideal.x.push_back(r.gpus);
@@ -276,10 +292,10 @@ std::string scaling_section(std::vector<RunResult> points)
     full.x.push_back(r.gpus);
     full.y.push_back(100);
     table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td><td>{:.1f}%</td>"
-                         "<td>{}</td><td>{}</td></tr>",
+                         "<td>{}</td><td>{}</td>{}</tr>",
                          r.gpus, r.nodes_used, ms(r.iteration_time_s), ms(r.exposed_comm_time_s), r.throughput_samples_per_s,
                          r.speedup_vs_1gpu, r.scaling_efficiency * 100, days_or_hours(r.total_time_days),
-                         days_or_hours(r.ideal_linear_total_days));
+                         days_or_hours(r.ideal_linear_total_days), memory_cells(rows[i]));
   }
   table += "</table>";
   std::string out = "<h2>Scaling</h2><div class=\"charts\">";
@@ -360,17 +376,18 @@ std::string sweep_section(const std::vector<std::string>& varied, const std::vec
   for (const auto& f : varied)
     if (f != "gpus")  // has its own column
       out += "<th>" + escape(f) + "</th>";
-  out += "<th>GPUs</th><th>iteration</th><th>exposed comm</th><th>samples/s</th><th>efficiency</th><th>total days</th></tr>";
+  out += "<th>GPUs</th><th>iteration</th><th>exposed comm</th><th>samples/s</th><th>efficiency</th><th>total days</th>"
+         "<th>memory/GPU</th><th>fits</th></tr>";
   for (const auto& p : points) {
     out += "<tr>";
     for (const auto& f : varied)
       if (f != "gpus")
         out += "<td>" + escape(p.values.contains(f) ? value_text(p.values.at(f)) : "") + "</td>";
     const auto& r = p.result;
-    out += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.3f}</td></tr>",
+    out += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.3f}</td>{}</tr>",
                        r.value("gpus", 0), ms(r.value("iteration_time_s", 0.0)), ms(r.value("exposed_comm_time_s", 0.0)),
                        r.value("throughput_samples_per_s", 0.0), r.value("scaling_efficiency", 0.0) * 100,
-                       r.value("total_time_days", 0.0));
+                       r.value("total_time_days", 0.0), memory_cells(r));
   }
   return out + "</table>";
 }
@@ -416,14 +433,11 @@ std::string compare_section(const std::vector<nlohmann::json>& compared)
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     longest = std::max(longest, r.iteration_time_s);
-    const DeviceMemoryFigures m = device_memory_of(compared[i]);
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td>"
-                       "<td>{:.1f}%</td><td>{}</td><td>{}</td>{}</tr>",
+                       "<td>{:.1f}%</td><td>{}</td>{}</tr>",
                        escape(r.strategy), r.gpus, ms(r.iteration_time_s), ms(r.compute_time_s), ms(r.exposed_comm_time_s),
                        ms(r.straggler_wait_s), r.throughput_samples_per_s, r.speedup_vs_1gpu, r.scaling_efficiency * 100,
-                       days_or_hours(r.total_time_days),
-                       m.known ? fmt::format("{:.1f} GiB", m.busiest_bytes / (1024.0 * 1024 * 1024)) : "",
-                       !m.known ? "<td></td>" : m.fits ? "<td>yes</td>" : "<td class=\"nofit\">NO FIT</td>");
+                       days_or_hours(r.total_time_days), memory_cells(compared[i]));
   }
   out += "</table>";
   const double label_w = 110, bar_w = 640, row_h = 26, top = 28;
@@ -479,7 +493,7 @@ std::string html_report(const HtmlReportInput& in)
   if (!in.compared.empty())
     body += compare_section(in.compared);
   if (!in.scaling.empty())
-    body += scaling_section(figures_of(in.scaling));
+    body += scaling_section(in.scaling);
   if (!in.sweep.empty())
     body += sweep_section(in.varied, in.sweep);
   if (r && in.run.plan && in.run.spans && in.run.topology) {

@@ -116,17 +116,21 @@ void write_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       csv += csv_field(c) + ",";
     csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
            "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
-           "ideal_linear_total_days,host_step_s\n";
+           "ideal_linear_total_days,host_step_s,memory_GiB,fits\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
       const auto& r = rows[i];
-      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", r.value("gpus", 0),
+      // memory_GiB and fits as the text table shows them (device_memory_of); empty where a result has none.
+      const DeviceMemoryFigures mem = device_memory_of(r);
+      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{}\n", r.value("gpus", 0),
                          r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
                          r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
                          r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
                          r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
-                         r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0));
+                         r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0),
+                         mem.known ? fmt::format("{:.4f}", mem.busiest_bytes / (1024.0 * 1024 * 1024)) : "",
+                         mem.known ? (mem.fits ? "yes" : "no") : "");
     }
     outputs.emplace_back(args.csv, csv);
   }
