@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -41,37 +42,42 @@ nlohmann::json member(const Scenario& s, const char* name)
 
 bool truthy(const nlohmann::json& v) { return v.is_boolean() ? v.get<bool>() : v.is_object(); }
 
-/// The largest value of `path` below `current` that the scenario accepts and that fits: memory grows
-/// with the micro-batch (activations, the input), so a bisection over the accepted values finds it.
-/// The smallest accepted value when none fits (to show how far it is), nothing when none is accepted.
-/// `extra`: --set arguments that go with each value (the micro-steps member a global batch then decides).
-/// `least`: the smallest value to try (a pipeline's batch holds at least one sample per micro-batch).
-std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string& path, std::int64_t current,
-                                            const std::vector<std::string>& extra = {}, std::int64_t least = 1)
+using SetsFor = std::function<std::vector<std::string>(std::int64_t)>;
+
+/// The values k from `from` to `to` whose --set arguments `sets_for(k)` the scenario accepts (read, not
+/// planned: a global batch the micro-batch must divide, Megatron's micro-batches dividing the batch),
+/// ascending, at most 4096 of them.
+std::vector<std::int64_t> accepted_values(const Scenario& s, std::int64_t from, std::int64_t to, const SetsFor& sets_for)
 {
-  const auto sets_for = [&](std::int64_t k) {
-    std::vector<std::string> sets = {fmt::format("{}={}", path, k)};
-    sets.insert(sets.end(), extra.begin(), extra.end());
-    return sets;
-  };
-  std::vector<std::int64_t> accepted;  // ascending
-  for (std::int64_t k = least; k < current && accepted.size() < 4096; ++k) {
+  std::vector<std::int64_t> accepted;
+  for (std::int64_t k = from; k <= to && accepted.size() < 4096; ++k) {
     std::vector<Override> overrides = s.overrides;
     for (const auto& text : sets_for(k))
       overrides.push_back(parse_override(text));
     try {
-      (void)load_scenario(s.file, overrides);  // a global batch the micro-batch must divide, ...
+      (void)load_scenario(s.file, overrides);
       accepted.push_back(k);
     } catch (const InputError&) {
     }
   }
-  if (accepted.empty())
+  return accepted;
+}
+
+/// Bisection over `values` (ascending), along which memory is monotone: `grows` (a batch) makes the
+/// values that fit a prefix, whose last is returned; else (micro-batches of one batch) a suffix, whose
+/// first is. When none fits, the value nearest to fitting (to show how far it is); nothing when
+/// `values` is empty or that value cannot be planned.
+std::optional<FitAlternative> bisect(const Scenario& s, const std::vector<std::int64_t>& values, const SetsFor& sets_for,
+                                     bool grows)
+{
+  if (values.empty())
     return std::nullopt;
-  const auto at = [&](std::size_t i) { return planned(s, sets_for(accepted[i])); };
+  // Position i from the end where memory is least: those that fit are positions 0 .. some i.
+  const auto at = [&](std::size_t i) { return planned(s, sets_for(values[grows ? i : values.size() - 1 - i])); };
   std::optional<FitAlternative> best = at(0);
   if (!best || !best->fits)
     return best;
-  std::size_t lo = 0, hi = accepted.size();  // accepted[lo] fits; from hi on none is known to
+  std::size_t lo = 0, hi = values.size();  // position lo fits; from hi on none is known to
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
     auto a = at(mid);
@@ -85,42 +91,29 @@ std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string
   return best;
 }
 
+/// The largest value of `path` below `current` that fits: memory grows with the micro-batch
+/// (activations, the input). `extra`: --set arguments that go with each value (the micro-steps member
+/// a global batch then decides). `least`: the smallest value to try (a pipeline's batch holds at
+/// least one sample per micro-batch).
+std::optional<FitAlternative> largest_batch(const Scenario& s, const std::string& path, std::int64_t current,
+                                            const std::vector<std::string>& extra = {}, std::int64_t least = 1)
+{
+  const SetsFor sets_for = [&](std::int64_t k) {
+    std::vector<std::string> sets = {fmt::format("{}={}", path, k)};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return sets;
+  };
+  return bisect(s, accepted_values(s, least, current - 1, sets_for), sets_for, true);
+}
+
 /// A pipeline whose replica batch is split by strategy.microbatches: the fewest micro-batches above
-/// `current` that fit (smaller micro-batches, the same batch; memory falls as they do), by bisection
-/// over the counts the scenario accepts (Megatron's must divide the batch); the most accepted when
-/// none fits.
+/// `current` that fit (smaller micro-batches, the same batch; memory falls as they do).
 std::optional<FitAlternative> fewest_microbatches(const Scenario& s, int current)
 {
-  std::vector<int> accepted;  // ascending
+  const SetsFor sets_for = [](std::int64_t k) { return std::vector<std::string>{fmt::format("strategy.microbatches={}", k)}; };
   // At least one sample per micro-batch (the pipeline builders' rule), at most resolve_batch's 1024.
-  const auto most = static_cast<int>(std::min<std::int64_t>(1024, s.training.batch_per_gpu));
-  for (int k = current + 1; k <= most; ++k) {
-    std::vector<Override> overrides = s.overrides;
-    overrides.push_back({"strategy.microbatches", std::to_string(k)});
-    try {
-      (void)load_scenario(s.file, overrides);
-      accepted.push_back(k);
-    } catch (const InputError&) {
-    }
-  }
-  if (accepted.empty())
-    return std::nullopt;
-  const auto at = [&](std::size_t i) { return planned(s, {fmt::format("strategy.microbatches={}", accepted[i])}); };
-  std::optional<FitAlternative> best = at(accepted.size() - 1);
-  if (!best || !best->fits)
-    return best;
-  std::size_t lo = 0, hi = accepted.size() - 1;  // accepted[hi] fits; below lo none is known to
-  while (hi > lo) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    auto a = at(mid);
-    if (a && a->fits) {
-      hi = mid;
-      best = std::move(a);
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return best;
+  const std::int64_t most = std::min<std::int64_t>(1024, s.training.batch_per_gpu);
+  return bisect(s, accepted_values(s, current + 1, most, sets_for), sets_for, false);
 }
 
 }  // namespace
