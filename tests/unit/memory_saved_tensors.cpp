@@ -245,6 +245,9 @@ TEST_CASE("Megatron's per-GPU memory as Korthikanti et al. profiled it (GPT-3 17
   doc["training"]["batch_per_gpu"] = 16;
   doc["training"]["precision"] = "fp16";
   doc["training"]["attention"] = "eager";
+  doc["training"]["activation_checkpointing"] = "none";
+  doc["strategy"]["microbatches"] = 16;
+  doc["strategy"]["sequence_parallel"] = false;
   doc["strategy"]["virtual_stages"] = 3;
   const GpuMemory full = plan_scenario(parse_scenario(doc, "s.json")).plan.memory.front();
   doc["training"]["activation_checkpointing"] = "selective";
