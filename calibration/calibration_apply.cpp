@@ -57,11 +57,10 @@ std::string beside(const std::string& ref, const std::string& file)
 
 /// The calibration file a cluster or topology file names at `c` (relative to that file's folder,
 /// else the working directory): a missing one is the naming file's error, at the member.
-CalibrationFile named_calibration(const JsonReader& c)
+CalibrationFile named_calibration(const LayeredString& c)
 {
-  const std::string ref = c.as_string();
-  const std::string path = beside(ref, c.file());
-  require_referenced_file(path, ref, c.file(), c.pointer());
+  const std::string path = beside(c.value, c.file);
+  require_referenced_file(path, c.value, c.file, c.pointer);
   return CalibrationFile::load(path);
 }
 
@@ -101,22 +100,10 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration)
 
 std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)
 {
-  if (cluster.is_object()) {
-    if (auto c = cluster.find("calibration"))
-      return named_calibration(*c);
-    return std::nullopt;
-  }
-  if (!cluster.json().is_string())
-    return std::nullopt;
-  const std::string ref = cluster.as_string();
-  if (ref.size() < 5 || ref.compare(ref.size() - 5, 5, ".json") != 0)
-    return std::nullopt;  // a preset: presets carry no calibration
-  const std::string path = beside(ref, cluster.file());
-  const nlohmann::json doc = load_json_file(path);
-  const JsonReader root(doc, path);
-  if (root.is_object())
-    if (auto c = root.find("calibration"))
-      return named_calibration(*c);
+  // The cluster's own "calibration", else the first its "base" chain names (a path beside the file
+  // that names it); presets carry none.
+  if (const auto c = topology_string_member(cluster, "calibration"))
+    return named_calibration(*c);
   return std::nullopt;
 }
 

@@ -48,8 +48,9 @@ struct CalibrationFile {
 /// curve to the "host" section.
 void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 
-/// The calibration a scenario's "cluster" names: its "calibration" member (object form), or that of
-/// the topology file it names; the path is relative to the file that names it. nullopt when none.
+/// The calibration a scenario's "cluster" names: its "calibration" member (object form), else the first
+/// of the topology files it names, over their "base" chain (as build_topology layers them); the path is
+/// relative to the file that names it. nullopt when none (presets name none).
 std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster);
 
 /// The calibration a topology file given on the command line (--topology NAME|FILE) names, checked

@@ -247,6 +247,8 @@ DeviceMemoryFigures device_memory_of(const nlohmann::json& report)
     return out;
   out.known = true;
   out.fits = mem->value("fits", true);
+  if (const auto host = mem->find("host"); host != mem->end() && host->is_object())
+    out.host_weighed = host->value("fits", nlohmann::json()).is_boolean();
   if (const auto gpus = mem->find("per_gpu"); gpus != mem->end() && gpus->is_array())
     for (const auto& g : *gpus)
       if (g.is_object())

@@ -24,6 +24,7 @@ struct DeviceMemoryFigures {
   bool known = false;      ///< the report has a "memory" object
   double busiest_bytes = 0;
   bool fits = true;
+  bool host_weighed = false;  ///< the verdict weighs the host's memory too (offload onto a host of known size)
 };
 DeviceMemoryFigures device_memory_of(const nlohmann::json& report);
 

@@ -20,4 +20,12 @@ Topology load_topology(const std::string& name_or_file, std::optional<int> nodes
 
 std::vector<std::string> topology_preset_names();
 
+/// A string member of a cluster read over its "base" chain, layered as build_topology layers it (the
+/// cluster over the files it names): the value and where it was read (its file and JSON pointer), so a
+/// path in it resolves beside that file; nullopt where no layer has it or one removes it with null.
+struct LayeredString {
+  std::string value, file, pointer;
+};
+std::optional<LayeredString> topology_string_member(const JsonReader& cluster, const std::string& member);
+
 }  // namespace dtsim

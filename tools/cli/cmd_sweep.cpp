@@ -91,14 +91,16 @@ std::string workers_knee(const std::vector<std::string>& varied, const std::vect
 /// The batch line under the table: the largest value of batch_field whose every GPU fits, one figure
 /// for a sweep over the batch alone (one group, named ""), else one per combination of the other
 /// varied fields ("at model.seq_len=1024: 39; at model.seq_len=2048: 38", none where nothing fits).
-std::string largest_batch_line(const std::string& batch_field, const std::vector<std::pair<std::string, double>>& groups)
+/// `where`: "every GPU", or "every GPU and host" where the verdict weighs an offload's host memory.
+std::string largest_batch_line(const std::string& batch_field, const std::vector<std::pair<std::string, double>>& groups,
+                               const std::string& where)
 {
   const bool any = std::any_of(groups.begin(), groups.end(), [](const auto& g) { return g.second > 0; });
   if (!any)
-    return fmt::format("no {} swept fits every GPU", batch_field);
+    return fmt::format("no {} swept fits {}", batch_field, where);
   if (groups.size() == 1 && groups.front().first.empty())
-    return fmt::format("largest {} that fits every GPU: {:g}", batch_field, groups.front().second);
-  std::string out = fmt::format("largest {} that fits every GPU:", batch_field);
+    return fmt::format("largest {} that fits {}: {:g}", batch_field, where, groups.front().second);
+  std::string out = fmt::format("largest {} that fits {}:", batch_field, where);
   for (std::size_t i = 0; i < groups.size(); ++i)
     out += fmt::format("{} at {}: {}", i == 0 ? "" : ";", groups[i].first,
                        groups[i].second > 0 ? fmt::format("{:g}", groups[i].second) : std::string("none"));
@@ -186,6 +188,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       if (f != batch_field)
         others.push_back(f);
     std::vector<std::pair<std::string, double>> largest_fitting;  // per combination of the others, in sweep order
+    bool host_weighed = false;  // some point's verdict counts the host's memory (an offload): the line says so
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         fmt::print("{:>{}} ", cell(values[i].value(c, nlohmann::json())), std::max<std::size_t>(c.size(), 8));
@@ -195,6 +198,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       const DeviceMemoryFigures mem = device_memory_of(r);
       const double used = mem.busiest_bytes;
       const bool fits = mem.fits;
+      host_weighed = host_weighed || mem.host_weighed;
       fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {}{:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
                  r.value("gpus", 0), r.value("nodes_used", 0), r.value("iteration_time_s", 0.0),
                  r.value("exposed_comm_time_s", 0.0),
@@ -215,7 +219,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
         group->second = std::max(group->second, v->get<double>());
     }
     if (!batch_field.empty())
-      fmt::print("{}\n", largest_batch_line(batch_field, largest_fitting));
+      fmt::print("{}\n", largest_batch_line(batch_field, largest_fitting, host_weighed ? "every GPU and host" : "every GPU"));
     fmt::print("{}", workers_knee(varied, values, rows));
   }
 }

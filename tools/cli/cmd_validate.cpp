@@ -152,10 +152,11 @@ void add_validate_command(CLI::App& app, Action& action)
       CollectiveOptions options;
       const NcclEnv overrides = nccl_env_of(args->algo, args->proto);
       nccl_filter_from_env(overrides, CollectiveOp::AllReduce, "command line");  // a bad value is the command line's
-      const Topology topology = load_calibrated_topology(
-          args->topology, args->nodes, args->calibration, options);
+      // --calibration, else the topology file's own "calibration" (as nccl-tests and run apply it).
+      std::string calibration = args->calibration;
+      const Topology topology = load_calibrated_topology(args->topology, args->nodes, args->calibration, options, &calibration);
       const nlohmann::json header = {{"file", args->log}, {"topology", topology.name},
-                                     {"gpus", topology.gpus().size()}, {"calibration", args->calibration}};
+                                     {"gpus", topology.gpus().size()}, {"calibration", calibration}};
       const std::vector<int> gpu_order = parse_gpu_order(args->gpu_order);
       if (calibration::detect_input_format(text, args->log) == calibration::InputFormat::Bandwidth) {
         nlohmann::json out = header;
@@ -163,7 +164,7 @@ void add_validate_command(CLI::App& app, Action& action)
         out["matrices"] = nlohmann::json::array();
         // Printed once every matrix compared: a bad one leaves nothing printed.
         std::string report = fmt::format("# topology: {} ({} GPUs), calibration: {}\n", topology.name,
-                                         topology.gpus().size(), args->calibration.empty() ? "none" : args->calibration);
+                                         topology.gpus().size(), calibration.empty() ? "none" : calibration);
         for (const auto& run : calibration::parse_bandwidth_log(text, args->log)) {
           const auto v = calibration::compare_bandwidth_log(topology, run, args->log, gpu_order);
           if (args->json)
@@ -183,15 +184,14 @@ void add_validate_command(CLI::App& app, Action& action)
       nlohmann::json tables = nlohmann::json::array();
       // Printed once every table is validated: a bad one leaves nothing printed.
       std::string report = fmt::format("# topology: {} ({} GPUs), calibration: {}\n", topology.name,
-                                       topology.gpus().size(), args->calibration.empty() ? "none" : args->calibration);
+                                       topology.gpus().size(), calibration.empty() ? "none" : calibration);
       for (std::size_t i = 0; i < logs.size(); ++i) {
         NcclTestsLog& log = logs[i];
         log.nccl_env.insert(log.nccl_env.end(), overrides.begin(), overrides.end());  // --algo/--proto win
         const auto result = validate_log(topology, log, options);
         std::vector<std::string> calibration_notes;
-        if (!args->calibration.empty())
-          calibration_notes =
-              rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(args->calibration));
+        if (!calibration.empty())
+          calibration_notes = rows_bound_by_presets(topology, log, result, options, CalibrationFile::load(calibration));
         if (args->json) {
           nlohmann::json table = nccl_json(log, result);
           table["calibration_notes"] = calibration_notes;
