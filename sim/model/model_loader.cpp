@@ -136,11 +136,17 @@ std::string resolve_model_path(const std::string& path, const std::string& origi
 {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(path, ec))
+  const auto found = [&](const std::string& p) {
+    if (!origin_file.empty() && fs::is_directory(p, ec))  // blamed on who named it, not by the folder's name alone
+      throw InputError(origin_file, origin_pointer,
+                       fmt::format("model file \"{}\" is a directory (expected a model name or a .json file)", path));
+    return fs::exists(p, ec);
+  };
+  if (found(path))
     return path;
   if (!origin_file.empty() && fs::path(path).is_relative()) {
     const fs::path beside = fs::path(origin_file).parent_path() / path;
-    if (fs::exists(beside, ec))
+    if (found(beside.string()))
       return beside.string();
   }
   if (origin_file.empty())

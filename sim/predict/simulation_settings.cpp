@@ -58,6 +58,13 @@ SimulationSettings parse_simulation_settings(const Scenario& s)
   if (r->has("ranks")) {
     const std::string mode = r->at("ranks").as_choice({"auto", "all", "representatives"});
     out.ranks = mode == "all" ? RankMode::All : mode == "representatives" ? RankMode::Representatives : RankMode::Auto;
+    // Only these plans fold their ranks (parallel_builder.cpp, sharded_run.cpp): elsewhere it would be ignored.
+    const StrategyKind kind = s.strategy_spec.kind;
+    if (out.ranks == RankMode::Representatives && kind != StrategyKind::Hybrid && kind != StrategyKind::Fsdp &&
+        kind != StrategyKind::Zero)
+      r->at("ranks").fail(fmt::format("expected \"all\" or \"auto\" for strategy.kind {}: only hybrid, fsdp and zero runs "
+                                      "fold their ranks into representatives",
+                                      to_string(kind)));
   }
   if (r->has("collectives")) {
     const std::string mode = r->at("collectives").as_choice({"auto", "full", "replay"});

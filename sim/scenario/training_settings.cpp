@@ -250,8 +250,14 @@ void resolve_batch(const JsonReader& root, const StrategySpec& st, TrainingSpec&
   if (!b.given_as_micro) {
     b.accumulation = given_steps;
     // Megatron's micro-batches are equal (num_microbatches_calculator.py asserts that the global batch
-    // divides by micro-batch x data-parallel size); PyTorch's Pipe (strategy pipeline) splits the batch
-    // with tensor.split, whose last chunk may be smaller, taken here as the mean.
+    // divides by micro-batch x data-parallel size). PyTorch's Pipe (strategy pipeline) splits the batch
+    // with tensor.chunk(chunks) (torch/distributed/pipeline/sync/microbatch.py scatter): chunks of
+    // ceil(B / m) samples, the last smaller, so fewer than m of them where that size covers B sooner
+    // (8 samples in 7 chunks: 4 of 2). Their number is that; their size the mean, B over it.
+    if (st.kind == StrategyKind::Pipeline && t.batch_per_gpu >= 1) {
+      const std::int64_t chunk = (t.batch_per_gpu + b.accumulation - 1) / b.accumulation;
+      b.accumulation = static_cast<int>((t.batch_per_gpu + chunk - 1) / chunk);
+    }
     if (st.kind == StrategyKind::Hybrid && t.batch_per_gpu % b.accumulation != 0)
       (steps ? *steps : training.at("batch_per_gpu"))
           .fail(fmt::format("expected micro-batches that divide training.batch_per_gpu (Megatron's are all of one size): "

@@ -36,6 +36,8 @@ void require_referenced_file(const std::string& path, const std::string& ref, co
 {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::is_directory(path, ec))  // the reader would name the folder alone, not who named it
+    throw InputError(file, pointer.empty() ? "/" : pointer, fmt::format("\"{}\" is a directory (expected a file)", ref));
   if (fs::exists(path, ec))
     return;
   if (fs::path(ref).is_absolute())

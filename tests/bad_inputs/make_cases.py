@@ -603,8 +603,8 @@ case("scenario_duplicate_member", "scenario_duplicate_member.json", "/gpus", f"r
 case("scenario_description_number", "scenario_description_number.json", "/description",
      f"run {F}scenario_description_number.json")
 case("set_duplicate_member", "--set cluster.nic", "/gbps", 'run ' + DDP + ' --set cluster.nic={"gbps":100,"gbps":0}')
-case("set_pipeline_microbatches_above_batch", "seed-2gpu-pipelined.json", "/strategy/microbatches",
-     f"run {PIPE} --set strategy.microbatches=121")
+# (strategy.microbatches above the batch is no longer refused for `pipeline`: torch's Pipe chunks the batch
+# with tensor.chunk, B chunks of one sample; cli.run_pipeline_chunks_as_torch.)
 for i, v in enumerate(["-1", "0", "nan"]):
     case(f"explain_throughput_{i}", "--throughput", "-", f"explain ddp --gpus 4 --throughput {v}")
 case("nccl_tests_factor_inf", "command line", "-", "nccl-tests --topology dgx1-v100 -f inf")

@@ -13,7 +13,7 @@ if [ -z "$browser" ]; then
 fi
 mkdir -p "$out"
 "$dtsim" report scenarios/imagenet-resnet50-32gpu.json -o "$out/report.html" --scaling-gpus 1,2,4,8,16,32 \
-  --compare-strategies ddp,dp -j 2 --set training.compute.single_gpu_throughput=367
+  --compare-strategies ddp,fsdp,zero2 -j 2 --set training.compute.single_gpu_throughput=367
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking

@@ -43,8 +43,10 @@ int run_compare(const CompareArgs& a)
       jobs.push_back({file, base});
       continue;
     }
+    // The scenario's own strategy keeps its settings (its row is run's); the other names their presets.
+    const std::string own = scenario_strategy_name(file, base);
     for (const auto& kind : strategies)
-      jobs.push_back({file, strategy_overrides(base, kind, strategies)});
+      jobs.push_back({file, strategy_overrides(base, kind, strategies, own)});
   }
   const auto outcomes = run_points(jobs, a.jobs);
   std::vector<nlohmann::json> rows;

@@ -26,6 +26,7 @@ struct ExplainArgs {
   std::string strategy;
   int gpus = 0;
   std::string model = "resnet50";
+  bool model_given = false;  ///< --model on the command line (else each strategy's own default)
   std::string cluster = "dgx1-v100";
   std::optional<int> nodes;  ///< unset: as many as the GPUs need
   int batch = 32;
@@ -64,7 +65,7 @@ nlohmann::json explain_scenario(const ExplainArgs& a)
     strategy["stage"] = a.zero_stage;
   // FSDP's step table shows one unit: GPT-2's dimensions with a single transformer layer, so that
   // the root (embeddings, final norm, head) and one wrapped unit are all there is.
-  const nlohmann::json model = a.strategy == "fsdp" && a.model == "resnet50"
+  const nlohmann::json model = a.strategy == "fsdp" && !a.model_given
                                    ? nlohmann::json{{"family", "gpt"}, {"name", "gpt2-1-layer"}, {"hidden", 768}, {"layers", 1},
                                                     {"heads", 12}, {"seq_len", 1024}, {"vocab", 50257}, {"tied_embeddings", true}}
                                    : nlohmann::json(a.model);
@@ -119,6 +120,7 @@ void add_explain_command(CLI::App& app, Action& action)
       if (option->count() > 0 && std::find(strategies.begin(), strategies.end(), a->strategy) == strategies.end())
         throw CLI::ValidationError(option->get_name(), fmt::format("applies to {} only, not to {}", fmt::join(strategies, " and "),
                                                                    a->strategy));
+    a->model_given = model->count() > 0;
     if (a->strategy == "hybrid" && model->count() == 0)
       a->model = "gpt2";  // tensor parallelism splits transformer layers
     if (a->strategy == "zero" && model->count() == 0)

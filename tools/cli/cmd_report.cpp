@@ -77,8 +77,9 @@ int run_report(const ReportArgs& a)
   std::vector<std::vector<Override>> points;
   for (const int n : counts)
     points.push_back(with_gpus(a.scenario, overrides, n));
+  const std::string own = scenario_strategy_name(a.scenario, overrides);  // keeps its settings, as compare's
   for (const auto& kind : strategies)
-    points.push_back(strategy_overrides(overrides, kind, strategies));
+    points.push_back(strategy_overrides(overrides, kind, strategies, own));
   const auto outcomes = run_points(a.scenario, points, a.jobs);
   // GPU counts the user named are refused as sweep --gpus refuses them (nothing written); a point
   // of the default curve (powers of two) that does not run is left out with a warning.
@@ -87,13 +88,18 @@ int run_report(const ReportArgs& a)
       if (outcomes[i].exit_code == 2)
         throw InputError("--scaling-gpus", "", fmt::format("the point at {} GPU{}: {}", counts[i], counts[i] == 1 ? "" : "s",
                                                            outcomes[i].error));
+  // The strategies are named by the user too: one that cannot run is refused, as compare refuses it.
+  for (std::size_t i = counts.size(); i < outcomes.size(); ++i) {
+    if (outcomes[i].exit_code == 2)
+      throw InputError("--compare-strategies " + strategies[i - counts.size()], "", outcomes[i].error);
+    if (outcomes[i].exit_code != 0)
+      throw std::runtime_error(outcomes[i].error);
+  }
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const bool scaling = i < counts.size();
     if (outcomes[i].exit_code != 0) {
-      fmt::print(stderr, "dtsim report: {} left out: {}\n",
-                 scaling ? fmt::format("the scaling curve's point at {} GPU{}", counts[i], counts[i] == 1 ? "" : "s")
-                         : "strategy " + strategies[i - counts.size()],
-                 outcomes[i].error);
+      fmt::print(stderr, "dtsim report: the scaling curve's point at {} GPU{} left out: {}\n", counts[i],
+                 counts[i] == 1 ? "" : "s", outcomes[i].error);
       continue;
     }
     (scaling ? in.scaling : in.compared).push_back(outcomes[i].result);

@@ -3,6 +3,7 @@
 #include "sim/scenario/strategy_members.hpp"
 #include "sim/topology/topology_builder.hpp"
 #include "sim/util/input_error.hpp"
+#include "sim/util/json_reader.hpp"
 #include "sim/util/number_text.hpp"
 #include "sim/util/text.hpp"
 
@@ -10,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 
 namespace dtsim::cli {
@@ -100,6 +102,53 @@ nlohmann::json strategy_object(const std::string& name)
   return {{"kind", name}};
 }
 
+std::string own_strategy_name(const nlohmann::json& strategy)
+{
+  if (!strategy.is_object() || !strategy.contains("kind") || !strategy.at("kind").is_string())
+    return "";
+  const std::string kind = strategy.at("kind").get<std::string>();
+  const auto truthy = [&](const char* member) {
+    if (!strategy.contains(member))
+      return false;
+    const auto& v = strategy.at(member);
+    return v.is_boolean() ? v.get<bool>() : v.is_object();
+  };
+  if (kind == "fsdp") {
+    const auto sharding = strategy.value("sharding", nlohmann::json());
+    const bool hybrid = sharding == "hybrid_shard" || sharding == "_hybrid_shard_zero2";
+    if (hybrid && truthy("cpu_offload"))
+      return "";  // no name is both
+    return hybrid ? "hsdp" : truthy("cpu_offload") ? "fsdp-offload" : "fsdp";
+  }
+  if (kind == "zero") {
+    const auto stage = strategy.value("stage", nlohmann::json());
+    if (!stage.is_number_integer() || stage.get<int>() < 1 || stage.get<int>() > 3)
+      return "";
+    if (truthy("offload_optimizer") || truthy("offload_param"))
+      return stage == 3 && !truthy("offload_param") ? "zero3-offload" : "";
+    return fmt::format("zero{}", stage.get<int>());
+  }
+  return kind;
+}
+
+std::string scenario_strategy_name(const std::string& scenario, const std::vector<Override>& overrides)
+{
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(scenario, ec))
+    return "";  // a pipe is read once, by the runs
+  try {
+    nlohmann::json doc = load_json_file(scenario);
+    std::vector<Override> whole;  // --set strategy={...} replaces it; strategy.MEMBER goes per name
+    for (const auto& o : overrides)
+      if (o.path.rfind("strategy.", 0) != 0)
+        whole.push_back(o);
+    apply_overrides(doc, whole);
+    return doc.is_object() && doc.contains("strategy") ? own_strategy_name(doc.at("strategy")) : "";
+  } catch (const InputError&) {
+    return "";  // the runs say what is wrong
+  }
+}
+
 namespace {
 
 /// "strategy.M..." -> "M"; "" for any other path.
@@ -133,12 +182,13 @@ bool takes_member(const std::string& name, const std::string& member, bool below
 }  // namespace
 
 std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
-                                         const std::vector<std::string>& names)
+                                         const std::vector<std::string>& names, const std::string& own)
 {
   std::vector<Override> out, members;
   for (const auto& o : overrides)
     (strategy_member(o).empty() ? out : members).push_back(o);
-  out.push_back({"strategy", strategy_object(name).dump()});
+  if (name != own)  // the scenario's own strategy runs as the scenario gives it: its row is run's
+    out.push_back({"strategy", strategy_object(name).dump()});
   for (const auto& o : members) {
     const std::string member = strategy_member(o);
     const bool below = o.path.size() > std::string("strategy.").size() + member.size();

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -23,6 +24,9 @@
 
 int main(int argc, char** argv)
 {
+  // A reader that goes away (dtsim ... | head) is a write that fails, reported below as any other
+  // (one line, exit 2), not a SIGPIPE that kills the process without a word.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"dtsim: predicts how long distributed deep-learning training takes, and why"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for all subcommands");
