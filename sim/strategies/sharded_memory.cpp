@@ -270,6 +270,13 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   const double N = static_cast<double>(partitions);
   const double params = static_cast<double>(model.params());
   MemoryContext ctx = memory_context(scenario, gpu);
+  // DeepSpeed builds the optimizer its config names: "adam" / "adamw" is its FusedAdam (engine.py
+  // _configure_basic_optimizer: `from deepspeed.ops.adam import FusedAdam`, unless torch_adam), a
+  // multi-tensor kernel without step temporaries; DeepSpeedCPUAdam under offload_optimizer. A
+  // torch variant named in training.optimizer (-foreach, -for-loop) keeps its own rule.
+  const std::string& optimizer = scenario.training.optimizer;
+  if (optimizer.find("-foreach") == std::string::npos && optimizer.find("-for-loop") == std::string::npos)
+    ctx.rules.step = OptimizerStep::Fused;
   const Precision p = scenario.training.precision;
   const bool half = p == Precision::Fp16 || p == Precision::Bf16;
   const double model_bytes = half ? 2 : 4;  // the module's own weights and gradients
@@ -297,6 +304,15 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   const double step_group = opt.stage == 3 ? std::min(params / N, kZeroSubGroupElems) : params / N;
   req.step_cast_bytes = half ? step_group * model_bytes : 0;  // an fp32 model's flat copy is the one the step reads
   req.step_grad_bytes = step_group * 4;
+  // Stages 1-2 free the partition's gradients once cast, before the step (stage_1_and_2.py step():
+  // `single_grad_partition = flat_grad_partition.to(fp32)`, `del flat_grad_partition`,
+  // free_grad_in_param_list(params_in_partition), averaged_gradients[i] = None, then
+  // _optimizer_step(i)): the partition and its flattened copy exist beside the fp32 copy while it is
+  // cast, the fp32 copy alone during the step.
+  if (opt.stage < 3) {
+    req.step_grads_share = 0;
+    req.step_cast_bytes = step_group * model_bytes * (half ? 2 : 1);
+  }
   // Stage 3 steps one sub-group at a time (stage3.py step(): _optimizer_step(sub_group_id) per
   // sub-group), so a torch foreach optimizer's temporary covers one sub-group; stages 1 and 2 step
   // the whole partition of a parameter group at once (stage_1_and_2.py step(): self.optimizer.step()).
@@ -314,14 +330,18 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
       // reduce_ipg_grads -> copy_grads_in_partition) and points every .grad at a bucket or that
       // partition, freeing autograd's; the epilogue drops every .grad (_clear_param_grad_only) and the
       // step frees what is outside the partition (step(): free_grad_in_param_list(params_not_in_partition)):
-      // only the partition's gradients reach the step, as at stage 2.
-      req.step_grads_share = 1 / N;
+      // only the partition's gradients reach the step, as at stage 2 (step_cast_bytes above).
       break;
     case 2:  // the flat partition of the gradients
       req.share.grads = 1 / N;
-      // Made at the first bucket's reduction (copy_grads_in_partition), kept across micro-steps by
-      // the .grad views into it, freed by the step.
-      req.grads_persist = scenario.training.batch.accumulation > 1;
+      // Made at the first bucket's reduction (copy_grads_in_partition), freed by the step.
+      // Accumulating, the first micro-step's partition is kept by the epilogue's all_grad_tensors
+      // (views into it) while _release_ipg_buffers drops grads_in_partition; each later micro-step's
+      // first reduction allocates a new one (copy_grads_in_partition: torch.empty(total_size)), which
+      // the epilogue adds into the kept one (independent_gradient_partition_epilogue:
+      // accumulated_grad.add_(new_avg_grad)) and then frees: from the first bucket on, both.
+      if (scenario.training.batch.accumulation > 1)
+        req.held_grads_bytes = params * model_bytes / N;
       req.grads_whole_after_params = std::min(params, opt.reduce_bucket_elems);
       break;
     default:  // partitioned weights and gradients (allocated at init), the parameters gathered
@@ -352,6 +372,7 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
     if (opt.stage >= 2) {
       req.share.grads = 0;
       req.grads_persist = false;
+      req.held_grads_bytes = 0;
     }
     if (opt.stage <= 2)
       req.extra_bytes += largest_param_tensor(model, 0, model.layers.size()) * model_bytes;
@@ -360,6 +381,21 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   // stay, in held_weights_bytes.
   if (opt.offload_param)
     req.share.weights = 0;
+  // The flattened copy of a bucket being reduced (zero.cpp: stage_1_and_2.py allreduce_bucket's
+  // self.flatten(bucket), stage3.py's coalesced_collectives.py reduce_scatter_coalesced's torch.cat),
+  // one bucket beside the IPG buffer from backward's first reduction on: stage 2 and stage 3 every
+  // micro-step, stage 1 as its buckets fill under overlap_comm (without it, after backward, where the
+  // last layer's backward holds more). A single GPU reduces nothing.
+  if (N > 1 && (opt.stage >= 2 || opt.overlap_comm)) {
+    const std::size_t L = model.layers.size();
+    req.phased_extra.backward.assign(L, 0.0);
+    double produced = 0;
+    for (std::size_t k = L; k-- > 0;) {
+      if (produced >= std::min(params, opt.reduce_bucket_elems))
+        req.phased_extra.backward[k] = bucket;
+      produced += static_cast<double>(model.layers[k].params());
+    }
+  }
   return on_each(gpu_memory(model, ctx, req, curve), ranks);
 }
 

@@ -56,7 +56,10 @@
 // strategy.kind "zero" (DeepSpeed, deepspeed/runtime/zero/config.py):
 //   stage                      1 | 2 | 3 (required)
 //   reduce_bucket_size         5e8 elements
-//   allgather_bucket_size      5e8 elements
+//   allgather_bucket_size      5e8 elements: accepted, but changes nothing: stages 1-2 gather the updated
+//                              parameters in one all_gather_into_tensor per parameter group
+//                              (runtime/utils.py all_gather_dp_groups); the size only cuts the pieces
+//                              of its fallback for torch without all_gather_into_tensor / _all_gather_base
 //   stage3_prefetch_bucket_size  5e7 elements: the most new elements each fetch prefetches (0: none)
 //   stage3_max_live_parameters 1e9 elements: no prefetch while that many are gathered or in flight
 //   mics_shard_size            -1 (off): MiCS (mics.py), stage 3 only: parameters, gradients and

@@ -123,10 +123,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       run.compute_all(bucket_copy_s[k], fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
     bucket_copies_s += iteration == 0 ? bucket_copy_s[k] : 0.0;
   };
-  // Stages 1-2 without use_multi_rank_bucket_allreduce: each bucket's slices by owner (partition_slices).
+  // Stages 1-2: each bucket's slices by owner (partition_slices); without
+  // use_multi_rank_bucket_allreduce each is reduced to its owner.
   const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
   std::vector<std::vector<std::pair<int, double>>> slices(buckets.size());
-  if (reduce_to_owners) {
+  if (opt.stage < 3 && distributed) {
     double end = params;  // bucket 0 ends the flat parameters; every tensor is in one bucket
     for (std::size_t k = 0; k < buckets.size(); ++k) {
       const double begin = end - buckets[k].bytes / grad_elem;
@@ -134,6 +135,29 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       end = begin;
     }
   }
+  // Before its collective each reduced bucket is divided in place by the world size and, where
+  // DeepSpeed hands the collective more than one tensor, flattened into a new one: stage_1_and_2.py
+  // average_tensor does tensor.div_(world size), then allreduce_and_scatter -> allreduce_bucket:
+  // self.flatten(bucket) of the bucket's slices, one per partition it touches, in one AllReduce
+  // (_flatten_dense_tensors: a torch.cat, but a view of a single tensor; reduce_scatter false,
+  // gradient_reduction_w_predivide, and use_multi_rank_bucket_allreduce false, allreduce_no_retain,
+  // reduce each slice where it is); stage 3's coalesced_collectives.py reduce_scatter_coalesced
+  // torch.cats the bucket's tensors' interleaved partitions (but a single tensor that divides
+  // evenly) and divides that in place (.div_(world_sz)). Each a memory-bound pass over the bucket,
+  // on the stream of its collective (the compute stream without overlap_comm). qgZ's chain is its own.
+  std::vector<double> flatten_s(buckets.size(), 0.0);
+  for (std::size_t k = 0; k < buckets.size() && distributed && !qgz; ++k) {
+    const Bucket& b = buckets[k];
+    const bool flattened = opt.stage == 3 ? !(b.tensors == 1 && std::fmod(b.bytes / grad_elem, S) == 0)
+                                          : opt.reduce_scatter && opt.multi_rank_bucket_allreduce && slices[k].size() > 1;
+    flatten_s[k] = copy_seconds(b.bytes, topology.gpu) * (flattened ? 2 : 1);
+  }
+  const auto flatten_bucket = [&](std::size_t k, const std::string& at) {
+    if (flatten_s[k] <= 0)
+      return;
+    run.stream_kernel(ShardedRun::Stream::Shard, flatten_s[k], "flatten and divide gradients of bucket " + at, TaskCategory::BucketCopy, {});
+    bucket_copies_s += iteration == 0 ? flatten_s[k] : 0.0;
+  };
   // ZeRO-Offload's copies between each GPU and its host (zero_offload.hpp), tallied as the collectives.
   const auto offload_copy = [&](std::optional<ShardedRun::Stream> stream, double bytes, bool to_host, bool pinned, const std::string& what,
                                 const std::string& label) {
@@ -158,15 +182,22 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // slice, then offloaded.
   const auto reduce_bucket = [&](std::size_t k, int m) {
     std::vector<int> done;
+    flatten_bucket(k, std::to_string(k));
     if (distributed && !reduce_to_owners)
       done = collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
-    for (const auto& [owner, elems] : distributed ? slices[k] : std::vector<std::pair<int, double>>{})
+    for (const auto& [owner, elems] : distributed && reduce_to_owners ? slices[k] : std::vector<std::pair<int, double>>{})
       done = collective(CollectiveOp::Reduce, all, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
                         TaskCategory::Reduce, {}, ShardedRun::Stream::Shard, owner);
     return offload_gradients(done, buckets[k].bytes / grad_elem / n, m, fmt::format("bucket {}", k));
   };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
-  const double gather_pieces = std::max(1.0, std::floor(params / opt.allgather_bucket_elems));
+  // Stages 1-2 gather the updated parameters with one all_gather_into_tensor per parameter group
+  // (runtime/utils.py all_gather_dp_groups -> all_gather_into_tensor_dp_groups, whenever torch has
+  // all_gather_into_tensor or _all_gather_base: comm/torch.py has_all_gather_into_tensor), none for a
+  // data-parallel world of one; dtsim's model is one parameter group. allgather_bucket_size only
+  // sizes the pieces of the fallback for torch without either, so DeepSpeed ignores it here: still
+  // accepted, it changes nothing.
+  const double gather_pieces = 1;
   // Stage 3: which uses of each module gather it, and at which use each gather is issued.
   const std::vector<double> elements = partitioned_elements(model, opt.persistence_threshold);
   // A layer whose forward re-runs whole in backward (full recomputation, or torchtitan's op-level
@@ -184,9 +215,6 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     partitioned += elements[i];
     reused += elements[i] > 0 && kept[i] ? 1 : 0;
   }
-  // Fetches hold whole layers and buckets are bounded above, so only the parameter gathers can be many.
-  if (opt.stage < 3)
-    calls_bound(gather_pieces, "allgather_bucket_size", opt.allgather_bucket_elems, params / kMaxBucketsPerIteration);
 
   // Stage 3's gathers at use `use` (forward or backward of its layer) in micro-step `m`, after the
   // compute before it: the use's own module when not gathered, then the modules prefetched there,
@@ -286,16 +314,21 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
       return;
     }
     const std::string at = model.layers[bucket.ready_after_layer].name;
+    flatten_bucket(k, "at " + at);
     const auto done = offload_gradients(distributed ? collective(CollectiveOp::ReduceScatter, shard, bucket.bytes,
                                                                  fmt::format("reduce-scatter gradients at {}", at), "gradients",
                                                                  TaskCategory::ReduceScatter, {})
                                                     : std::vector<int>{},
                                         bucket.bytes / grad_elem / S, m, at);
     // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
-    // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group.
+    // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group. It is
+    // issued from partition_grads inside stage3.py __reduce_and_partition_ipg_grads's
+    // `with stream(reduce_and_partition_stream)` and is synchronous (dist.all_reduce_coalesced,
+    // async_op False), so that stream waits for it: the next bucket's copy and ReduceScatter queue
+    // behind it, in series on the reduction's stream.
     if (!replicas.empty() && m + 1 == M)
       collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
-                 "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Replicate);
+                 "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Shard);
   };
   // Without overlap_comm the copy into the bucket, its reduction and what follows it (qgZ's chain,
   // the offload copies, MiCS's AllReduce: all issued under the reduction's stream) run on the compute
@@ -408,9 +441,17 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     run.optimizer_step(opt.offload_optimizer ? host_step_s : optimizer_s, opt.offload_optimizer);
     // The updated partition in the module's dtype to where the parameters live (stage3.py
     // _reassign_or_swap_out_partitioned_parameters; with offload_param both are on the host).
+    // Stages 1-2 cast on the host into the pinned param_buffer_of_bit16_for_cpu_offload_groups and
+    // copy it with non_blocking=True (stage_1_and_2.py step()). Stage 3 copies the fp32 partition
+    // straight into the half-precision one, a blocking copy_ across devices and dtypes, which
+    // PyTorch converts on the CPU (aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda: "For
+    // blocking transfers conversions are performed on CPU"): to the GPU from a fresh converted
+    // tensor, to the host (offload_param) into a fresh fp32 one, pageable either way whatever
+    // pin_memory says: a pageable copy that compute waits for.
+    const bool converted_on_host = opt.stage == 3 && half;
     if (opt.offload_optimizer != opt.offload_param)
       offload_copy(std::nullopt, params / S * model_bytes, opt.offload_param,
-                   opt.offload_param ? opt.offload_param_pinned : opt.offload_optimizer_pinned, "updated parameters",
+                   !converted_on_host && (opt.offload_param ? opt.offload_param_pinned : opt.offload_optimizer_pinned), "updated parameters",
                    opt.offload_param ? "updated parameters to host" : "updated parameters from host");
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
@@ -455,7 +496,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                       .qgz = qgz,
                       .gradient_tensors = grad_tensors.size()};
   for (const auto& s : slices)
-    facts.reduces += s.size();
+    facts.reduces += reduce_to_owners ? s.size() : 0;
   for (const auto& t : grad_tensors)
     facts.quantized_tensors += qgz && quantized_path(t, n) ? 1 : 0;
   for (auto& note : zero_plan_notes(opt, facts))

@@ -9,7 +9,9 @@
 //   registers the gradient hooks), otherwise after that micro-step's backward.
 //   Without overlap_comm the reduction runs on the compute stream and backward waits for it.
 //   Each rank steps the optimizer on its 1/N partition, then the updated parameters are
-//   AllGathered (all_gather_dp_groups) in allgather_bucket_size pieces before the next forward.
+//   AllGathered (all_gather_dp_groups: one all_gather_into_tensor per parameter group; the
+//   allgather_bucket_size pieces are only its fallback for torch without that call) before the
+//   next forward.
 // - Stage 3 (stage3.py, partitioned_param_coordinator.py): every module's parameters are
 //   partitioned, but those of fewer than stage3_param_persistence_threshold elements. Each module
 //   is fetched (one coalesced AllGather) before its forward and again before its backward unless

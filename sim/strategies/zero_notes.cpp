@@ -11,13 +11,16 @@ std::vector<std::string> zero_plan_notes(const ZeroOptions& opt, const ZeroPlanF
   const int n = f.gpus, S = f.shard, H = f.secondary;
   if (opt.stage < 3)
     notes.push_back(fmt::format(
-        "ZeRO-{}: {} gradient buckets of at most {:.3g} elements {} {}{}; optimizer on 1/{} of the parameters, then "
-        "{:.0f} AllGather(s) of the updated parameters",
+        "ZeRO-{}: {} gradient buckets of at most {:.3g} elements {} {}{}; optimizer on 1/{} of the parameters, then {}",
         opt.stage, f.buckets, opt.reduce_bucket_elems,
         f.reduce_to_owners ? fmt::format("reduced to their partitions' owners ({} Reduces: use_multi_rank_bucket_allreduce false)", f.reduces)
                            : std::string("AllReduced"),
         f.hooks ? "as they fill in backward" : "after the last backward", opt.overlap_comm ? " (overlap_comm)" : " on the compute stream",
-        n, f.gather_pieces));
+        n,
+        // runtime/utils.py all_gather_into_tensor_dp_groups: one call per parameter group, none for a
+        // data-parallel world of one (allgather_bucket_size unused on this path).
+        n > 1 ? fmt::format("{:.0f} AllGather(s) of the updated parameters (one per parameter group)", f.gather_pieces)
+              : std::string("no AllGather of the updated parameters (one GPU)")));
   else if (f.fetches)
     notes.push_back(fmt::format(
         "ZeRO-3: {} modules gathered for forward, {} again for backward ({} stay gathered between: {} used again within "

@@ -91,7 +91,13 @@ std::string offload_note(const ZeroOptions& opt, double host_bytes_per_process, 
                        opt.offload_threads > 0 ? fmt::format("{} OpenMP thread(s) each, at most the DRAM bandwidth", opt.offload_threads)
                                                : std::string("every hardware thread: DRAM bandwidth"),
                        sockets, host.memory_bytes_per_s_per_socket / 1e9, 100 * kMemoryBoundFraction,
-                       opt.offload_param ? "" : ", the updated parameters back before the next forward (PCIe)");
+                       opt.offload_param ? ""
+                       : opt.stage == 3
+                           // stage3.py _reassign_or_swap_out_partitioned_parameters: a blocking copy_ of the fp32
+                           // partition into the half-precision one, converted on the host first (Copy.cu).
+                           ? ", the updated parameters back before the next forward (PCIe; in half precision a blocking "
+                             "copy through a pageable tensor whatever pin_memory: PyTorch converts them on the host first)"
+                           : ", the updated parameters back before the next forward (PCIe)");
   return out;
 }
 

@@ -159,7 +159,6 @@ for name, pointer, args in [
     ("zero_prefetch_on_stage_2", "/strategy/stage3_prefetch_bucket_size",
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.stage3_prefetch_bucket_size=1e7"),
     ("zero_bucket_zero", "/strategy/reduce_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=2 --set strategy.reduce_bucket_size=0"),
-    ("zero_allgather_bucket_tiny", "/strategy/allgather_bucket_size", "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=1 --set strategy.allgather_bucket_size=1000"),
     ("zero_reuse_distance_negative", "/strategy/stage3_max_reuse_distance",
      "--set strategy.kind=zero --set strategy.sharding=null --set strategy.mixed_precision=null --set strategy.stage=3 --set strategy.stage3_max_reuse_distance=-1"),
     ("zero_reuse_distance_on_stage_1", "/strategy/stage3_max_reuse_distance",

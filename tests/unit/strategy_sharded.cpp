@@ -610,6 +610,20 @@ TEST_CASE("ZeRO: stages 1-2 AllReduce gradient buckets and gather the updated pa
   auto c1 = comm_of(z1), c3 = comm_of(z3);
   CHECK(c1["gradients all_reduce"].bytes == doctest::Approx(P * 2));       // bf16 gradients
   CHECK(c1["parameters all_gather"].bytes == doctest::Approx(P * 2));
+  // One all_gather_into_tensor per parameter group (runtime/utils.py all_gather_dp_groups), whatever
+  // allgather_bucket_size says (it sizes only the fallback for torch without all_gather_into_tensor),
+  // and none on one GPU, which the note says.
+  CHECK(c1["parameters all_gather"].calls == 1);
+  for (const int stage : {1, 2}) {
+    CAPTURE(stage);
+    const Plan small = plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"allgather_bucket_size", 1e6}}, 8), "s.json")).plan;
+    CHECK(comm_of(small)["parameters all_gather"].calls == 1);
+    CHECK(comm_of(small)["parameters all_gather"].bytes == doctest::Approx(P * 2));
+    const Plan one = plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", stage}}, 1), "s.json")).plan;
+    CHECK(comm_of(one).count("parameters all_gather") == 0);
+    CHECK(std::any_of(one.notes.begin(), one.notes.end(),
+                      [](const std::string& n) { return n.find("no AllGather of the updated parameters (one GPU)") != std::string::npos; }));
+  }
   // stage 3 reduce-scatters every gradient (persistent tensors' too: their gradients are partitioned)
   CHECK(c3["gradients reduce_scatter"].bytes == doctest::Approx(P * 2));
   CHECK(c3["gradients reduce_scatter"].calls == static_cast<int>(assign_capped_buckets(load_model("gpt2"), 2, 2e7).size()));
@@ -702,6 +716,39 @@ TEST_CASE("ZeRO-3 with MiCS shards within groups and AllReduces the shards acros
   CHECK(c["gradient shards across replicas all_reduce"].calls == buckets);    // at the boundary only
   CHECK(c["gradient shards across replicas all_reduce"].bytes == doctest::Approx(P * 2 / 4));
   CHECK(mics.memory.front().total() == doctest::Approx(four.memory.front().total()).epsilon(1e-9));
+  // The AllReduce is synchronous on the reduce-and-partition stream (stage3.py
+  // __reduce_and_partition_ipg_grads -> mics.py partition_grads -> allreduce_mics_shard_grads): the
+  // next bucket's ReduceScatter of the boundary micro-step waits for the previous bucket's AllReduce.
+  {
+    const Plan once = plan({{"mics_shard_size", 4}}, 8, 1);
+    const auto& tasks = once.graph.tasks();
+    const auto after_all_reduce = [&](std::size_t i) {
+      std::vector<std::size_t> todo{i};
+      std::vector<bool> seen(tasks.size(), false);
+      while (!todo.empty()) {
+        const std::size_t j = todo.back();
+        todo.pop_back();
+        for (const int a : tasks[j].after) {
+          const auto u = static_cast<std::size_t>(a);
+          if (seen[u] || tasks[u].iteration != 1)
+            continue;
+          seen[u] = true;
+          if (tasks[u].category == TaskCategory::AllReduce)
+            return true;
+          todo.push_back(u);
+        }
+      }
+      return false;
+    };
+    int waiting = 0, scatters = 0;
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+      if (tasks[i].iteration == 1 && tasks[i].category == TaskCategory::ReduceScatter) {
+        ++scatters;
+        waiting += after_all_reduce(i) ? 1 : 0;
+      }
+    REQUIRE(scatters > 0);
+    CHECK(waiting > 0);
+  }
   // hpZ 4 on 8 GPUs, without prefetch or reuse so that every module is gathered for each use: the
   // first micro-step's forward over all 8 (one group), the backward and the second micro-step's
   // forward over the secondary groups of 4; the secondary copy, 1/4 of the partitioned parameters,
@@ -864,10 +911,22 @@ TEST_CASE("ZeRO memory follows DeepSpeed's buffers: half-precision gradient part
   const MemoryPoint& step = z2.memory_curve.back();
   CHECK(cast.at == "the optimizer step");
   CHECK(cast.grads == doctest::Approx(P / 8 * (2 + 2 + 4)));
-  CHECK(step.grads == doctest::Approx(P / 8 * (2 + 4)));
-  CHECK(z2.memory_curve[z2.memory_curve.size() - 3].grads == doctest::Approx(P / 8 * 2 + bucket));  // backward's last layer
-  // Accumulating, the partition stays from one micro-step to the next (the .grad views into it).
-  CHECK(plan_of(2, 2).memory_curve.front().grads == doctest::Approx(P / 8 * 2));
+  // The partition and its flattened copy are freed before the step (step(): free_grad_in_param_list,
+  // averaged_gradients[i] = None, then _optimizer_step): the fp32 copy alone.
+  CHECK(step.grads == doctest::Approx(P / 8 * 4));
+  const MemoryPoint& last_backward = z2.memory_curve[z2.memory_curve.size() - 3];
+  CHECK(last_backward.grads == doctest::Approx(P / 8 * 2 + bucket));  // backward's last layer
+  // Beside it, the flattened copy of the bucket being reduced (allreduce_bucket: self.flatten(bucket)),
+  // from backward's first reduction on; none before it.
+  const MemoryPoint& loss_backward = at(z2, "the loss's backward");
+  CHECK(last_backward.other - loss_backward.other == doctest::Approx(bucket));
+  // Accumulating, the first micro-step's partition stays to the next (the epilogue's all_grad_tensors,
+  // views into it), and each later micro-step's first reduction makes a new one beside it
+  // (copy_grads_in_partition), added in at its epilogue: both from the first bucket on.
+  const Plan z2m2 = plan_of(2, 2);
+  CHECK(z2m2.memory_curve.front().grads == doctest::Approx(P / 8 * 2));
+  CHECK(z2m2.memory_curve[z2m2.memory_curve.size() - 3].grads == doctest::Approx(P / 8 * 2 * 2 + bucket));
+  CHECK(z2m2.memory_curve.back().grads == doctest::Approx(P / 8 * 4));
   // Stage 1 reduces at the accumulation boundary only (engine.py allreduce_gradients): the full bf16
   // gradients stay between micro-steps.
   CHECK(plan_of(1, 1).memory_curve.front().grads == 0);
@@ -925,7 +984,7 @@ TEST_CASE("ZeRO-1 reaches the optimizer step with its partition's gradients only
     const MemoryPoint& step = z1.memory_curve.back();
     CHECK(cast.at == "the optimizer step");
     CHECK(cast.grads == doctest::Approx(P / 8 * (2 + 2 + 4)));
-    CHECK(step.grads == doctest::Approx(P / 8 * (2 + 4)));
+    CHECK(step.grads == doctest::Approx(P / 8 * 4));  // the bf16 partition freed once cast
     CHECK(step.grads == doctest::Approx(z2.memory_curve.back().grads));
   }
   // Backward still produces (and, accumulating, keeps) the full gradients.
@@ -955,7 +1014,9 @@ TEST_CASE("ZeRO-3's foreach AdamW temporary covers one optimizer sub-group; stag
   };
   for (const int stage : {1, 2, 3}) {
     CAPTURE(stage);
-    const MemoryPoint foreach_step = step_of(stage, "adamw"), fused_step = step_of(stage, "adamw-fused");
+    const MemoryPoint foreach_step = step_of(stage, "adamw-foreach"), fused_step = step_of(stage, "adamw-fused");
+    // DeepSpeed's own "adamw" is FusedAdam (engine.py _configure_basic_optimizer): no temporaries.
+    CHECK(step_of(stage, "adamw").optimizer == doctest::Approx(fused_step.optimizer));
     // bf16: the partition's fp32 master weights and two fp32 Adam states, 12 B per element.
     const double partition = fused_step.optimizer / 12;
     REQUIRE(partition > 2e9);
@@ -1127,8 +1188,25 @@ TEST_CASE("ZeRO: each gradient copied into its contiguous bucket once per reduct
         CHECK(t.kind == TaskKind::Compute);  // the compute stream; stage 3 the reduction's, sharing the GPU
         copies += t.seconds;
       }
-    // bf16 gradients, read and written once.
-    CHECK(copies == doctest::Approx(copy_seconds((P - wte) * 2, gpu)));
+    // bf16 gradients, read and written once into the buckets; then every bucket divided in place
+    // (stage_1_and_2.py average_tensor: tensor.div_; coalesced_collectives.py reduce_scatter_coalesced:
+    // .div_(world_sz)) and flattened into a new tensor where the collective takes several: stages 1-2
+    // the slices of the partitions a bucket touches (allreduce_bucket: self.flatten(bucket), a view of
+    // a single one), stage 3 every bucket of more than one tensor (torch.cat; the token embedding alone
+    // divides by 8 and is reduced where it is).
+    double flattened = 0;
+    if (stage == 3) {
+      flattened = (P - wte) * 2;
+    } else {
+      double end = P;
+      for (const Bucket& b : assign_capped_buckets(load_model("gpt2"), 2, 2e7)) {
+        const double begin = end - b.bytes / 2;
+        flattened += partition_slices(begin, end, P, 8).size() > 1 ? b.bytes : 0.0;
+        end = begin;
+      }
+    }
+    REQUIRE(flattened > 0);
+    CHECK(copies == doctest::Approx(copy_seconds((P - wte) * 2, gpu) + copy_seconds(P * 2, gpu) + copy_seconds(flattened, gpu)));
   }
 }
 
@@ -1174,6 +1252,38 @@ TEST_CASE("ZeRO-Offload with pin_memory false: each copy staged at one thread's 
   CHECK(std::none_of(q.graph.tasks().begin(), q.graph.tasks().end(),
                      [](const Task& t) { return t.category == TaskCategory::Offload && t.kind == TaskKind::Delay && t.seconds > 0; }));
   CHECK(predict(scenario_of(pageable)).result.iteration_time_s > predict(scenario_of(pinned)).result.iteration_time_s);
+}
+
+TEST_CASE("ZeRO-3 + offload_optimizer: the updated parameters come back through a pageable copy even with pin_memory")
+{
+  // stage3.py _reassign_or_swap_out_partitioned_parameters: fp16_partitioned_groups_flat (bf16, GPU)
+  // .copy_(fp32_partitioned_groups_flat (fp32, host)), blocking: PyTorch converts on the CPU into a new,
+  // pageable tensor first (Copy.cu copy_kernel_cuda). Stages 1-2 copy from the pinned
+  // param_buffer_of_bit16_for_cpu_offload_groups with non_blocking=True: no staging.
+  const double P = static_cast<double>(load_model("gpt2").params());
+  const auto plan_of = [](int stage) {
+    return plan_scenario(parse_scenario(gpt2_scenario({{"kind", "zero"}, {"stage", stage}, {"reduce_bucket_size", 1e7},
+                                                       {"offload_optimizer", {{"device", "cpu"}}}},
+                                                      8),
+                                        "s.json"))
+        .plan;
+  };
+  for (const int stage : {2, 3}) {
+    CAPTURE(stage);
+    const Plan p = plan_of(stage);
+    const auto& tasks = p.graph.tasks();
+    int back = 0, staged = 0;
+    for (std::size_t i = 0; i + 1 < tasks.size(); ++i) {
+      const Task& t = tasks[i];
+      if (t.category != TaskCategory::Offload || t.kind != TaskKind::Transfer || t.iteration != 1 || t.dst != p.ranks[0] ||
+          t.bytes != doctest::Approx(P / 8 * 2))
+        continue;
+      ++back;
+      staged += tasks[i + 1].kind == TaskKind::Delay && tasks[i + 1].seconds == doctest::Approx(t.bytes / kPinCopyBytesPerS) ? 1 : 0;
+    }
+    CHECK(back == 1);
+    CHECK(staged == (stage == 3 ? 1 : 0));
+  }
 }
 
 TEST_CASE("ZeRO-3's offload_param: each gather copies the rank's partitions in first, the parameters stay off the GPU")
