@@ -73,6 +73,7 @@ MemoryContext memory_context(Precision precision, const std::string& optimizer, 
   c.autograd.precision = precision;
   c.autograd.attention = attention;
   c.autograd.fused_elementwise = megatron;
+  c.autograd.megatron_loss = megatron;
   c.autograd.selective_recompute = checkpointing == ActivationCheckpointing::Selective;
   c.autograd.tensor_parallel = std::max(1, tensor_parallel);
   c.autograd.sequence_parallel = sequence_parallel && tensor_parallel > 1;
@@ -137,7 +138,8 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   // Full recomputation (Korthikanti et al. 2022, section 5; torch.utils.checkpoint): a transformer
   // layer keeps only its input through forward; its own saved tensors exist again during its
   // backward only, recomputed then. torchtitan's op-level selective checkpointing does the same
-  // for what its save list does not keep (SavedTensor::op_saved).
+  // for what its save list does not keep (SavedTensor::op_saved). The input a stage receives stays
+  // (SavedTensor::received).
   std::vector<int> block_of(n, -1);
   std::vector<std::pair<std::size_t, std::size_t>> blocks;
   const bool op_level = ctx.checkpointing == ActivationCheckpointing::SelectiveOp;
@@ -150,7 +152,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
       }
   const auto recomputed = [&](const SavedTensor& t) {
     const int b = block_of[t.made - req.first];
-    return b >= 0 && block_of[t.freed - req.first] == b && !(op_level && t.op_saved);
+    return b >= 0 && block_of[t.freed - req.first] == b && !(op_level && t.op_saved) && !t.received;
   };
 
   std::vector<double> made(n, 0.0), freed(n, 0.0), refreed(n, 0.0), block_saved(blocks.size(), 0.0);
@@ -308,6 +310,7 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
     for (const auto t : model.layers[i].param_tensors)
       add_block(static_cast<double>(t) * per_param / 3, 3);
   m.activations_per_sample = micro > 0 ? m.activations / micro : 0;
+  m.activations_held = peak.phase == 4 ? 0 : std::max(0.0, req.micro_batches_held) * kept_per_micro * micro;
   m.peak_reserved = m.total() + rounding;
   m.device_used = m.peak_reserved + ctx.cuda_context_bytes;
   return m;

@@ -8,6 +8,34 @@
 
 namespace dtsim {
 
+namespace {
+
+/// The activations of a GPU running several model chunks (`m` their peaks summed): one forward or
+/// backward step runs at a time (megatron/core/pipeline_parallel/schedules.py
+/// forward_backward_pipelining_with_interleaving: one forward_step_helper / backward_step_helper per
+/// step), so the GPU holds what every chunk's micro-batches in flight keep and the working set of one
+/// chunk only, the largest among those running.
+void one_chunk_running(GpuMemory& m, const std::vector<GpuMemory>& parts, const std::vector<int>& in_flight, double micro)
+{
+  double held = 0, working = 0;
+  for (std::size_t c = 0; c < parts.size(); ++c) {
+    held += parts[c].activations_held;
+    const double beyond = parts[c].activations - parts[c].activations_held;
+    if (in_flight[c] > 0 && beyond > working) {
+      working = beyond;
+      m.peak_at = parts[c].peak_at;
+    }
+  }
+  const double over = m.activations - (held + working);
+  m.activations -= over;
+  m.activations_held = held;
+  m.activations_per_sample = micro > 0 ? m.activations / micro : 0;
+  m.peak_reserved -= over;
+  m.device_used -= over;
+}
+
+}  // namespace
+
 std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Model& model, const GpuSpec& gpu,
                                              const ParallelConfig& cfg, const std::vector<StageRange>& ranges, double micro,
                                              double input_bytes, std::vector<MemoryPoint>& curve, int& busiest_stage)
@@ -28,6 +56,7 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
     }
     const std::vector<int> in_flight = micro_batches_in_flight(cfg, s, weights);
     GpuMemory& m = stage_memory[static_cast<std::size_t>(s)];
+    std::vector<GpuMemory> parts;
     for (int chunk = 0; chunk < C; ++chunk) {
       const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
       StageMemoryRequest req;
@@ -45,13 +74,14 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
       req.grads_persist = cfg.megatron || M > 1;
       req.io_bytes = s == 0 && chunk == 0 ? input_bytes : 0;
       const GpuMemory part = gpu_memory(model, mctx, req);
+      parts.push_back(part);
       if (chunk == 0) {
         m = part;
         requests[static_cast<std::size_t>(s)] = req;
         continue;
       }
       // Another chunk on the same GPU: its weights, gradients, states and activations add; the
-      // workspaces are shared; the peak is taken as the sum of the chunks' peaks.
+      // workspaces are shared.
       m.params += part.params;
       m.grads += part.grads;
       m.optimizer += part.optimizer;
@@ -59,6 +89,8 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
       m.peak_reserved += part.peak_reserved - part.workspace;
       m.device_used += part.peak_reserved - part.workspace;
     }
+    if (C > 1)
+      one_chunk_running(m, parts, in_flight, micro);
   }
   {  // the curve of the busiest stage's first GPU (its first chunk under interleaving)
     std::size_t busiest = 0;

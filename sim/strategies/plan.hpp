@@ -41,6 +41,9 @@ struct GpuMemory {
   std::string peak_at;       ///< when the peak happens: "backward of layer4.2.conv1", "the optimizer step", ...
   std::string dominant;      ///< the largest term at the peak: "activations", "optimizer state", ...
   double activations_per_sample = 0;  ///< activations at the peak per sample of a micro-batch (they scale with it)
+  /// Of activations: what the micro-batches in flight keep between their forward and backward (the
+  /// rest is the working set of the forward or backward running at the peak); 0 at the optimizer step.
+  double activations_held = 0;
 };
 
 /// One moment of an iteration on one GPU, as memory_timeline.hpp walks it (bytes allocated, by kind).

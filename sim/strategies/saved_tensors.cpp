@@ -28,6 +28,8 @@ struct Tensor {
   bool saved = false;
   bool op_saved = false;  // the output of an op torchtitan's op-level checkpointing saves (SavedTensor)
   bool whole = false;     // gathered over the tensor ranks (AutogradSettings::dtensor_tp): never split
+  bool received = false;  // the previous pipeline stage's activation (SavedTensor::received)
+  bool fused_silu = false;  // silu's output inside Megatron's fused SwiGLU: recomputed in backward
 };
 
 class Walk {
@@ -45,7 +47,7 @@ public:
 
   int make(double elems, double dtype, bool sharded)
   {
-    tensors_.push_back({elems, dtype, sharded, layer_, false, false, false});
+    tensors_.push_back({elems, dtype, sharded, layer_, false, false, false, false, false});
     made_.push_back(static_cast<int>(tensors_.size()) - 1);
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -62,7 +64,7 @@ public:
     if (t.saved)
       return;  // kept already by an earlier layer: it lives until that layer's backward
     t.saved = true;
-    pass_.saved.push_back({bytes(id), t.made, layer_, t.op_saved});
+    pass_.saved.push_back({bytes(id), t.made, layer_, t.op_saved, t.received});
   }
   /// A new tensor that backward keeps.
   int keep(double elems, double dtype, bool sharded)
@@ -138,7 +140,9 @@ private:
       const bool tokens = model_.layers[0].kind == "embedding";
       return make(tokens ? 0 : model_.input_elems, 4, false);
     }
-    return make(model_.layers[first - 1].activation_elems, compute_, false);
+    const int received = make(model_.layers[first - 1].activation_elems, compute_, false);
+    tensors_[static_cast<std::size_t>(received)].received = true;
+    return received;
   }
 
   /// Elements of a linear layer's weight matrix: from its FLOPs, so that a tied LM head (whose
@@ -296,7 +300,9 @@ private:
     }
     if (op == "gelu" || op == "silu" || (op == "gelu_tanh" && s_.fused_elementwise)) {
       save(cur);  // derivatives.yaml gelu, silu: self (Megatron's bias_gelu: its input)
-      return make(c.elems, c.dtype, c.sharded);
+      const int out = make(c.elems, c.dtype, c.sharded);
+      tensors_[static_cast<std::size_t>(out)].fused_silu = op == "silu" && s_.fused_elementwise;
+      return out;
     }
     if (op == "gelu_tanh") {
       // transformers/activations.py NewGELUActivation (GPT-2's gelu_new), in Python:
@@ -311,9 +317,14 @@ private:
       return make(c.elems, std::max(t, c.dtype), c.sharded);
     }
     if (op == "mul") {  // derivatives.yaml mul.Tensor: self and other (SwiGLU: silu(gate) x up)
-      save(cur);
+      // Megatron's fused SwiGLU (AutogradSettings::fused_elementwise) keeps the gate, not silu's output.
+      const auto operand = [&](int id) {
+        if (!tensors_[static_cast<std::size_t>(id)].fused_silu)
+          save(id);
+      };
+      operand(cur);
       if (!pending.empty()) {
-        save(pending.back());
+        operand(pending.back());
         pending.pop_back();
       }
       return make(c.elems, c.dtype, c.sharded);
@@ -329,7 +340,11 @@ private:
   /// logits as they are (loss_bytes 2) keeps and passes them in that dtype, without the fp32 copy.
   /// Without loss parallelism the loss sees each tensor rank's logits gathered whole. A fused kernel
   /// (fused_loss) keeps what it reads (the logits, or their copy in the loss's dtype) instead of a
-  /// log_softmax result, and its backward holds one gradient of that.
+  /// log_softmax result, and its backward holds one gradient of that. Megatron's vocabulary-parallel
+  /// loss (megatron_loss) keeps its fp32 softmax, made in place over the fp32 copy, and its backward
+  /// turns that into the gradient in place (calculate_gradients: grad_input.mul_), so it holds only the
+  /// gradient autograd casts back to the logits' dtype (torch/csrc/autograd/engine.cpp
+  /// validate_outputs), nothing where the logits are fp32 already.
   void loss(const std::vector<int>& logits)
   {
     pass_.has_loss = true;
@@ -361,6 +376,10 @@ private:
         const double fp32 = seen * 4 / t.dtype;
         pass_.loss_fwd_transient += (lb == 4 ? 0 : fp32) + 2 * fp32;
         pass_.loss_bwd_transient += 3 * own;
+        continue;
+      }
+      if (s_.megatron_loss) {  // AutogradSettings::megatron_loss: the gradient in the logits' dtype
+        pass_.loss_bwd_transient += t.dtype == lb ? 0 : seen;
         continue;
       }
       pass_.loss_bwd_transient += 2 * own;

@@ -19,7 +19,15 @@ struct AutogradSettings {
   AttentionKernel attention = AttentionKernel::Sdpa;
   /// Megatron-LM's fused kernels (bias-GeLU, bias-dropout-add, scaled masked softmax): a GeLU keeps
   /// its input only (megatron/core/fusions/fused_bias_gelu.py), not Hugging Face's gelu_new chain.
+  /// Its bias-SwiGLU too (megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction.forward:
+  /// ctx.save_for_backward(input), the fc1 output; swiglu_back recomputes silu): silu(gate) x up keeps
+  /// gate and up, not silu's output, which eager PyTorch's F.silu(x) * y keeps for mul's backward.
   bool fused_elementwise = false;
+  /// Megatron-LM's vocabulary-parallel cross entropy (megatron/core/tensor_parallel/cross_entropy.py
+  /// _VocabParallelCrossEntropy): it takes the logits in fp32 and works in place (exp_logits over that
+  /// copy, divided in place to the softmax it saves; backward turns the softmax into the gradient in
+  /// place), so its backward holds only the gradient cast back to the logits' dtype beside what it saved.
+  bool megatron_loss = false;
   /// Selective recomputation (Korthikanti et al. 2022, section 4.2): the attention core keeps nothing
   /// of its own (its inputs stay saved by it), it is recomputed in backward.
   bool selective_recompute = false;
@@ -60,6 +68,13 @@ struct SavedTensor {
   /// Made by an op that torchtitan's op-level selective checkpointing saves: a matmul (all but every
   /// second one of a transformer layer) or the SDPA kernel. Everything else it recomputes.
   bool op_saved = false;
+  /// The pass's input received from the previous pipeline stage (or model chunk): the schedule keeps
+  /// it until its backward (megatron/core/pipeline_parallel/schedules.py
+  /// forward_backward_pipelining_without_interleaving: input_tensors.append(input_tensor); the
+  /// interleaved schedule's input_tensors[model_chunk_id]), and a recomputed layer keeps its input
+  /// (megatron/core/tensor_parallel/random.py CheckpointFunction.forward: ctx.save_for_backward(*args)),
+  /// so full recomputation never drops it.
+  bool received = false;
 };
 
 /// One layer of the pass, per sample on one GPU.

@@ -8,6 +8,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/strategies/memory_timeline.hpp"
 #include "sim/strategies/partition.hpp"
+#include "sim/strategies/pipeline.hpp"
 #include "sim/strategies/saved_tensors.hpp"
 #include "sim/topology/gpu_spec.hpp"
 
@@ -59,6 +60,22 @@ TEST_CASE("a Megatron transformer layer keeps sbh(34 + 5as/h), and what TP, SP a
   CHECK(layer_saved(m, st, 3) == doctest::Approx(sbh * 34 + a * s * 4));
 }
 
+TEST_CASE("SwiGLU: Megatron's fused bias_swiglu keeps the gate and up, eager F.silu(gate) * up silu's output too")
+{
+  // megatron/core/fusions/fused_bias_swiglu.py SwiGLUFunction.forward saves its input (the fc1 output,
+  // gate and up) and recomputes silu in swiglu_back; eager PyTorch's mul keeps both operands.
+  const Model m = load_model("llama3-8b");
+  const double s = m.arch.at("seq_len"), ffn = m.arch.at("ffn");
+  AutogradSettings eager;
+  eager.precision = Precision::Bf16;
+  eager.tensor_parallel = 4;
+  eager.sequence_parallel = true;
+  AutogradSettings fused = eager;
+  fused.fused_elementwise = true;
+  // One bf16 tensor of the FFN's width per token less, a tensor rank's quarter of it.
+  CHECK(layer_saved(m, eager, 3) - layer_saved(m, fused, 3) == doctest::Approx(s * ffn * 2 / 4));
+}
+
 TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype, or over all of them gathered")
 {
   const Model m = load_model("megatron-gpt-22b");
@@ -72,12 +89,25 @@ TEST_CASE("the loss: fp32 over each tensor rank's logits, or in their own dtype,
     st.loss_bytes = loss_bytes;
     return activation_pass(m, 0, m.layers.size(), st, true);
   };
-  // Megatron / torchtitan: the rank's quarter of the vocabulary, upcast to fp32: log_softmax keeps it,
-  // backward holds two fp32 gradients of it, forward the bf16 logits and their fp32 copy.
+  // torchtitan's loss parallel without DTensor's decomposition: the rank's quarter of the vocabulary,
+  // upcast to fp32: log_softmax keeps it, backward holds two fp32 gradients of it, forward the bf16
+  // logits and their fp32 copy.
   const ActivationPass vocab_parallel = loss_of(true, 4);
   CHECK(vocab_parallel.loss_saved == doctest::Approx(logits / 4 * 4));
   CHECK(vocab_parallel.loss_bwd_transient == doctest::Approx(2 * logits / 4 * 4));
   CHECK(vocab_parallel.loss_fwd_transient == doctest::Approx(logits / 4 * 2 + logits / 4 * 4));
+  // Megatron's _VocabParallelCrossEntropy (megatron/core/tensor_parallel/cross_entropy.py): the same
+  // fp32 softmax saved, made in place, and turned into the gradient in place; its backward holds only
+  // that gradient cast back to bf16. Its forward is the same.
+  AutogradSettings megatron;
+  megatron.precision = Precision::Bf16;
+  megatron.tensor_parallel = 4;
+  megatron.sequence_parallel = true;
+  megatron.megatron_loss = true;
+  const ActivationPass in_place = activation_pass(m, 0, m.layers.size(), megatron, true);
+  CHECK(in_place.loss_saved == doctest::Approx(logits / 4 * 4));
+  CHECK(in_place.loss_bwd_transient == doctest::Approx(logits / 4 * 2));
+  CHECK(in_place.loss_fwd_transient == doctest::Approx(vocab_parallel.loss_fwd_transient));
   // KempnerForge: the logits gathered whole (Replicate) and F.cross_entropy on them in bf16.
   const ActivationPass replicated = loss_of(false, 2);
   CHECK(replicated.loss_saved == doctest::Approx(logits * 2));
@@ -183,6 +213,28 @@ TEST_CASE("gpu_memory: shares divide weights, gradients and optimizer state sepa
   CHECK_FALSE(one.peak_at.empty());
 }
 
+TEST_CASE("full recomputation keeps the input a pipeline stage receives, as it keeps every layer's input")
+{
+  // megatron/core/pipeline_parallel/schedules.py keeps each micro-batch's received input_tensor until
+  // its backward, and random.py CheckpointFunction saves the recomputed layer's input: a middle stage of
+  // three Llama layers keeps three hidden-sized inputs per micro-batch in flight (Korthikanti et al.
+  // 2022, section 5: 2sbh per layer, 2sbh/t with sequence parallelism).
+  const Model m = load_model("llama3-8b");
+  const auto blocks = transformer_layers(m);
+  const MemoryContext ctx = memory_context(Precision::Bf16, "adam", AttentionKernel::Sdpa, ActivationCheckpointing::Full,
+                                           gpu_spec("H100"), 8, true, true);
+  StageMemoryRequest req;
+  req.first = blocks[4].first;
+  req.last = blocks[6].last;
+  req.share = {1.0 / 8, 1.0 / 8, 1.0 / 8};
+  req.grads_persist = true;
+  const GpuMemory one = gpu_memory(m, ctx, req);
+  req.micro_batches_held = 2;
+  const GpuMemory two = gpu_memory(m, ctx, req);
+  const double input = m.arch.at("seq_len") * m.arch.at("hidden") * 2 / 8;  // bf16, a sequence shard
+  CHECK(two.activations - one.activations == doctest::Approx(3 * input));
+}
+
 TEST_CASE("the optimizer step: foreach AdamW's temporaries, the fused one's none")
 {
   const Model m = load_model("gpt2");
@@ -259,6 +311,51 @@ TEST_CASE("Megatron's per-GPU memory as Korthikanti et al. profiled it (GPT-3 17
   CHECK((full.params + full.grads + full.optimizer) / GiB == doctest::Approx(45.56).epsilon(0.05));
   CHECK(full.activations / GiB == doctest::Approx(66.84).epsilon(0.05));
   CHECK(sel.activations / GiB == doctest::Approx(12.35).epsilon(0.05));
+}
+
+TEST_CASE("interleaved chunks on one GPU: every chunk's micro-batches in flight, one chunk's working set")
+{
+  // One forward or backward step runs at a time (megatron/core/pipeline_parallel/schedules.py
+  // forward_backward_pipelining_with_interleaving), so of the chunks' working sets only the largest
+  // adds to what they hold. GPT-3 175B on 8 stages of 3 chunks of 4 layers, 16 micro-batches, full
+  // recomputation (its working set: a layer recomputed and its backward).
+  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/../scenarios/gpt3-175b-h100-128gpu.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["training"]["batch_per_gpu"] = 16;
+  doc["training"]["activation_checkpointing"] = "full";
+  doc["strategy"]["microbatches"] = 16;
+  doc["strategy"]["virtual_stages"] = 3;
+  const Scenario sc = parse_scenario(doc, "s.json");
+  const GpuMemory stage0 = plan_scenario(sc).plan.memory.front();
+  // The first GPU's chunks walked on their own: the embeddings and 4 layers, layers 32-35, 64-67.
+  const Model m = load_model("gpt3-175b");
+  const auto blocks = transformer_layers(m);
+  const MemoryContext ctx = memory_context(sc, gpu_spec("H100"), 8, true, true);
+  const std::pair<std::size_t, std::size_t> chunks[] = {
+      {0, blocks[3].last}, {blocks[32].first, blocks[35].last}, {blocks[64].first, blocks[67].last}};
+  ParallelConfig cfg;
+  cfg.stages = 8;
+  cfg.microbatches = 16;
+  cfg.virtual_stages = 3;
+  std::vector<double> weights;
+  for (const auto& [first, last] : chunks)
+    weights.push_back(static_cast<double>(last - first));
+  const std::vector<int> in_flight = micro_batches_in_flight(cfg, 0, weights);
+  double held = 0, working = 0;
+  for (std::size_t c = 0; c < 3; ++c) {
+    StageMemoryRequest req;
+    req.first = chunks[c].first;
+    req.last = chunks[c].second;
+    req.share = {1.0 / 8, 1.0 / 8, 1.0 / 8};
+    req.grads_persist = true;
+    const double one = gpu_memory(m, ctx, req).activations;
+    req.micro_batches_held = 2;
+    const double kept = gpu_memory(m, ctx, req).activations - one;
+    held += in_flight[c] * kept;
+    working = std::max(working, one - kept);
+  }
+  MESSAGE("175B full v=3 first stage: held ", held / (1 << 30), " GiB, one chunk's working set ", working / (1 << 30));
+  CHECK(stage0.activations == doctest::Approx(held + working));
 }
 
 TEST_CASE("the memory curve: one point per moment walked, its highest the peak")
