@@ -67,24 +67,46 @@ InputFormat detect_input_format(const std::string& text, const std::string& path
 
 std::vector<NcclTestsLog> split_nccl_tests_tables(const std::string& text, const std::string& path)
 {
-  std::vector<std::string> tables(1);
+  // A table is its header (nThread / size-count lines), its data rows and its footer (# Out of bounds, # Avg bus
+  // bandwidth). What a run prints above its header (a transcript's `mpirun -x NCCL_ALGO=...` line, `export`, the
+  // NCCL_DEBUG=INFO lines "NCCL_ALGO set by environment to ...") belongs to that run: when a header follows a table,
+  // the lines after the previous table's last row or footer move with it. Only data rows count as rows, so a
+  // preamble above the first header is not a table of its own.
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
+  }
+  std::vector<std::size_t> starts{0};  // first line of each chunk
   bool rows_seen = false;
-  int lines = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line); ++lines) {
+  std::size_t after_table = 0;  // the line after the current table's last row or footer line
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
     const bool comment = line.empty() || line[0] == '#';
     if (comment && rows_seen && is_table_header(line)) {
-      tables.emplace_back(static_cast<std::size_t>(lines), '\n');  // errors keep the file's line numbers
+      starts.push_back(after_table);
       rows_seen = false;
     }
-    if (!comment && line.find_first_not_of(" \t\r") != std::string::npos)
+    if (!comment && looks_like_nccl_tests_log(line)) {  // one line: true for a data row only
       rows_seen = true;
-    tables.back() += line + "\n";
+      after_table = i + 1;
+    } else if (rows_seen && comment &&
+               (line.find("Out of bounds") != std::string::npos || line.find("Avg bus bandwidth") != std::string::npos)) {
+      after_table = i + 1;
+    }
+  }
+  starts.push_back(lines.size());
+  std::vector<std::string> tables;
+  for (std::size_t c = 0; c + 1 < starts.size(); ++c) {
+    std::string chunk(starts[c], '\n');  // errors keep the file's line numbers
+    for (std::size_t i = starts[c]; i < starts[c + 1]; ++i)
+      chunk += lines[i] + "\n";
+    if (looks_like_nccl_tests_log(chunk))
+      tables.push_back(std::move(chunk));
   }
   std::vector<NcclTestsLog> logs;
-  for (std::size_t i = 0; i < tables.size(); ++i) {
-    if (!looks_like_nccl_tests_log(tables[i]))
-      continue;
+  for (std::size_t i = 0; i < tables.size(); ++i) {  // numbered 1..N among the tables
     const std::string name = tables.size() > 1 ? fmt::format("{} (table {})", path, i + 1) : path;
     logs.push_back(parse_nccl_tests_log(tables[i], name));
   }

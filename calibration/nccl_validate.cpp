@@ -136,6 +136,10 @@ CollectiveOptions log_run_options(const Topology& topology, const NcclTestsLog& 
     run.filter.algos = from_log.algos;
   if (run.filter.protos.empty())
     run.filter.protos = from_log.protos;
+  if (run.filter.setting.empty()) {  // named by nccl_choose should nothing remain (the log's, with --algo/--proto)
+    run.filter.source = from_log.source;
+    run.filter.setting = from_log.setting;
+  }
   return run;
 }
 

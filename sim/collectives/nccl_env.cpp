@@ -130,6 +130,16 @@ NcclFilter nccl_filter_from_env(const NcclEnv& env, CollectiveOp op, const std::
     if (filter.algos.empty())
       throw InputError(source, "", "NCCL_NVLS_ENABLE=0 with NCCL_ALGO allowing only NVLS leaves nothing to run");
   }
+  // Named by nccl_choose should the filter leave nothing for a collective on the topology.
+  filter.source = source;
+  const bool options = source == "command line";  // nccl-tests / validate --algo, --proto (nccl_env_of)
+  for (const char* name : {"NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE"})
+    if (const std::string v = nccl_env_value(env, name); !unset(v))
+      filter.setting += fmt::format("{}{}{}", filter.setting.empty() ? "" : ", ",
+                                    !options                          ? fmt::format("{}=", name)
+                                    : std::string(name) == "NCCL_ALGO" ? std::string("--algo ")
+                                                                       : std::string("--proto "),
+                                    v);
   return filter;
 }
 

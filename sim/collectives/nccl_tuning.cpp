@@ -1,6 +1,9 @@
 #include "sim/collectives/nccl_tuning.hpp"
 
+#include "sim/util/input_error.hpp"
 #include "sim/util/text.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -324,8 +327,13 @@ std::optional<NcclCost> nccl_cost(CollectiveOp op, NcclAlgo a, NcclProto p, cons
   return c;
 }
 
-NcclCost nccl_choose(CollectiveOp op, const NcclSystem& s, double bytes, const NcclFilter& filter)
+NcclCost nccl_choose(CollectiveOp op, const NcclSystem& system, double bytes, const NcclFilter& filter)
 {
+  // An NCCL_PROTO that allows LL128 enables it outright: parseList sets each protocol to 0 or 1, and only
+  // LL128's default (2) goes through the safety rule (src/graph/tuning.cc ncclTopoTuneModel, protoEnable).
+  NcclSystem s = system;
+  if (!filter.protos.empty() && filter.allows(NcclProto::LL128))
+    s.ll128 = true;
   std::optional<NcclCost> best;
   for (int ai = 0; ai < kNcclAlgos; ++ai) {
     const auto a = static_cast<NcclAlgo>(ai);
@@ -339,6 +347,16 @@ NcclCost nccl_choose(CollectiveOp op, const NcclSystem& s, double bytes, const N
       if (c && (!best || c->time_us < best->time_us))
         best = c;
     }
+  }
+  if (!best && (!filter.algos.empty() || !filter.protos.empty())) {
+    // NCCL (src/enqueue.cc topoGetAlgoInfo) finds no algorithm/protocol in its cost table and fails the
+    // call: "No algorithm/protocol available for function ... NCCL_ALGO was set to ...", ncclInvalidUsage
+    // when NCCL_ALGO or NCCL_PROTO is set. A user's choice that leaves nothing is refused, never replaced.
+    throw InputError(filter.source.empty() ? "command line" : filter.source, "",
+                     fmt::format("{} leaves no algorithm/protocol that runs {} on this topology (NCCL fails such a call: "
+                                 "\"No algorithm/protocol available\", ncclInvalidUsage; expected a setting that keeps "
+                                 "one available, e.g. Ring)",
+                                 filter.setting.empty() ? "NCCL_ALGO / NCCL_PROTO" : filter.setting, to_string(op)));
   }
   if (!best) {
     NcclSystem relaxed = s;

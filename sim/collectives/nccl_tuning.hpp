@@ -59,6 +59,8 @@ struct NcclSystem {
 struct NcclFilter {
   std::vector<NcclAlgo> algos;
   std::vector<NcclProto> protos;
+  std::string source;   ///< where it was set ("command line", a log), for the refusal when nothing remains
+  std::string setting;  ///< as set ("NCCL_ALGO=nvls"), for the same refusal
   bool allows(NcclAlgo a) const;
   bool allows(NcclProto p) const;
 };

@@ -1,6 +1,9 @@
 #include "sim/report/timeline.hpp"
 
+#include "sim/util/input_error.hpp"
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -76,10 +79,38 @@ Timeline build_timeline(const Topology& topo, const Plan& plan, const std::vecto
   } else if (options.gpu_ranks.empty()) {
     for (std::size_t r = 0; r < plan.ranks.size() && r < 8; ++r)
       shown.push_back(plan.ranks[r]);
-  } else {
+  } else if (plan.folded_from_gpus == 0) {
     for (const int r : options.gpu_ranks)
       if (r >= 0 && r < static_cast<int>(plan.ranks.size()))
         shown.push_back(plan.ranks[static_cast<std::size_t>(r)]);
+  } else {
+    // Folded (plan.hpp folded_from_gpus): --gpus-shown names the scenario's ranks, rank r being
+    // topology.gpus()[r] (pick_ranks), and only the representatives in plan.ranks have a timeline. A
+    // representative asked for is drawn; every rank asked for ("all", 0-63) draws every representative.
+    // A rank folded away has no timeline of its own: drawing its representative under another GPU's
+    // name would mislead, so it is refused (exit 2), naming the ranks that are simulated.
+    const auto& gpus = topo.gpus();
+    std::vector<int> simulated_ranks;  // the representatives' ranks
+    for (const int d : plan.ranks) {
+      const auto at = std::find(gpus.begin(), gpus.end(), d);
+      simulated_ranks.push_back(static_cast<int>(at - gpus.begin()));
+    }
+    const std::set<int> asked(options.gpu_ranks.begin(), options.gpu_ranks.end());
+    if (static_cast<int>(asked.size()) == plan.folded_from_gpus && *asked.begin() == 0 &&
+        *asked.rbegin() == plan.folded_from_gpus - 1) {
+      shown = plan.ranks;
+    } else {
+      for (const int r : options.gpu_ranks) {
+        const auto at = std::find(simulated_ranks.begin(), simulated_ranks.end(), r);
+        if (at == simulated_ranks.end())
+          throw InputError("--gpus-shown", "",
+                           fmt::format("rank {} is folded (ranks running the same schedule are simulated once: ranks {} "
+                                       "of the {} are): expected one of those, or all (or simulation.ranks \"all\" to "
+                                       "simulate every GPU)",
+                                       r, fmt::join(simulated_ranks, ", "), plan.folded_from_gpus));
+        shown.push_back(plan.ranks[static_cast<std::size_t>(at - simulated_ranks.begin())]);
+      }
+    }
   }
   const std::set<int> shown_set(shown.begin(), shown.end());
   tl.gpus_total = static_cast<int>(plan.ranks.size());

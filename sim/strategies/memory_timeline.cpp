@@ -85,13 +85,16 @@ MemoryContext memory_context(Precision precision, const std::string& optimizer, 
   // Engine's or Apex's FusedAdam): no step temporaries unless a variant is named.
   if (optimizer.find("-foreach") == std::string::npos && optimizer.find("-for-loop") == std::string::npos)
     c.rules.step = OptimizerStep::Fused;
-  // Its half-precision training keeps the model's weights in half (2 B), the gradients in fp32
-  // main_grad buffers (4 B: accumulate_allreduce_grads_in_fp32) and the fp32 master weights with the
-  // optimizer, which the distributed optimizer shards with the Adam moments: 18 B per parameter,
-  // 6 + 12/dp distributed (megatron/training/theoretical_memory_usage.py).
+  // Its half-precision training keeps the model's weights in half (2 B) and the fp32 master weights
+  // with the optimizer, which the distributed optimizer shards with the Adam moments. The gradient
+  // buffer is fp32 under bf16 only (megatron/training/arguments.py: validate_args forces
+  // accumulate_allreduce_grads_in_fp32 `if args.bf16`; param_and_grad_buffer.py
+  // group_params_for_buffers: grad_dtype torch.float if grad_reduce_in_fp32, else param.dtype): bf16
+  // 18 B per parameter, 6 + 12/dp distributed (theoretical_memory_usage.py); fp16 16 B, and the step's
+  // fp32 copy of the gradients it reads (parallel_memory.cpp).
   if (precision == Precision::Bf16 || precision == Precision::Fp16) {
     c.rules.stored_weight_bytes = 2;
-    c.rules.grad_bytes = 4;
+    c.rules.grad_bytes = precision == Precision::Bf16 ? 4 : 2;
     c.rules.optimizer_bytes += 4;
   }
   return c;

@@ -77,6 +77,13 @@ struct ParallelBuild {
   std::size_t idx(int d, int s, int t) const { return static_cast<std::size_t>(cfg.order.index(d, s, t, D, P, T)); }
   int dev(int d, int s, int t) const { return plan.ranks[idx(d, s, t)]; }
   int stage_of(int vs) const { return vs % P; }
+  /// Each tensor rank's boundary send out of virtual stage `vs` per micro-batch: the sequence's 1/T with
+  /// sequence parallelism, else the whole s x b x h (megatron/core/pipeline_parallel/schedules.py:
+  /// get_tensor_shapes divides the sequence by the tensor group's size only if config.sequence_parallel).
+  double boundary_bytes(int vs) const
+  {
+    return sc[static_cast<std::size_t>(vs)].send_bytes / (cfg.sequence_parallel ? T : 1);
+  }
   std::string stage_name(int vs) const;
 };
 

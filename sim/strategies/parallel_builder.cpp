@@ -32,7 +32,7 @@ void count_traffic(const ParallelBuild& b)
   const ParallelConfig& cfg = b.cfg;
   auto& traffic = b.plan.comm_per_iteration;
   for (int s = 0; s + 1 < V; ++s) {
-    const double message = b.sc[static_cast<std::size_t>(s)].send_bytes / T;
+    const double message = b.boundary_bytes(s);
     const auto to = fmt::format(fmt::runtime(C > 1 ? "virtual stage {}->{}" : "stage {}->{}"), s, s + 1);
     const auto back = fmt::format(fmt::runtime(C > 1 ? "virtual stage {}->{}" : "stage {}->{}"), s + 1, s);
     traffic.push_back({to + " activations", "send_recv", message * M, M, D * T});

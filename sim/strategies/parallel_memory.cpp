@@ -5,6 +5,8 @@
 #include "sim/strategies/memory_timeline.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 namespace dtsim {
 
@@ -47,8 +49,7 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
   for (int s = 0; s < P; ++s) {
     // The micro-batches each chunk holds when the stage's schedule holds the most (interleaving:
     // stage 0 p + (p - 1) / v in all, what Megatron's theoretical_memory_usage.py's 1 + (p - 1) / (p v)
-    // factor says for it; later stages fewer; every one when the micro-batches equal the stages),
-    // the chunks weighed by their layers.
+    // factor says for it; later stages fewer), the chunks weighed by their layers.
     std::vector<double> weights;
     for (int chunk = 0; chunk < C; ++chunk) {
       const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
@@ -57,6 +58,7 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
     const std::vector<int> in_flight = micro_batches_in_flight(cfg, s, weights);
     GpuMemory& m = stage_memory[static_cast<std::size_t>(s)];
     std::vector<GpuMemory> parts;
+    double step_copies = 0;  // the fp16 step's fp32 gradient copies of all the GPU's chunks
     for (int chunk = 0; chunk < C; ++chunk) {
       const auto& r = ranges[static_cast<std::size_t>(chunk * P + s)];
       StageMemoryRequest req;
@@ -72,12 +74,25 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
       // Megatron's DDP accumulates into one gradient buffer, allocated once; torch's Pipe into .grad
       // from the first micro-batch's backward on.
       req.grads_persist = cfg.megatron || M > 1;
+      // Megatron's fp16 gradient buffer is fp16 (memory_context): the step reads an fp32 copy of the
+      // gradients of the parameters it steps, 1/dp of them with the distributed optimizer
+      // (megatron/core/optimizer/optimizer.py: Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads,
+      // main_param.grad = model_param.main_grad.float(); distrib_optimizer.py: _copy_model_grads_to_main_grads,
+      // shard_main_param.grad = shard_model_grad.float()), alive through the step.
+      // Several chunks: their activations are combined (one_chunk_running, below), so the copy is
+      // weighed once for the GPU, at its step, where no activations are left.
+      const double step_copy = cfg.megatron && scenario.training.precision == Precision::Fp16
+                                   ? 4 * (params_in(model, r.first, r.last) + req.extra_params) * req.share.optimizer
+                                   : 0.0;
+      step_copies += step_copy;
+      req.step_grad_bytes = C == 1 ? step_copy : 0.0;
       req.io_bytes = s == 0 && chunk == 0 ? input_bytes : 0;
       const GpuMemory part = gpu_memory(model, mctx, req);
       parts.push_back(part);
       if (chunk == 0) {
         m = part;
         requests[static_cast<std::size_t>(s)] = req;
+        requests[static_cast<std::size_t>(s)].step_grad_bytes = step_copy;  // the curve's step shows its copy
         continue;
       }
       // Another chunk on the same GPU: its weights, gradients, states and activations add; the
@@ -91,6 +106,23 @@ std::vector<GpuMemory> parallel_stage_memory(const Scenario& scenario, const Mod
     }
     if (C > 1)
       one_chunk_running(m, parts, in_flight, micro);
+    // The GPU's optimizer step, when it holds more than the activations' peak: every chunk's gradient
+    // buffer and its fp32 copy, no activations (the allocator's rounding kept as it was).
+    if (C > 1 && step_copies > m.activations) {
+      const double grown = step_copies - m.activations;
+      m.activations = 0;
+      m.activations_per_sample = 0;
+      m.grads += step_copies;
+      m.peak_reserved += grown;
+      m.device_used += grown;
+      m.peak_at = "the optimizer step";
+      const std::pair<const char*, double> terms[] = {{"weights", m.params},          {"gradients", m.grads},
+                                                      {"optimizer state", m.optimizer}, {"input/output", m.io},
+                                                      {"workspace", m.workspace}};
+      m.dominant = std::max_element(std::begin(terms), std::end(terms), [](const auto& a, const auto& b) {
+                     return a.second < b.second;
+                   })->first;
+    }
   }
   {  // the curve of the busiest stage's first GPU (its first chunk under interleaving)
     std::size_t busiest = 0;

@@ -124,21 +124,21 @@ void add_stage_op(ParallelBuild& b, int d, int s, const ChunkOp& op, ReplicaFlow
   if (fold) {
     b.last[b.idx(0, s, 0)] = end[0];
     if (!backward && vs + 1 < V)
-      flow.fwd_in[si + 1][ii][0] = folded_send(vs + 1, c.send_bytes / T, fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1),
+      flow.fwd_in[si + 1][ii][0] = folded_send(vs + 1, b.boundary_bytes(vs), fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1),
                                                TaskCategory::Activation);
     if (backward && vs > 0)
-      flow.bwd_in[si - 1][ii][0] = folded_send(vs - 1, b.sc[si - 1].send_bytes / T,
+      flow.bwd_in[si - 1][ii][0] = folded_send(vs - 1, b.boundary_bytes(vs - 1),
                                                fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1), TaskCategory::ActivationGrad);
   }
   for (int t = 0; t < Tn && !fold; ++t) {
     const auto ti = static_cast<std::size_t>(t);
     b.last[b.idx(d, s, t)] = end[ti];
     if (!backward && vs + 1 < V)
-      flow.fwd_in[si + 1][ii][ti] = g.add_transfer(b.dev(d, s, t), b.dev(d, b.stage_of(vs + 1), t), c.send_bytes / T,
+      flow.fwd_in[si + 1][ii][ti] = g.add_transfer(b.dev(d, s, t), b.dev(d, b.stage_of(vs + 1), t), b.boundary_bytes(vs),
                                                    fmt::format("activations mb {} {} -> {}", i, at_stage, vs + 1),
                                                    TaskCategory::Activation, {end[ti]});
     if (backward && vs > 0)
-      flow.bwd_in[si - 1][ii][ti] = g.add_transfer(b.dev(d, s, t), b.dev(d, b.stage_of(vs - 1), t), b.sc[si - 1].send_bytes / T,
+      flow.bwd_in[si - 1][ii][ti] = g.add_transfer(b.dev(d, s, t), b.dev(d, b.stage_of(vs - 1), t), b.boundary_bytes(vs - 1),
                                                    fmt::format("gradients mb {} {} -> {}", i, at_stage, vs - 1),
                                                    TaskCategory::ActivationGrad, {end[ti]});
   }

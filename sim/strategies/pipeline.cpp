@@ -43,7 +43,11 @@ std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatche
     const int chunk = in_group / stages;
     return ChunkOp{backward, (k / group) * stages + k % stages, backward ? chunks - 1 - chunk : chunk};
   };
-  const int warm = microbatches == stages ? total : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+  // megatron/core/pipeline_parallel/schedules.py get_pp_rank_microbatches: (p - rank - 1) * 2 +
+  // (chunks - 1) * group warm-up forwards, all of them only when that reaches the total. Its 2022 form
+  // also ran every forward first when the micro-batches equalled the stages (get_num_microbatches() ==
+  // pipeline_parallel_size); current Megatron-LM has dropped that case.
+  const int warm = std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
   std::vector<ChunkOp> ops;
   for (int k = 0; k < warm; ++k)
     ops.push_back(op(k, false));

@@ -87,8 +87,8 @@ struct ChunkOp {
 
 /// Megatron-LM's interleaved 1F1B (schedules.py, forward_backward_pipelining_with_interleaving):
 /// micro-batches go through the `chunks` model chunks in groups of `stages`; stage s runs
-/// (stages - s - 1) * 2 + (chunks - 1) * stages warm-up forwards (all of them when the micro-batches
-/// equal the stages), then one forward and one backward in turn, then the remaining backwards.
+/// (stages - s - 1) * 2 + (chunks - 1) * stages warm-up forwards (at most all of them), then one
+/// forward and one backward in turn, then the remaining backwards.
 /// Needs microbatches % stages == 0, as Megatron asserts.
 std::vector<ChunkOp> interleaved_schedule(int stage, int stages, int microbatches, int chunks);
 

@@ -374,6 +374,12 @@ case("calibrate_hostcosts_twice", "host_loadcurve.json", "-",
 case("nccl_tests_alltoall_too_many_gpus", "--nodes", "-", "nccl-tests --topology hgx-h100 --nodes 512 --op alltoall -b 1M -e 1M")
 case("validate_nodes_zero", "--nodes", "-", f"validate {V100} --topology dgx1-v100 --nodes 0")
 case("validate_algo_collnet", "command line", "-", f"validate {V100} --topology dgx1-v100 --algo CollNetDirect")
+# An NCCL_ALGO / NCCL_PROTO that leaves nothing the topology runs (no NVLS, NVLSTree or PAT on one DGX-1
+# node; PAT is one GPU per node) fails as NCCL's call does (src/enqueue.cc topoGetAlgoInfo), not as Ring/Simple.
+case("nccl_tests_algo_nvls_unavailable", "command line", "-", "nccl-tests --topology dgx1-v100 -b 1M -e 1M --algo nvls")
+case("nccl_tests_algo_pat_unavailable", "command line", "-", "nccl-tests --topology dgx1-v100 -b 1M -e 1M --op all_gather --algo pat")
+case("validate_algo_nvls_unavailable", V100, "-", f"validate {V100} --topology dgx1-v100 --algo nvls")
+case("calibrate_algo_nvlstree_unavailable", V100, "-", f"calibrate {V100} --topology dgx1-v100 --algo nvlstree -o @OUT@")
 case("calibrate_nodes_zero", "--nodes", "-", f"calibrate {V100} --topology dgx1-v100 --nodes 0 -o @OUT@")
 case("calibrate_out_directory", "tests/bad_inputs", "-", f"calibrate {V100} --topology dgx1-v100 -o tests/bad_inputs")
 case("run_trace_directory", "tests/bad_inputs", "-", f"run {DDP} --trace tests/bad_inputs")

@@ -66,7 +66,7 @@ TEST_CASE("fitted from the defaults, forced-protocol tables give back the parame
     CollectiveCall call;
     call.ranks = t.gpus();
     call.bytes = 1024;
-    const NcclCost cost = choose_collective_algorithm(t, call, NcclFilter{{NcclAlgo::Ring}, {p}});
+    const NcclCost cost = choose_collective_algorithm(t, call, NcclFilter{{NcclAlgo::Ring}, {p}, {}, {}});
     const NcclLatencyParts parts = collective_latency_parts(system, CollectiveOp::AllReduce, cost);
     CHECK(collective_startup_us(parts, cost, fit.params, 8) ==
           doctest::Approx(collective_startup_us(parts, cost, truth, 8)).epsilon(0.01));

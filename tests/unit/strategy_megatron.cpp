@@ -327,6 +327,57 @@ TEST_CASE("the last stage owns a copy of the tied word embedding; bf16 gradients
   CHECK(b.optimizer / a.optimizer == doctest::Approx((last + wte) / first));
 }
 
+TEST_CASE("fp16: Megatron's gradient buffer is fp16; the step reads an fp32 copy of the share it steps")
+{
+  // arguments.py forces accumulate_allreduce_grads_in_fp32 for bf16 only; param_and_grad_buffer.py's
+  // grad_dtype is then the parameters' (fp16). optimizer.py _copy_model_grads_to_main_grads makes the
+  // fp32 main_param.grad at the step (distrib_optimizer.py: of the 1/dp shard).
+  const auto run = [](const char* precision, bool distributed) {
+    nlohmann::json doc = gpt2_scenario({{"kind", "hybrid"}, {"tensor_parallel", 4}, {"pipeline_stages", 2},
+                                        {"microbatches", 2}, {"schedule", "1f1b"}, {"distributed_optimizer", distributed}},
+                                       16);
+    doc["training"]["precision"] = precision;
+    return plan_scenario(parse_scenario(doc, "s.json")).plan;
+  };
+  const Plan bf16 = run("bf16", false), fp16 = run("fp16", false), fp16_dist = run("fp16", true);
+  for (const Plan* p : {&bf16, &fp16, &fp16_dist})
+    REQUIRE(p->memory_curve.size() > 2);
+  // Through forward and backward: 2 B per parameter under fp16, 4 under bf16.
+  CHECK(fp16.memory_curve.front().grads == doctest::Approx(bf16.memory_curve.front().grads / 2));
+  // At the step: the fp32 copy beside the buffer, of every parameter (3 x the buffer), of 1/dp = 1/2
+  // of them with the distributed optimizer (2 x); bf16's buffer is already fp32 (.float() copies nothing).
+  CHECK(fp16.memory_curve.back().grads == doctest::Approx(3 * fp16.memory_curve.front().grads));
+  CHECK(fp16_dist.memory_curve.back().grads == doctest::Approx(2 * fp16_dist.memory_curve.front().grads));
+  CHECK(bf16.memory_curve.back().grads == doctest::Approx(bf16.memory_curve.front().grads));
+  // The data-parallel traffic reduces the same buffer: 2 B per element.
+  const Model gpt2 = load_model("gpt2");
+  const auto split = partition_transformer_even(gpt2, 2, nowhere());
+  for (const auto& c : fp16.comm_per_iteration)
+    if (c.label == "stage 0 gradients")
+      CHECK(c.bytes == doctest::Approx(params_in(gpt2, split[0].first, split[0].last) / 4 * 2));
+}
+
+TEST_CASE("pipeline sends: s x b x h per tensor rank, 1/t of it with sequence parallelism")
+{
+  // schedules.py get_tensor_shapes: the sequence is divided by the tensor group's size only under
+  // config.sequence_parallel; each tensor rank sends (seq, micro_batch, hidden).
+  const auto send = [](bool sp) {
+    const Plan p = plan_scenario(parse_scenario(gpt2_scenario({{"kind", "hybrid"}, {"tensor_parallel", 4}, {"pipeline_stages", 2},
+                                                                {"microbatches", 2}, {"schedule", "1f1b"}, {"sequence_parallel", sp}},
+                                                               16),
+                                                "s.json"))
+                         .plan;
+    for (const auto& c : p.comm_per_iteration)
+      if (c.label == "stage 0->1 activations")
+        return c.bytes;
+    FAIL("no stage 0->1 send");
+    return 0.0;
+  };
+  const double whole = 2 * 4.0 * 1024 * 768 * 2;  // 2 micro-batches of 4 x 1024 tokens x 768, bf16
+  CHECK(send(false) == doctest::Approx(whole));
+  CHECK(send(true) == doctest::Approx(whole / 4));
+}
+
 TEST_CASE("Megatron's DataLoaders run on tensor rank 0 of the first and last stages only")
 {
   // GPT-3 175B, TP 8 inside each node, PP 8: a node is one stage of one replica, 8 processes, of
@@ -406,8 +457,10 @@ TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(
   // Micro-batches alive per chunk at the stage's heaviest moment: stage 0's 10 warm-up forwards and
   // one more, 0-3 and 8-10 through chunk 0, 4-7 through chunk 1: 7 + 4 = 11, p v + p - 1 chunk passes,
   // theoretical_memory_usage.py's p (1 + (p - 1) / (p v)) micro-batches of the stage; stage 3 4 + 1
-  // (the chunk with the loss starts its backwards at once); every forward first with as many
-  // micro-batches as stages. The chunks differ: so do their activations (below).
+  // (the chunk with the loss starts its backwards at once). As many micro-batches as stages: only the
+  // stages whose warm-up reaches every forward run them all first (current schedules.py
+  // get_pp_rank_microbatches; the 2022 code ran every stage so). The chunks differ: so do their
+  // activations (below).
   ParallelConfig cfg;
   cfg.stages = 4;
   cfg.microbatches = 8;
@@ -417,9 +470,12 @@ TEST_CASE("interleaved 1F1B: Megatron's order, and the bubble shrinks to (p-1)/(
   CHECK(micro_batches_in_flight(cfg, 0, even) == std::vector<int>{7, 4});
   CHECK(micro_batches_in_flight(cfg, 3, even) == std::vector<int>{4, 1});
   CHECK(micro_batches_in_flight(cfg, 0, {1, 7}) == std::vector<int>{7, 4});
-  cfg.microbatches = 4;
-  for (int s = 0; s < 4; ++s)
-    CHECK(micro_batches_in_flight(cfg, s, even) == std::vector<int>{4, 4});
+  cfg.microbatches = 4;  // warm-ups 10, 8, 6 and 4 of 8 chunk passes
+  CHECK(micro_batches_in_flight(cfg, 0, even) == std::vector<int>{4, 4});
+  CHECK(micro_batches_in_flight(cfg, 1, even) == std::vector<int>{4, 4});
+  CHECK(micro_batches_in_flight(cfg, 2, even) == std::vector<int>{4, 3});
+  CHECK(micro_batches_in_flight(cfg, 3, even) == std::vector<int>{4, 1});
+  CHECK(interleaved_schedule(3, 4, 4, 2)[5].backward);
   cfg.virtual_stages = 1;
   cfg.microbatches = 8;
   for (int s = 0; s < 4; ++s)

@@ -32,6 +32,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,22 @@ TEST_CASE("runs CSV: Megatron-LM columns become the scenario's batch and hybrid 
   CHECK_FALSE(plain[0].scenario["training"].contains("global_batch"));
   CHECK(plain[0].measured_rate == 100);
   CHECK(plain[0].summary == "hybrid 8 GPUs gpt2 fp16 mb4");
+}
+
+TEST_CASE("the Megatron-LM validation CSVs run Megatron-LM's default optimizer, Adam")
+{
+  // megatron/training/arguments.py: `--optimizer` default 'adam'; the papers' runs pass none. dtsim's
+  // own default (SGD) would count 8 B of optimizer state per parameter, not Adam's 12.
+  for (const char* name : {"megatron_runs", "megatron_runs_large", "megatron_weak_scaling"}) {
+    CAPTURE(name);
+    const std::string path = fmt::format("{}/data/training/{}.csv", DTSIM_TESTS_DIR, name);
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto rows = read_training_runs(text, path);
+    REQUIRE_FALSE(rows.empty());
+    for (const auto& row : rows)
+      CHECK(parse_training_run(row).training.optimizer == "adam");
+  }
 }
 
 TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column")

@@ -238,6 +238,23 @@ int run_sweep(const SweepArgs& args)
     inputs.push_back((std::filesystem::path(args.collect) / "manifest.json").string());
   check_output_paths(outputs, inputs);
   if (!args.collect.empty()) {
+    // The sweep's other files (its points, jobs.txt, slurm.sh) are not read by --collect but are the
+    // sweep: an output written onto one would destroy it.
+    namespace fs = std::filesystem;
+    std::vector<fs::path> sweep_files = {fs::path(args.collect) / "jobs.txt", fs::path(args.collect) / "slurm.sh"};
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(args.collect) / "points", ec))
+      sweep_files.push_back(entry.path());
+    for (const auto& [path, flag] : outputs)
+      for (const auto& f : sweep_files) {
+        std::error_code same_ec;
+        if (fs::is_regular_file(f, same_ec) && fs::equivalent(f, path, same_ec))
+          throw InputError(path, "", fmt::format("is a file of the sweep in {} (expected a file path outside its points/, "
+                                                 "jobs.txt and slurm.sh, for {})",
+                                                 args.collect, flag));
+      }
+  }
+  if (!args.collect.empty()) {
     if (!args.scenario.empty() || !args.vary.empty() || !args.gpus.empty() || !args.emit.empty())
       throw InputError("command line", "", "--collect DIR takes no scenario, --vary, --gpus or --emit");
     const auto c = collect_sweep(args.collect);

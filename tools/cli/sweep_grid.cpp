@@ -37,6 +37,63 @@ nlohmann::json value_of(const std::string& text)
   }
 }
 
+/// A point's document with each file it names relative to the scenario made absolute, resolved as the
+/// loaders resolve it (the jobs run the copy in DIR/points/, where "beside the scenario" is another
+/// folder): /model (sim/model/model_loader.cpp resolve_model_path: as given, else beside), /cluster and
+/// /cluster/base (sim/topology/topology_builder.cpp resolve_path: the same), /cluster/calibration
+/// (calibration/calibration_apply.cpp beside: beside first, else as given) and /training/compute/profile
+/// (sim/scenario/profile_source.cpp beside: beside only). Files named inside those files resolve beside
+/// them, which do not move.
+nlohmann::json with_absolute_files(nlohmann::json doc, const std::string& scenario)
+{
+  const fs::path folder = fs::path(scenario).parent_path();
+  const auto is_json = [](const std::string& s) { return s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0; };
+  enum class Order { GivenFirst, BesideFirst, BesideOnly };
+  const auto rewrite = [&](nlohmann::json* value, Order order) {
+    if (!value->is_string())
+      return;
+    const fs::path ref = value->get<std::string>();
+    if (ref.empty() || ref.is_absolute())
+      return;
+    std::error_code ec;
+    fs::path resolved = ref;
+    if (order == Order::BesideOnly || (order == Order::BesideFirst && fs::exists(folder / ref, ec)) ||
+        (order == Order::GivenFirst && !fs::exists(ref, ec) && fs::exists(folder / ref, ec)))
+      resolved = folder / ref;
+    *value = fs::absolute(resolved, ec).lexically_normal().string();
+  };
+  if (doc.contains("model") && doc["model"].is_string() && is_json(doc["model"].get<std::string>()))
+    rewrite(&doc["model"], Order::GivenFirst);
+  if (doc.contains("cluster")) {
+    nlohmann::json& cluster = doc["cluster"];
+    if (cluster.is_string() && is_json(cluster.get<std::string>()))
+      rewrite(&cluster, Order::GivenFirst);
+    if (cluster.is_object()) {
+      if (cluster.contains("base") && cluster["base"].is_string() && is_json(cluster["base"].get<std::string>()))
+        rewrite(&cluster["base"], Order::GivenFirst);
+      if (cluster.contains("calibration"))
+        rewrite(&cluster["calibration"], Order::BesideFirst);
+    }
+  }
+  if (doc.contains("training") && doc["training"].is_object() && doc["training"].contains("compute") &&
+      doc["training"]["compute"].is_object() && doc["training"]["compute"].contains("profile"))
+    rewrite(&doc["training"]["compute"]["profile"], Order::BesideOnly);
+  return doc;
+}
+
+/// Whether an existing jobs.txt / slurm.sh is one an earlier `sweep --emit` wrote (replaced, then, as
+/// the rest of that sweep is): its first job line, or slurm.sh's "# dtsim sweep:" line.
+bool written_by_emit(const fs::path& file, const std::string& name)
+{
+  std::ifstream in(file);
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  if (name == "jobs.txt")
+    return first.rfind("cd ", 0) == 0 && first.find("\"${DTSIM:-") != std::string::npos;
+  return first == "#!/bin/bash" && second.rfind("# dtsim sweep: ", 0) == 0;
+}
+
 /// Most points of one sweep (the product of the --vary lists): each is a simulation.
 constexpr std::size_t kMaxSweepPoints = 10000;
 
@@ -191,6 +248,17 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
       throw InputError(dir, "", fmt::format("holds a sweep already ({} exists): expected a new or empty folder for --emit "
                                             "(remove the old sweep, or choose another folder)",
                                             entry));
+  // jobs.txt and slurm.sh are checked before anything is written: a user's own file of that name is
+  // refused, never replaced (nor a folder of that name, which no write could replace).
+  for (const char* entry : {"jobs.txt", "slurm.sh"}) {
+    const fs::path f = fs::path(dir) / entry;
+    const fs::file_status st = fs::symlink_status(f, ec);
+    if (!fs::exists(st))
+      continue;
+    if (!fs::is_regular_file(st) || !written_by_emit(f, entry))
+      throw InputError(f.string(), "", "exists and is not a dtsim sweep's (expected a new or empty folder for --emit: "
+                                       "move the file, or choose another folder)");
+  }
   // What this call creates, deepest last: removed again if a write fails, so that nothing is left
   // half-written (its new files first, then the folders it made, each only if empty).
   std::vector<fs::path> made_dirs;
@@ -204,10 +272,17 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
     if (!fs::exists(root / sub, ec))
       made_dirs.push_back(root / sub);
   std::vector<fs::path> written;
+  std::vector<std::pair<fs::path, std::string>> replaced;  // an earlier emit's jobs.txt / slurm.sh, as it was
   const auto undo = [&] {
     std::error_code ignored;
     for (const auto& f : written)
       fs::remove(f, ignored);
+    for (const auto& [f, text] : replaced) {
+      try {
+        write_file_atomically(f.string(), text);  // put back: a failed emit leaves no file replaced
+      } catch (const std::exception&) {
+      }
+    }
     for (auto it = made_dirs.rbegin(); it != made_dirs.rend(); ++it)
       fs::remove(*it, ignored);  // only an empty folder goes
   };
@@ -220,6 +295,12 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   }
   const auto write = [&](const fs::path& file, const std::string& text) {
     const bool is_new = !fs::exists(file, ec);  // a file of an earlier emit is replaced, never removed
+    if (!is_new) {
+      std::ifstream in(file, std::ios::binary);
+      std::ostringstream old;
+      old << in.rdbuf();
+      replaced.emplace_back(file, old.str());
+    }
     try {
       write_file_atomically(file.string(), text);
     } catch (...) {
@@ -236,10 +317,10 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
   for (std::size_t i = 0; i < points.size(); ++i) {
     const std::string id = fmt::format("{:04d}", i);
     const Scenario& s = scenarios[i];
-    // Relative files named by the scenario (models, profiles, calibrations) resolve from the working
-    // directory first: the jobs run from the one the sweep was emitted in.
+    // Relative files named by the scenario (models, clusters, calibrations, profiles) resolved beside it:
+    // the point, in another folder, names them by absolute path (with_absolute_files).
     const fs::path point_file = root / "points" / (id + ".json");
-    write(point_file, s.doc.dump(2) + "\n");
+    write(point_file, with_absolute_files(s.doc, scenario).dump(2) + "\n");
     manifest["points"].push_back({{"id", id}, {"values", points[i].values}});
     const fs::path result = root / "results" / (id + ".json");
     jobs += fmt::format("cd {} && \"${{DTSIM:-{}}}\" run {} --json > {} && mv {} {}\n", quoted(cwd), dtsim,
