@@ -43,8 +43,9 @@ int run_compare(const CompareArgs& a)
       jobs.push_back({file, base});
       continue;
     }
-    // The scenario's own strategy keeps its settings (its row is run's); the other names their presets.
-    const std::string own = scenario_strategy_name(file, base);
+    // The scenario's own strategy runs as given (its row is run's); names of its kind keep its settings
+    // (compared_strategy); the other kinds run their presets.
+    const nlohmann::json own = scenario_strategy(file, base);
     for (const auto& kind : strategies)
       jobs.push_back({file, strategy_overrides(base, kind, strategies, own)});
   }

@@ -77,7 +77,7 @@ int run_report(const ReportArgs& a)
   std::vector<std::vector<Override>> points;
   for (const int n : counts)
     points.push_back(with_gpus(a.scenario, overrides, n));
-  const std::string own = scenario_strategy_name(a.scenario, overrides);  // keeps its settings, as compare's
+  const nlohmann::json own = scenario_strategy(a.scenario, overrides);  // its settings carry, as compare's
   for (const auto& kind : strategies)
     points.push_back(strategy_overrides(overrides, kind, strategies, own));
   const auto outcomes = run_points(a.scenario, points, a.jobs);

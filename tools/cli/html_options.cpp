@@ -131,11 +131,11 @@ std::string own_strategy_name(const nlohmann::json& strategy)
   return kind;
 }
 
-std::string scenario_strategy_name(const std::string& scenario, const std::vector<Override>& overrides)
+nlohmann::json scenario_strategy(const std::string& scenario, const std::vector<Override>& overrides)
 {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(scenario, ec))
-    return "";  // a pipe is read once, by the runs
+    return nullptr;  // a pipe is read once, by the runs
   try {
     nlohmann::json doc = load_json_file(scenario);
     std::vector<Override> whole;  // --set strategy={...} replaces it; strategy.MEMBER goes per name
@@ -143,10 +143,39 @@ std::string scenario_strategy_name(const std::string& scenario, const std::vecto
       if (o.path.rfind("strategy.", 0) != 0)
         whole.push_back(o);
     apply_overrides(doc, whole);
-    return doc.is_object() && doc.contains("strategy") ? own_strategy_name(doc.at("strategy")) : "";
+    return doc.is_object() && doc.contains("strategy") && doc.at("strategy").is_object() ? doc.at("strategy") : nullptr;
   } catch (const InputError&) {
-    return "";  // the runs say what is wrong
+    return nullptr;  // the runs say what is wrong
   }
+}
+
+nlohmann::json compared_strategy(const std::string& name, const nlohmann::json& own)
+{
+  const nlohmann::json preset = strategy_object(name);
+  if (!own.is_object() || own.value("kind", nlohmann::json()) != preset.at("kind"))
+    return preset;
+  if (own_strategy_name(own) == name)
+    return own;  // the scenario's own strategy, as it gives it
+  // Another name of the scenario's kind: its settings (mixed precision, buckets, prefetch) carry, less
+  // what makes the other names what they are; then the name's own members.
+  nlohmann::json merged = own;
+  if (preset.at("kind") == "fsdp") {
+    const auto sharding = merged.value("sharding", nlohmann::json());
+    if (sharding == "hybrid_shard" || sharding == "_hybrid_shard_zero2") {
+      merged.erase("sharding");
+      merged.erase("shard_group_size");
+    }
+    merged.erase("cpu_offload");
+  } else if (preset.at("kind") == "zero") {
+    merged.erase("offload_optimizer");
+    merged.erase("offload_param");
+    if (preset.value("stage", 0) != 3)
+      for (const auto& m : zero_stage3_members())
+        merged.erase(m);
+  }
+  for (const auto& [key, value] : preset.items())
+    merged[key] = value;
+  return merged;
 }
 
 namespace {
@@ -182,13 +211,12 @@ bool takes_member(const std::string& name, const std::string& member, bool below
 }  // namespace
 
 std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
-                                         const std::vector<std::string>& names, const std::string& own)
+                                         const std::vector<std::string>& names, const nlohmann::json& own)
 {
   std::vector<Override> out, members;
   for (const auto& o : overrides)
     (strategy_member(o).empty() ? out : members).push_back(o);
-  if (name != own)  // the scenario's own strategy runs as the scenario gives it: its row is run's
-    out.push_back({"strategy", strategy_object(name).dump()});
+  out.push_back({"strategy", compared_strategy(name, own).dump()});
   for (const auto& o : members) {
     const std::string member = strategy_member(o);
     const bool below = o.path.size() > std::string("strategy.").size() + member.size();

@@ -39,17 +39,22 @@ nlohmann::json strategy_object(const std::string& name);
 /// an offload name sets is that name's alone, and a path inside it, cpu_offload.omp_num_threads,
 /// goes into its object);
 /// given before the object, it would be replaced by it. InputError naming the option when no
-/// strategy of `names` takes a member set. `own`: the scenario's own name (own_strategy_name); that
-/// name keeps the scenario's strategy object, every member it gives (mixed precision, buckets, degrees).
+/// strategy of `names` takes a member set. `own`: the scenario's strategy object (scenario_strategy),
+/// which compared_strategy starts from.
 std::vector<Override> strategy_overrides(const std::vector<Override>& overrides, const std::string& name,
-                                         const std::vector<std::string>& names, const std::string& own = "");
+                                         const std::vector<std::string>& names, const nlohmann::json& own = nullptr);
 /// The name of strategy_list a scenario's strategy object answers to: "hsdp" for fsdp with hybrid
 /// sharding, "fsdp-offload" with cpu_offload, "zero1" .. "zero3", "zero3-offload" (offload_optimizer
 /// alone), else its kind; "" where no name does (zero stage 2 with an offload, hybrid sharding offloaded).
 std::string own_strategy_name(const nlohmann::json& strategy);
-/// own_strategy_name of the scenario file with `overrides` (those of strategy members aside); "" for a
-/// pipe (read once, by the runs) or a file that does not read (the runs say why).
-std::string scenario_strategy_name(const std::string& scenario, const std::vector<Override>& overrides);
+/// The strategy object of the scenario file with `overrides` (those of strategy members aside); null for
+/// a pipe (read once, by the runs) or a file that does not read (the runs say why).
+nlohmann::json scenario_strategy(const std::string& scenario, const std::vector<Override>& overrides);
+/// The strategy object one compared name runs: the scenario's own (`own`) where the name is its own;
+/// for another name of its kind, its settings less what makes the other names (fsdp: hybrid sharding,
+/// cpu_offload; zero: the offloads, stage 3's members below stage 3) with the name's preset over them
+/// (hsdp on an FSDP scenario keeps its mixed precision); else the name's preset (strategy_object).
+nlohmann::json compared_strategy(const std::string& name, const nlohmann::json& own);
 
 /// argv as main() received it (shown at the foot of the HTML page).
 void set_command_line(int argc, char** argv);
