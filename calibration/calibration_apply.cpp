@@ -57,7 +57,7 @@ std::string beside(const std::string& ref, const std::string& file)
 
 /// The calibration file a cluster or topology file names at `c` (relative to that file's folder,
 /// else the working directory): a missing one is the naming file's error, at the member.
-CalibrationFile named_calibration(const LayeredString& c)
+CalibrationFile named_calibration(const Topology::FileReference& c)
 {
   const std::string path = beside(c.value, c.file);
   require_referenced_file(path, c.value, c.file, c.pointer);
@@ -98,20 +98,23 @@ void apply_calibration(Topology& topology, const CalibrationFile& calibration)
   }
 }
 
-std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster)
+std::optional<CalibrationFile> topology_calibration(const Topology& topology)
 {
-  // The cluster's own "calibration", else the first its "base" chain names (a path beside the file
-  // that names it); presets carry none.
-  if (const auto c = topology_string_member(cluster, "calibration"))
-    return named_calibration(*c);
+  if (topology.calibration)
+    return named_calibration(*topology.calibration);
   return std::nullopt;
 }
 
-std::optional<CalibrationFile> topology_file_calibration(const std::string& name_or_file)
+namespace {
+
+/// Applies `cal` to the topology (links, host) and its NCCL parameters to `options`.
+void apply_calibration_file(Topology& topology, const CalibrationFile& cal, CollectiveOptions& options)
 {
-  const nlohmann::json value = name_or_file;
-  return cluster_calibration(JsonReader(value, "--topology", ""));
+  apply_calibration(topology, cal);
+  options.params = cal.nccl_params(topology.gpu.compute_capability);
 }
+
+}  // namespace
 
 Topology load_calibrated_topology(const std::string& name, std::optional<int> nodes, const std::string& calibration_path,
                                   CollectiveOptions& options, std::string* applied)
@@ -121,14 +124,23 @@ Topology load_calibrated_topology(const std::string& name, std::optional<int> no
   // the command asks (`applied`) and no --calibration replaces it.
   std::optional<CalibrationFile> cal;
   if (applied)
-    cal = topology_file_calibration(name);
+    cal = topology_calibration(topology);
   if (!calibration_path.empty())
     cal = CalibrationFile::load(calibration_path);
   if (cal) {
-    apply_calibration(topology, *cal);
-    options.params = cal->nccl_params(topology.gpu.compute_capability);
+    apply_calibration_file(topology, *cal, options);
     if (applied)
       *applied = cal->path;
+  }
+  return topology;
+}
+
+Topology build_calibrated_topology(const JsonReader& cluster, CollectiveOptions& options, std::string* applied)
+{
+  Topology topology = build_topology(cluster);
+  if (const auto cal = topology_calibration(topology)) {
+    apply_calibration_file(topology, *cal, options);
+    *applied = cal->path;
   }
   return topology;
 }

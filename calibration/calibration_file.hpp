@@ -48,14 +48,10 @@ struct CalibrationFile {
 /// curve to the "host" section.
 void apply_calibration(Topology& topology, const CalibrationFile& calibration);
 
-/// The calibration a scenario's "cluster" names: its "calibration" member (object form), else the first
-/// of the topology files it names, over their "base" chain (as build_topology layers them); the path is
-/// relative to the file that names it. nullopt when none (presets name none).
-std::optional<CalibrationFile> cluster_calibration(const JsonReader& cluster);
-
-/// The calibration a topology file given on the command line (--topology NAME|FILE) names, checked
-/// as cluster_calibration checks a scenario's. nullopt for a preset or a file without one.
-std::optional<CalibrationFile> topology_file_calibration(const std::string& name_or_file);
+/// The calibration file a topology's cluster names (Topology::calibration: the "calibration" member of the
+/// cluster or of the first file of its "base" chain that has one), loaded; the path is relative to the file
+/// that names it, and a missing one is that file's error at the member. nullopt when none (presets name none).
+std::optional<CalibrationFile> topology_calibration(const Topology& topology);
 
 }  // namespace dtsim
 
@@ -71,5 +67,9 @@ namespace dtsim {
 Topology load_calibrated_topology(const std::string& topology, std::optional<int> nodes,
                                   const std::string& calibration_path, CollectiveOptions& options,
                                   std::string* applied = nullptr);
+
+/// For a scenario's "cluster": the topology with the calibration file it names applied (links, host) and
+/// its NCCL parameters in `options`; `applied` set to that file's path (left alone when it names none).
+Topology build_calibrated_topology(const JsonReader& cluster, CollectiveOptions& options, std::string* applied);
 
 }  // namespace dtsim

@@ -239,14 +239,10 @@ Prediction predict_scenario(const Scenario& s)
 {
   const SimulationSettings sim = parse_simulation_settings(s);
   Prediction p;
-  p.topology = build_topology(s.cluster());
   // The cluster's calibration reaches the links (by class) and every collective (NCCL parameters).
   CollectiveOptions collectives;
-  const auto calibration = cluster_calibration(s.cluster());
-  if (calibration) {
-    apply_calibration(p.topology, *calibration);
-    collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
-  }
+  std::string calibration;
+  p.topology = build_calibrated_topology(s.cluster(), collectives, &calibration);
   const Model model = scenario_model(s);
   const NetCompute net = compute_net_of_modelled_overheads(s, p.topology, model, sim);
   // The replay's isolated runs start while the plan is being built (isolated_runs.hpp).
@@ -259,8 +255,8 @@ Prediction predict_scenario(const Scenario& s)
   p.plan = build_plan(net.scenario, p.topology, model, sim, collectives);
   if (!net.note.empty())
     p.plan.notes.push_back(net.note);
-  if (calibration)
-    p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration->path));
+  if (!calibration.empty())
+    p.plan.notes.push_back(fmt::format("calibration {}: link figures and NCCL parameters from it", calibration));
   p.spans = simulate_plan(p.topology, p.plan, sim, pool);
   // From FLOPs or a per-layer profile the optimizer step is its own, once per optimizer step: the one
   // GPU shares it over the replicas' micro-steps, as they do (a measured step time or throughput holds
@@ -342,12 +338,9 @@ Prediction plan_only(const Scenario& s, bool fold_as_predicted = false)
 {
   const SimulationSettings sim = parse_simulation_settings(s);
   Prediction p;
-  p.topology = build_topology(s.cluster());
   CollectiveOptions collectives;
-  if (const auto calibration = cluster_calibration(s.cluster())) {
-    apply_calibration(p.topology, *calibration);
-    collectives.params = calibration->nccl_params(p.topology.gpu.compute_capability);
-  }
+  std::string calibration;
+  p.topology = build_calibrated_topology(s.cluster(), collectives, &calibration);
   const Model model = scenario_model(s);
   if (fold_as_predicted)
     collectives.fold_ranks = sim.ranks == RankMode::Representatives || (sim.ranks == RankMode::Auto && auto_folds(s, model));

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -98,6 +99,14 @@ public:
   std::vector<int> devices_of_node(int node) const;
 
   std::string name;          ///< preset or file it came from
+  /// Where the cluster names its calibration file ("calibration", read over the "base" chain as every
+  /// other member is): the path as written, the file that names it and the JSON pointer, so the path
+  /// resolves beside that file and a missing one is that file's error. Unset for presets and clusters
+  /// that name none; calibration/calibration_apply.cpp loads it.
+  struct FileReference {
+    std::string value, file, pointer;
+  };
+  std::optional<FileReference> calibration;
   GpuSpec gpu;               ///< every GPU of the cluster is of this kind
   int nodes = 1;
   int gpus_per_node = 0;

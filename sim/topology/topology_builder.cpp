@@ -98,17 +98,6 @@ std::vector<std::string> topology_preset_names()
   return data_names("topologies");
 }
 
-std::optional<LayeredString> topology_string_member(const JsonReader& cluster, const std::string& member)
-{
-  LayeredJson layers;
-  std::string name;
-  add_layers(layers, cluster, 0, &name);
-  const auto value = layers.find({member});
-  if (!value)
-    return std::nullopt;
-  return LayeredString{value->as_string(), value->file(), value->pointer()};
-}
-
 Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
 {
   LayeredJson layers;
@@ -120,6 +109,8 @@ Topology build_topology(const JsonReader& cluster, std::optional<int> nodes)
 
   Topology t;
   t.name = spec.name;
+  if (const auto c = layers.find({"calibration"}))
+    t.calibration = Topology::FileReference{c->as_string(), c->file(), c->pointer()};
   t.gpu = spec.gpu;
   t.nodes = spec.nodes;
   t.gpus_per_node = spec.gpus_per_node;

@@ -11,7 +11,8 @@
 namespace dtsim {
 
 /// `cluster` is the JSON value (a string naming a preset or file, or an object); errors name its
-/// file and pointer. `nodes` (from --nodes) overrides the "nodes" field.
+/// file and pointer. `nodes` (from --nodes) overrides the "nodes" field. The calibration file the
+/// cluster names is recorded (Topology::calibration), not applied.
 Topology build_topology(const JsonReader& cluster, std::optional<int> nodes = std::nullopt);
 
 /// For --topology NAME|FILE on the command line (`option`: the option's spelling, which errors name).
@@ -19,13 +20,5 @@ Topology load_topology(const std::string& name_or_file, std::optional<int> nodes
                        const std::string& option = "--topology");
 
 std::vector<std::string> topology_preset_names();
-
-/// A string member of a cluster read over its "base" chain, layered as build_topology layers it (the
-/// cluster over the files it names): the value and where it was read (its file and JSON pointer), so a
-/// path in it resolves beside that file; nullopt where no layer has it or one removes it with null.
-struct LayeredString {
-  std::string value, file, pointer;
-};
-std::optional<LayeredString> topology_string_member(const JsonReader& cluster, const std::string& member);
 
 }  // namespace dtsim

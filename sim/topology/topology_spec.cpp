@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"base", "name", "description", "notes", "nodes", "gpus_per_node",
                                            "gpu", "gpu_forwarding", "intra_node", "nic", "fabric", "host",
-                                           "calibration"};  // read by calibration/calibration_apply.cpp
+                                           "calibration"};  // Topology::calibration, loaded by calibration/calibration_apply.cpp
 const std::vector<std::string> kIntraKeys = {
     "kind", "nvlink_lane_gbytes", "nvlink_lanes_per_gpu", "nvlink_latency_us", "max_gpus", "nvlink_pairs",
     "pcie_gen", "pcie_lanes", "pcie_latency_us", "p2p", "cpu_sockets", "pcie_switches", "gpus_per_pcie_switch",

@@ -76,7 +76,7 @@ void add_topology_command(CLI::App& app, Action& action)
   check->callback([&action, args] {
     action = [args] {
       const Topology t = load_topology(args->target, nodes_of(*args));
-      (void)topology_file_calibration(args->target);  // the file's "calibration", checked as run checks it
+      (void)topology_calibration(t);  // the file's "calibration", checked as run checks it
       if (args->json) {
         fmt::print("{}\n", nlohmann::json{{"topology", args->target}, {"name", t.name}, {"ok", true}, {"nodes", t.nodes},
                                           {"gpus", t.gpus().size()}, {"devices", t.devices().size()},
