@@ -25,7 +25,8 @@ const std::map<std::string, std::vector<std::string>>& member_table()
     t["pipeline"] = {"kind", "microbatches", "schedule", "balance", "half_efficiency_samples"};
     t["hybrid"] = {"kind", "tensor_parallel", "pipeline_stages", "microbatches", "schedule", "balance",
                    "bucket_cap_mb", "half_efficiency_samples", "rank_order", "sequence_parallel",
-                   "distributed_optimizer", "virtual_stages", "tp_backward_overlap"};
+                   "distributed_optimizer", "virtual_stages", "tp_backward_overlap",
+                   "scatter_gather_tensors_in_pipeline"};
     t["fsdp"] = {"kind", "sharding", "version", "reshard_after_forward", "backward_prefetch", "forward_prefetch",
                  "limit_all_gathers", "mixed_precision", "no_sync", "shard_group_size", "tensor_parallel",
                  "sequence_parallel", "replicate_embedding", "loss_parallel", "tensor_parallel_gather", "sharded_dtype",

@@ -77,12 +77,22 @@ struct ParallelBuild {
   std::size_t idx(int d, int s, int t) const { return static_cast<std::size_t>(cfg.order.index(d, s, t, D, P, T)); }
   int dev(int d, int s, int t) const { return plan.ranks[idx(d, s, t)]; }
   int stage_of(int vs) const { return vs % P; }
+  /// Whether the pipeline's sends are scattered and gathered as Megatron-LM 2021-2022 did
+  /// (megatron/p2p_communication.py _communicate, 2022: `args.scatter_gather_tensors_in_pipeline and not
+  /// args.sequence_parallel`; it falls back to whole sends when t does not divide the tensor's elements,
+  /// which Megatron's hidden % t == 0 rules out). With one tensor rank there is nothing to split.
+  bool pipeline_scatter_gather() const
+  {
+    return cfg.scatter_gather_tensors_in_pipeline && !cfg.sequence_parallel && T > 1;
+  }
   /// Each tensor rank's boundary send out of virtual stage `vs` per micro-batch: the sequence's 1/T with
   /// sequence parallelism, else the whole s x b x h (megatron/core/pipeline_parallel/schedules.py:
-  /// get_tensor_shapes divides the sequence by the tensor group's size only if config.sequence_parallel).
+  /// get_tensor_shapes divides the sequence by the tensor group's size only if config.sequence_parallel),
+  /// or its 1/T as a flat chunk with pipeline_scatter_gather() (split_tensor_into_1d_equal_chunks: tensor
+  /// rank r sends elements [r n/t, (r+1) n/t) to its peer; the receiver gathers the rest).
   double boundary_bytes(int vs) const
   {
-    return sc[static_cast<std::size_t>(vs)].send_bytes / (cfg.sequence_parallel ? T : 1);
+    return sc[static_cast<std::size_t>(vs)].send_bytes / (cfg.sequence_parallel || pipeline_scatter_gather() ? T : 1);
   }
   std::string stage_name(int vs) const;
 };

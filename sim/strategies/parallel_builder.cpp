@@ -24,8 +24,9 @@ namespace {
 constexpr double kMaxBucketsPerStage = kMaxBucketsPerIteration;
 
 /// Per communicator and iteration (plan.hpp): each tensor rank of each replica sends its share of
-/// the boundary once per micro-batch each way; each replica's tensor group AllReduces once per
-/// micro-batch each way; each (stage, tensor rank) AllReduces its gradients across the replicas.
+/// the boundary once per micro-batch each way (scattered: the receiving tensor group gathers it);
+/// each replica's tensor group AllReduces once per micro-batch each way; each (stage, tensor rank)
+/// AllReduces its gradients across the replicas.
 void count_traffic(const ParallelBuild& b)
 {
   const int D = b.D, P = b.P, T = b.T, M = b.M, C = b.C, V = b.V;
@@ -37,6 +38,11 @@ void count_traffic(const ParallelBuild& b)
     const auto back = fmt::format(fmt::runtime(C > 1 ? "virtual stage {}->{}" : "stage {}->{}"), s + 1, s);
     traffic.push_back({to + " activations", "send_recv", message * M, M, D * T});
     traffic.push_back({back + " gradients", "send_recv", message * M, M, D * T});
+    if (b.pipeline_scatter_gather()) {  // the receiving stage's tensor group gathers the whole tensor
+      const double whole = b.sc[static_cast<std::size_t>(s)].send_bytes;
+      traffic.push_back({to + " activations gather", "all_gather", whole * M, M, D});
+      traffic.push_back({back + " gradients gather", "all_gather", whole * M, M, D});
+    }
   }
   if (T > 1)
     for (int s = 0; s < V; ++s) {

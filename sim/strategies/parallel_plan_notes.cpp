@@ -74,6 +74,16 @@ void add_notes(ParallelBuild& b, const LoaderSpec& loader)
                                            *std::max_element(b.overlap_slowdown.begin(), b.overlap_slowdown.end())));
   } else if (D > 1 && P > 1)
     plan.notes.push_back(fmt::format("ranks laid out {} (innermost first)", to_string(cfg.order)));
+  if (b.pipeline_scatter_gather() && P > 1)
+    plan.notes.push_back(fmt::format("pipeline sends scattered and gathered as Megatron-LM 2021-2022 ran them "
+                                     "(scatter_gather_tensors_in_pipeline): each tensor rank sends 1/{} of the boundary "
+                                     "tensor, the receiving stage AllGathers it over its tensor group before using it",
+                                     T));
+  else if (cfg.scatter_gather_tensors_in_pipeline && P > 1)
+    plan.notes.push_back(cfg.sequence_parallel ? "scatter_gather_tensors_in_pipeline has no effect with sequence parallelism "
+                                                 "(Megatron-LM's p2p_communication.py: the sends are already 1/t of the "
+                                                 "sequence)"
+                                               : "scatter_gather_tensors_in_pipeline has no effect with one tensor rank");
   if (b.embedding_sync)
     plan.notes.push_back(fmt::format("tied word embedding: its gradient ({:.3g} MB per tensor rank) is AllReduced between the "
                                      "first and last stage every iteration",

@@ -75,6 +75,17 @@ void add_stage_op(ParallelBuild& b, int d, int s, const ChunkOp& op, ReplicaFlow
         at[static_cast<std::size_t>(t)] = {done[static_cast<std::size_t>(t)]};
     }
   };
+  // Megatron-LM 2021-2022 (ParallelBuild::pipeline_scatter_gather): the input (forward) or the output's
+  // gradient (backward) came as 1/T per tensor rank; megatron/p2p_communication.py _communicate gathers
+  // it after the receive and torch.cuda.synchronize(), before returning it to the schedule's forward or
+  // backward step: gather_split_1d_tensor, one torch.distributed._all_gather_base of the whole tensor
+  // over the tensor-model-parallel group, on the rank's critical path like the other TP collectives.
+  if (b.pipeline_scatter_gather()) {
+    if (!backward && vs > 0)
+      tp_collectives({{CollectiveOp::AllGather, b.sc[si - 1].send_bytes}}, "pipeline input gather");
+    if (backward && vs + 1 < V)
+      tp_collectives({{CollectiveOp::AllGather, c.send_bytes}}, "pipeline gradient gather");
+  }
   const auto n = c.pieces.size();
   for (std::size_t k = 0; k < n; ++k) {
     const StagePiece& piece = c.pieces[backward ? n - 1 - k : k];

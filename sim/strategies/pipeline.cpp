@@ -190,6 +190,7 @@ Plan build_hybrid_plan(const Scenario& scenario, const Topology& topology, const
   c.sequence_parallel = o.bool_or("sequence_parallel", false);
   c.distributed_optimizer = o.bool_or("distributed_optimizer", false);
   c.tp_backward_overlap = o.bool_or("tp_backward_overlap", true);
+  c.scatter_gather_tensors_in_pipeline = o.bool_or("scatter_gather_tensors_in_pipeline", false);
   c.megatron = true;
   // Megatron-LM never runs GPipe: megatron/core/pipeline_parallel/schedules.py get_forward_backward_func
   // picks forward_backward_pipelining_without_interleaving (1F1B), or the interleaved one with

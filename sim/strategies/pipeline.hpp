@@ -72,6 +72,11 @@ struct ParallelConfig {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
   bool tp_backward_overlap = true;     ///< Megatron's asynchronous backward TP collectives (megatron_stage.hpp)
+  /// Megatron-LM 2021-2022's scatter/gather of the pipeline's sends (Narayanan et al. SC21 section 4.1;
+  /// megatron/p2p_communication.py, args.scatter_gather_tensors_in_pipeline, on by default then, gone with
+  /// the move to megatron/core in 2023): without sequence parallelism each tensor rank sends 1/t of the
+  /// boundary tensor and the receiving stage AllGathers it over its tensor group (parallel_build.hpp).
+  bool scatter_gather_tensors_in_pipeline = false;
   bool megatron = false;          ///< Megatron-LM's kernels and buffers (hybrid), not torch's Pipe (pipeline): memory_timeline.hpp
 };
 

@@ -687,6 +687,13 @@ case("megatron_distributed_optimizer_number", "gpt3-175b-h100-128gpu.json", "/st
      f"run {GPT3} --set strategy.distributed_optimizer=1")
 case("megatron_tp_backward_overlap_string", "gpt3-175b-h100-128gpu.json", "/strategy/tp_backward_overlap",
      f"run {GPT3} --set strategy.tp_backward_overlap=sometimes")
+# Megatron-LM 2021-2022's scatter/gather of the pipeline's sends: a boolean, as its --no-scatter-gather-tensors-in-pipeline.
+for i, v in enumerate(["yes", "1", "[true]"]):
+    case(f"megatron_scatter_gather_tensors_in_pipeline_{i}", "gpt3-175b-h100-128gpu.json",
+         "/strategy/scatter_gather_tensors_in_pipeline", f"run {GPT3} --set strategy.scatter_gather_tensors_in_pipeline={v}")
+case("pipeline_scatter_gather_tensors_in_pipeline", "--set strategy.scatter_gather_tensors_in_pipeline",
+     "/strategy/scatter_gather_tensors_in_pipeline",
+     f"run {PIPE} --set strategy.scatter_gather_tensors_in_pipeline=true")
 for i, v in enumerate(["partial", "selective-op", "0"]):
     case(f"megatron_activation_checkpointing_{i}", "gpt3-175b-h100-128gpu.json", "/training/activation_checkpointing",
          f"run {GPT3} --set training.activation_checkpointing={v}")

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 using namespace dtsim;
 
@@ -376,6 +377,97 @@ TEST_CASE("pipeline sends: s x b x h per tensor rank, 1/t of it with sequence pa
   const double whole = 2 * 4.0 * 1024 * 768 * 2;  // 2 micro-batches of 4 x 1024 tokens x 768, bf16
   CHECK(send(false) == doctest::Approx(whole));
   CHECK(send(true) == doctest::Approx(whole / 4));
+}
+
+TEST_CASE("scatter_gather_tensors_in_pipeline: 1/t per tensor rank between stages, gathered over the tensor group")
+{
+  // Megatron-LM 2021-2022 (Narayanan et al. SC21 section 4.1; megatron/p2p_communication.py _communicate at
+  // NVIDIA/Megatron-LM 5942af978a): unless args.sequence_parallel, each tensor rank sends its
+  // split_tensor_into_1d_equal_chunks share, and the receiver's gather_split_1d_tensor AllGathers the whole
+  // tensor over the tensor-model-parallel group before the forward (or backward) step uses it.
+  // gpt3-350m (16 heads) on 2 HGX H100 nodes: TP 8 in a node, stage 0 on node 0, stage 1 on node 1.
+  struct Sends {
+    std::vector<double> activation_bytes;      ///< each forward send's transfer, iteration 1
+    int gathers_in = 0, gathers_back = 0;      ///< AllGather tasks of the inputs (stage 1) / gradients (stage 0)
+    int gathers_on_wrong_stage = 0;
+    bool forward_after_gather = false;         ///< stage 1's first forward waits on its input's gather
+    std::map<std::string, double> traffic;     ///< comm_per_iteration bytes by label
+  };
+  const auto run = [](int tp, bool sp, bool sg) {
+    nlohmann::json doc = gpt2_scenario({{"kind", "hybrid"}, {"tensor_parallel", tp}, {"pipeline_stages", 2}, {"microbatches", 2},
+                                        {"sequence_parallel", sp}, {"scatter_gather_tensors_in_pipeline", sg}},
+                                       2 * tp);
+    doc["model"] = "gpt3-350m";
+    doc["training"]["micro_batch"] = 1;
+    const Prediction p = plan_scenario(parse_scenario(doc, "s.json"));
+    Sends out;
+    const auto& tasks = p.plan.graph.tasks();
+    const int half = static_cast<int>(p.plan.ranks.size()) / 2;  // tp-dp-pp: stage 1 is the outer half
+    const auto stage_of = [&](int device) {
+      for (std::size_t r = 0; r < p.plan.ranks.size(); ++r)
+        if (p.plan.ranks[r] == device)
+          return static_cast<int>(r) < half ? 0 : 1;
+      return -1;
+    };
+    std::set<int> gather_tasks;
+    for (std::size_t id = 0; id < tasks.size(); ++id) {
+      const Task& t = tasks[id];
+      if (t.iteration != 1)
+        continue;
+      const std::string name(t.name);
+      if (t.kind == TaskKind::Transfer && t.category == TaskCategory::Activation)
+        out.activation_bytes.push_back(t.bytes);
+      const bool in = name.find("pipeline input gather") != std::string::npos;
+      const bool back = name.find("pipeline gradient gather") != std::string::npos;
+      if (!in && !back)
+        continue;
+      gather_tasks.insert(static_cast<int>(id));
+      const int stage = stage_of(t.kind == TaskKind::Transfer ? t.dst : t.device);
+      out.gathers_in += in ? 1 : 0;
+      out.gathers_back += back ? 1 : 0;
+      out.gathers_on_wrong_stage += (in && stage != 1) || (back && stage != 0) ? 1 : 0;
+    }
+    for (const auto& t : tasks)
+      if (t.iteration == 1 && t.category == TaskCategory::Forward && std::string(t.name).find("micro-batch 0 stage 1 tp 0") != std::string::npos) {
+        for (const int dep : t.after)
+          out.forward_after_gather = out.forward_after_gather || gather_tasks.count(dep) > 0;
+        break;
+      }
+    for (const auto& c : p.plan.comm_per_iteration)
+      out.traffic[c.label] = c.bytes;
+    return out;
+  };
+  const double whole = 1.0 * 2048 * 1024 * 2;  // micro-batch 1 x 2048 tokens x hidden 1024, bf16
+  const Sends on = run(8, false, true), off = run(8, false, false), sp = run(8, true, true), sp_off = run(8, true, false),
+              one = run(1, false, true), one_off = run(1, false, false);
+  // On: every forward send is 1/8 of the activation, and each stage receiving one gathers it whole.
+  REQUIRE(!on.activation_bytes.empty());
+  for (const double b : on.activation_bytes)
+    CHECK(b == doctest::Approx(whole / 8));
+  CHECK(on.gathers_in > 0);
+  CHECK(on.gathers_back > 0);
+  CHECK(on.gathers_on_wrong_stage == 0);
+  CHECK(on.forward_after_gather);
+  CHECK(on.traffic.at("stage 0->1 activations") == doctest::Approx(2 * whole / 8));
+  CHECK(on.traffic.at("stage 0->1 activations gather") == doctest::Approx(2 * whole));  // all_gather: the whole tensor
+  CHECK(on.traffic.at("stage 1->0 gradients gather") == doctest::Approx(2 * whole));
+  // Off (current Megatron-LM): the whole tensor from every tensor rank, no gather.
+  for (const double b : off.activation_bytes)
+    CHECK(b == doctest::Approx(whole));
+  CHECK(off.gathers_in + off.gathers_back == 0);
+  CHECK(off.traffic.count("stage 0->1 activations gather") == 0);
+  // Sequence parallel: the sends are 1/t of the sequence already; the option changes nothing.
+  CHECK(sp.activation_bytes == sp_off.activation_bytes);
+  for (const double b : sp.activation_bytes)
+    CHECK(b == doctest::Approx(whole / 8));
+  CHECK(sp.gathers_in + sp.gathers_back == 0);
+  CHECK(sp.traffic == sp_off.traffic);
+  // One tensor rank: nothing to split.
+  CHECK(one.activation_bytes == one_off.activation_bytes);
+  for (const double b : one.activation_bytes)
+    CHECK(b == doctest::Approx(whole));
+  CHECK(one.gathers_in + one.gathers_back == 0);
+  CHECK(one.traffic == one_off.traffic);
 }
 
 TEST_CASE("Megatron's DataLoaders run on tensor rank 0 of the first and last stages only")
