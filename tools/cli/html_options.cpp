@@ -65,20 +65,74 @@ TimelineOptions timeline_options(const TimelineArgs& args, int gpus)
 
 namespace {
 
-/// The names --strategies takes beyond the plain kinds: DeepSpeed's stages, FSDP's hybrid sharding,
-/// and the offloads (FSDP's CPU offload, ZeRO-3 with offload_optimizer on the CPU).
-const std::vector<std::string>& strategy_names()
+/// A name --strategies takes and the members it sets, in one table for strategy_object (the object the
+/// name runs), compared_strategy (another name of the scenario's kind runs the scenario's settings less
+/// `not_carried` and `not_taken`, then `sets`) and takes_member (a --set of a member reaches the names
+/// that can have it and that no compared name sets).
+struct NamedStrategy {
+  std::string name;
+  nlohmann::json sets;                   ///< kind and the members that make it this name (strategy_object)
+  std::vector<std::string> not_carried;  ///< the scenario's members that make another name of its kind, or none
+                                         ///< ("sharding": only hybrid sharding, with its shard_group_size)
+  std::vector<std::string> not_taken;    ///< members of its kind no strategy of this name has: not carried,
+                                         ///< and a --set of one does not reach it
+};
+
+/// The plain kinds, then the names beyond them: DeepSpeed's stages, FSDP's hybrid sharding, and the
+/// offloads (FSDP's CPU offload, ZeRO-3 with offload_optimizer on the CPU).
+const std::vector<NamedStrategy>& named_strategies()
 {
-  static const std::vector<std::string> names = {"single", "dp",    "ddp",   "pipeline", "hybrid",       "fsdp",
-                                                 "hsdp",   "zero1", "zero2", "zero3",    "fsdp-offload", "zero3-offload"};
-  return names;
+  // hsdp's hybrid sharding and fsdp-offload's cpu_offload; zero3-offload's offload_optimizer, and
+  // offload_param, which no name has.
+  static const std::vector<std::string> fsdp = {"sharding", "cpu_offload"}, zero = {"offload_optimizer", "offload_param"};
+  static const std::vector<NamedStrategy> table = {
+      {"single", {{"kind", "single"}}, {}, {}},
+      {"dp", {{"kind", "dp"}}, {}, {}},
+      {"ddp", {{"kind", "ddp"}}, {}, {}},
+      {"pipeline", {{"kind", "pipeline"}}, {}, {}},
+      {"hybrid", {{"kind", "hybrid"}}, {}, {}},
+      {"fsdp", {{"kind", "fsdp"}}, fsdp, {}},
+      {"hsdp", {{"kind", "fsdp"}, {"sharding", "hybrid_shard"}}, fsdp, {}},
+      {"zero1", {{"kind", "zero"}, {"stage", 1}}, zero, zero_stage3_members()},  // stage 3's members only at stage 3
+      {"zero2", {{"kind", "zero"}, {"stage", 2}}, zero, zero_stage3_members()},
+      {"zero3", {{"kind", "zero"}, {"stage", 3}}, zero, {}},
+      // cpu_offload's defaults, an object a --set can go into
+      {"fsdp-offload", {{"kind", "fsdp"}, {"cpu_offload", nlohmann::json::object()}}, fsdp, {}},
+      {"zero3-offload", {{"kind", "zero"}, {"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}}, zero, {}}};
+  return table;
+}
+
+/// The row of `name`; for a name of no row, its kind alone.
+NamedStrategy named_strategy(const std::string& name)
+{
+  const auto& table = named_strategies();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const NamedStrategy& s) { return s.name == name; });
+  return it != table.end() ? *it : NamedStrategy{name, {{"kind", name}}, {}, {}};
+}
+
+bool is_hybrid_sharding(const nlohmann::json& sharding)
+{
+  return sharding == "hybrid_shard" || sharding == "_hybrid_shard_zero2";
+}
+
+/// Removes `member` from a strategy object; "sharding" only where it is hybrid, with its shard_group_size.
+void drop_member(nlohmann::json& strategy, const std::string& member)
+{
+  if (member == "sharding") {
+    if (!is_hybrid_sharding(strategy.value("sharding", nlohmann::json())))
+      return;
+    strategy.erase("shard_group_size");
+  }
+  strategy.erase(member);
 }
 
 }  // namespace
 
 std::vector<std::string> strategy_list(const std::string& text, const std::string& flag)
 {
-  const auto& kinds = strategy_names();
+  std::vector<std::string> kinds;
+  for (const auto& s : named_strategies())
+    kinds.push_back(s.name);
   std::vector<std::string> out;
   for (const auto& kind : split_trimmed(text, ',')) {
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
@@ -91,15 +145,7 @@ std::vector<std::string> strategy_list(const std::string& text, const std::strin
 
 nlohmann::json strategy_object(const std::string& name)
 {
-  if (name == "hsdp")
-    return {{"kind", "fsdp"}, {"sharding", "hybrid_shard"}};
-  if (name == "fsdp-offload")  // cpu_offload's defaults, an object a --set can go into
-    return {{"kind", "fsdp"}, {"cpu_offload", nlohmann::json::object()}};
-  if (name == "zero3-offload")
-    return {{"kind", "zero"}, {"stage", 3}, {"offload_optimizer", {{"device", "cpu"}}}};
-  if (name.rfind("zero", 0) == 0 && name.size() == 5)
-    return {{"kind", "zero"}, {"stage", name[4] - '0'}};
-  return {{"kind", name}};
+  return named_strategy(name).sets;
 }
 
 std::string own_strategy_name(const nlohmann::json& strategy)
@@ -115,7 +161,7 @@ std::string own_strategy_name(const nlohmann::json& strategy)
   };
   if (kind == "fsdp") {
     const auto sharding = strategy.value("sharding", nlohmann::json());
-    const bool hybrid = sharding == "hybrid_shard" || sharding == "_hybrid_shard_zero2";
+    const bool hybrid = is_hybrid_sharding(sharding);
     if (hybrid && truthy("cpu_offload"))
       return "";  // no name is both
     return hybrid ? "hsdp" : truthy("cpu_offload") ? "fsdp-offload" : "fsdp";
@@ -151,7 +197,8 @@ nlohmann::json scenario_strategy(const std::string& scenario, const std::vector<
 
 nlohmann::json compared_strategy(const std::string& name, const nlohmann::json& own)
 {
-  const nlohmann::json preset = strategy_object(name);
+  const NamedStrategy named = named_strategy(name);
+  const nlohmann::json& preset = named.sets;
   if (!own.is_object() || own.value("kind", nlohmann::json()) != preset.at("kind"))
     return preset;
   if (own_strategy_name(own) == name)
@@ -159,20 +206,10 @@ nlohmann::json compared_strategy(const std::string& name, const nlohmann::json& 
   // Another name of the scenario's kind: its settings (mixed precision, buckets, prefetch) carry, less
   // what makes the other names what they are; then the name's own members.
   nlohmann::json merged = own;
-  if (preset.at("kind") == "fsdp") {
-    const auto sharding = merged.value("sharding", nlohmann::json());
-    if (sharding == "hybrid_shard" || sharding == "_hybrid_shard_zero2") {
-      merged.erase("sharding");
-      merged.erase("shard_group_size");
-    }
-    merged.erase("cpu_offload");
-  } else if (preset.at("kind") == "zero") {
-    merged.erase("offload_optimizer");
-    merged.erase("offload_param");
-    if (preset.value("stage", 0) != 3)
-      for (const auto& m : zero_stage3_members())
-        merged.erase(m);
-  }
+  for (const auto& m : named.not_carried)
+    drop_member(merged, m);
+  for (const auto& m : named.not_taken)
+    drop_member(merged, m);
   for (const auto& [key, value] : preset.items())
     merged[key] = value;
   return merged;
@@ -196,14 +233,14 @@ std::string strategy_member(const Override& o)
 /// offload_optimizer are theirs alone), or its own name sets it to an object the path goes into.
 bool takes_member(const std::string& name, const std::string& member, bool below, const std::vector<std::string>& names)
 {
-  const nlohmann::json preset = strategy_object(name);
+  const NamedStrategy named = named_strategy(name);
+  const nlohmann::json& preset = named.sets;
   if (preset.contains(member))
     return below && preset.at(member).is_object();
   const auto& members = strategy_members(preset.at("kind").get<std::string>());
-  const auto& stage3 = zero_stage3_members();
-  if (preset.contains("stage") && preset.at("stage") != 3 && std::find(stage3.begin(), stage3.end(), member) != stage3.end())
+  if (std::find(named.not_taken.begin(), named.not_taken.end(), member) != named.not_taken.end())
     return false;
-  if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return strategy_object(n).contains(member); }))
+  if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return named_strategy(n).sets.contains(member); }))
     return false;
   return std::find(members.begin(), members.end(), member) != members.end();
 }
