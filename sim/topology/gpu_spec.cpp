@@ -25,7 +25,13 @@
 //    H200 is 150,109,880,320 bytes (139.8 GiB; nvidia-smi's memory.total 143,771 MiB), the
 //    "total_bytes" of calibration/measured/h200-1gpu-2026-11-27/memory_peaks.json; the same figure
 //    as cudaDeviceProp::totalGlobalMem, "memory_bytes" in h200-1gpu-2026-11-26/compute.json. The
-//    other GPUs' memory sizes are their datasheets' figures, unmeasured.
+//    other GPUs' memory sizes are their datasheets' figures, unmeasured, except three whose
+//    cudaMemGetInfo total PyTorch's out-of-memory message prints ("GPU 0 has a total capacity of
+//    79.11 GiB", older "(GPU 0; 79.35 GiB total capacity; ...)", format_size's GiB): H100 80 GB
+//    79.11 GiB (nvidia-smi 81,559 MiB), A100 80 GB 79.35 GiB (81,920 MiB), A100 40 GB 39.59 GiB
+//    (40,536 MiB), as public run logs print them. What the fits verdict weighs (reserved + CUDA
+//    context) lives inside that total, as on the H200 above; the datasheet's 80 GiB would pass a
+//    run that leaves under 0.9 GiB free.
 // A zero entry means the GPU has no fast path for that precision; peak_flops() then falls back to
 // the FP32 rate (the work is done with FP32 math).
 #include "sim/topology/gpu_spec.hpp"
@@ -45,6 +51,10 @@ namespace {
 constexpr double T = 1e12;
 constexpr double G = 1e9;  // memory bandwidth in GB/s
 constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+/// cudaMemGetInfo's totals PyTorch prints (the comment at the top of the file).
+constexpr double kH100_80GB = 79.11 * GiB;
+constexpr double kA100_80GB = 79.35 * GiB;
+constexpr double kA100_40GB = 39.59 * GiB;
 
 struct GpuEntry {
   GpuSpec spec;
@@ -74,11 +84,11 @@ const std::vector<GpuEntry>& table()
       {make("V100-SXM2-32GB", 15.7 * T, 0, 125 * T, 0, 32 * GiB, 70, 900 * G, 80), {}},
       {make("V100-PCIe", 14.0 * T, 0, 112 * T, 0, 16 * GiB, 70, 900 * G, 80), {"V100-PCIe-16GB"}},
       {make("V100-PCIe-32GB", 14.0 * T, 0, 112 * T, 0, 32 * GiB, 70, 900 * G, 80), {}},
-      {make("A100-SXM4", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G, 108), {"A100", "A100-SXM4-40GB"}},
-      {make("A100-SXM4-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 2039 * G, 108), {"A100-80GB"}},
-      {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, 40 * GiB, 80, 1555 * G, 108), {"A100-PCIe-40GB"}},
-      {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, 80 * GiB, 80, 1935 * G, 108), {}},
-      {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, 80 * GiB, 90, 3350 * G, 132), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
+      {make("A100-SXM4", 19.5 * T, 156 * T, 312 * T, 312 * T, kA100_40GB, 80, 1555 * G, 108), {"A100", "A100-SXM4-40GB"}},
+      {make("A100-SXM4-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, kA100_80GB, 80, 2039 * G, 108), {"A100-80GB"}},
+      {make("A100-PCIe", 19.5 * T, 156 * T, 312 * T, 312 * T, kA100_40GB, 80, 1555 * G, 108), {"A100-PCIe-40GB"}},
+      {make("A100-PCIe-80GB", 19.5 * T, 156 * T, 312 * T, 312 * T, kA100_80GB, 80, 1935 * G, 108), {}},
+      {make("H100-SXM", 66.9 * T, 494.7 * T, 989.4 * T, 989.4 * T, kH100_80GB, 90, 3350 * G, 132), {"H100", "H100-SXM5", "H100-SXM5-80GB"}},
       // The 96 GB HBM2e H100 SXM of Meta's Grand Teton hosts (torchtitan benchmarks/
       // llama3_h100_202412_torchtitan.md: "96GB HBM2e with 2.4 TB/sec", 500 W; its peak lies between
       // SXM and NVL, unknown, so the SXM figures stand and a measured efficiency absorbs the rest).
