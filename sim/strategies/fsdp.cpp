@@ -6,7 +6,11 @@
 #include "sim/strategies/fsdp1_grad_passes.hpp"
 #include "sim/strategies/fsdp_cpu_offload.hpp"
 #include "sim/strategies/fsdp2_copies.hpp"
+#include "sim/strategies/fsdp_groups.hpp"
+#include "sim/strategies/fsdp_notes.hpp"
 #include "sim/strategies/fsdp_pieces_slowdown.hpp"
+#include "sim/strategies/fsdp_unit_tasks.hpp"
+#include "sim/strategies/fsdp_units.hpp"
 #include "sim/strategies/interference.hpp"
 #include "sim/strategies/loader.hpp"
 #include "sim/strategies/megatron_stage.hpp"
@@ -21,23 +25,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
-#include <map>
 
 namespace dtsim {
-
-namespace {
-
-/// The limiter's depth: FSDP1's _free_event_queue lets two AllGathers run ahead of the frees
-/// (_limiter_utils.py, _runtime_utils.py: `if len(queue) >= 2: queue.dequeue_if_needed()`); FSDP2
-/// keeps two AllGather outputs alive (PyTorch PR #128884).
-constexpr std::size_t kInflightAllGathers = 2;
-
-struct UnitTimes {
-  std::vector<StagePiece> pieces;
-};
-
-}  // namespace
 
 Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const Model& model, int iterations, int warmup,
                      const CollectiveOptions& collectives)
@@ -87,54 +76,15 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // offload (its no-op branch requires `not self._offload_params`): the shard still comes from the host.
   const bool kept_across_micro_steps = keeps_gathered_across_micro_steps(opt, M);
 
-  // Groups of rank indices (r = d * T + t; torchtitan's mesh puts the tensor dimension innermost).
-  const auto rank = [T](int d, int t) { return d * T + t; };
-  std::vector<std::vector<int>> shard_groups, back_groups, replicate_groups, tp_groups, reduce_groups;
+  // Groups of rank indices (fsdp_groups.hpp).
   const int K = opt.reshard_ranks > 0 ? opt.reshard_ranks : S;  // backward AllGather's world
-  for (int b = 0; b < D / S; ++b)
-    for (int t = 0; t < T; ++t) {
-      std::vector<int> grp;
-      for (int j = 0; j < S; ++j)
-        grp.push_back(rank(b * S + j, t));
-      shard_groups.push_back(grp);
-      for (int c = 0; c < S / K; ++c)
-        back_groups.emplace_back(grp.begin() + c * K, grp.begin() + (c + 1) * K);
-    }
-  if (D / S > 1)
-    for (int j = 0; j < S; ++j)
-      for (int t = 0; t < T; ++t) {
-        std::vector<int> grp;
-        for (int b = 0; b < D / S; ++b)
-          grp.push_back(rank(b * S + j, t));
-        replicate_groups.push_back(grp);
-      }
-  for (int d = 0; d < D; ++d) {
-    std::vector<int> grp;
-    for (int t = 0; t < T; ++t)
-      grp.push_back(rank(d, t));
-    tp_groups.push_back(grp);
-  }
-  if (!sharded && D > 1)
-    for (int t = 0; t < T; ++t) {
-      std::vector<int> grp;
-      for (int d = 0; d < D; ++d)
-        grp.push_back(rank(d, t));
-      reduce_groups.push_back(grp);
-    }
+  const FsdpGroups groups = fsdp_groups(D, T, S, K, sharded);
+  const auto& shard_groups = groups.shard;
+  const auto& back_groups = groups.backward;
+  const auto& tp_groups = groups.tensor;
 
-  // Per tensor rank: each unit's parameters, their bytes gathered and reduced.
-  std::vector<double> unit_params(static_cast<std::size_t>(U)), unit_gather_bytes(static_cast<std::size_t>(U)),
-      unit_reduce_bytes(static_cast<std::size_t>(U));
-  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
-    unit_params[u] = su.units[u].params / T;
-    unit_gather_bytes[u] = gathered_bytes(su.units[u], opt) / T;
-  }
-  // A replicated token embedding (FsdpOptions::replicate_embedding) is whole in each tensor rank's root.
-  const double embedding_whole = opt.replicate_embedding ? embedding_params(model) * (1 - 1.0 / T) : 0.0;
-  unit_params[0] += embedding_whole;
-  unit_gather_bytes[0] += embedding_whole * ubytes;
-  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u)
-    unit_reduce_bytes[u] = unit_params[u] * rbytes;
+  // Per tensor rank: each unit's parameters, their bytes gathered and reduced (fsdp_units.hpp).
+  const FsdpUnitBytes ub = fsdp_unit_bytes(model, su, opt, T, ubytes, rbytes);
   // FSDP2's copies (fsdp2_copies.hpp): each shard into its AllGather's input beside compute; on the compute
   // stream the gathered parameters out before each unit's forward, and again before its backward when it
   // was resharded, and each unit's gradients in its post_backward.
@@ -146,35 +96,26 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const bool fsdp1_cast = opt.version == 1 && sharded && unsharded_dtype(opt) != opt.sharded_dtype;
   const bool copies_in = sharded && (fsdp2_copies || fsdp1_cast);
   const Fsdp2Copies gc = fsdp2_copies_of(
-      unit_params, unit_gather_bytes, {dtype_bytes(opt.sharded_dtype), ubytes, rbytes}, S, K,
+      ub.params, ub.gather_bytes, {dtype_bytes(opt.sharded_dtype), ubytes, rbytes}, S, K,
       fsdp2_copies && opt.no_sync && M > 1 && opt.reduce_dtype != unsharded_dtype(opt), topology.gpu);
   // FSDP1's casts and divisions of each unit's gradients on its post-backward stream, around the reduction
   // (fsdp1_grad_passes.hpp): over the shard group, or every data rank under NO_SHARD.
-  const bool fsdp1_passes = opt.version == 1 && (sharded || !reduce_groups.empty());
+  const bool fsdp1_passes = opt.version == 1 && (sharded || !groups.reduce.empty());
   const Fsdp1GradPasses gp =
-      fsdp1_passes ? fsdp1_grad_passes(unit_params, {unsharded_dtype(opt), opt.reduce_dtype, opt.sharded_dtype},
+      fsdp1_passes ? fsdp1_grad_passes(ub.params, {unsharded_dtype(opt), opt.reduce_dtype, opt.sharded_dtype},
                                        sharded ? S : D, sharded ? S : 1, sharded ? D / S : 1, topology.gpu)
                    : Fsdp1GradPasses{};
   // Units in the order their backward begins (the reverse of their last forward segment), root aside.
-  std::vector<int> last_segment(static_cast<std::size_t>(U), -1), first_segment(static_cast<std::size_t>(U), -1);
-  for (std::size_t s = 0; s < su.segments.size(); ++s) {
-    const auto u = static_cast<std::size_t>(su.segments[s].unit);
-    last_segment[u] = static_cast<int>(s);
-    if (first_segment[u] < 0)
-      first_segment[u] = static_cast<int>(s);
-  }
-  std::vector<int> backward_order;
-  for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
-    const int u = su.segments[static_cast<std::size_t>(s)].unit;
-    if (u != 0 && last_segment[static_cast<std::size_t>(u)] == s)
-      backward_order.push_back(u);
-  }
+  const FsdpUnitOrder order = fsdp_unit_order(su);
+  const std::vector<int>& first_segment = order.first_segment;
+  const std::vector<int>& last_segment = order.last_segment;
+  const std::vector<int>& backward_order = order.backward_order;
 
   // Compute beside the shard group's NCCL kernels runs slower (fsdp_pieces_slowdown.hpp).
   const double memory_bound = memory_bound_share(model, topology.gpu, scenario.training.precision, micro);
   FsdpPiecesSlowdown slowdown;
   if (sharded) {
-    FsdpUnitCollectives uc{{}, {}, unit_gather_bytes, unit_reduce_bytes, first_segment, last_segment, gather_backward,
+    FsdpUnitCollectives uc{{}, {}, ub.gather_bytes, ub.reduce_bytes, first_segment, last_segment, gather_backward,
                            opt.no_sync ? 1.0 / M : 1.0, kept_across_micro_steps ? 1.0 / M : 1.0};
     for (int r : shard_groups[0])
       uc.shard_devices.push_back(plan.ranks[static_cast<std::size_t>(r)]);
@@ -191,7 +132,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   run.add_loaders(loader, tp_groups);  // a data rank's tensor ranks share its batch
   const bool half_weights = scenario.training.precision == Precision::Fp16 || scenario.training.precision == Precision::Bf16;
   const bool add_optimizer = scenario.training.compute.source == ComputeSpec::Source::Flops;
-  const double shard_params = (static_cast<double>(model.params()) / T + embedding_whole) / S;
+  const double shard_params = (static_cast<double>(model.params()) / T + ub.embedding_whole) / S;
   const double optimizer_s =
       !add_optimizer ? 0.0
       : opt.sharded_dtype != "fp32"
@@ -216,71 +157,22 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   TaskGraph& g = plan.graph;
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   run.start_all(plan.setup_end);
-  std::vector<std::deque<int>> frees(static_cast<std::size_t>(n));  // per rank: the limiter's free events (tasks)
-  const auto limit = [&](std::vector<std::vector<int>>& start) {
-    if (!limited)
-      return;
-    for (const int r : run.active()) {
-      auto& q = frees[static_cast<std::size_t>(r)];
-      if (q.size() >= kInflightAllGathers) {
-        start[static_cast<std::size_t>(r)].push_back(q.front());
-        q.pop_front();
-      }
-    }
-  };
   // FSDP1's pre-unshard stream (the cast to param_dtype, the copy from the host) runs ahead of the limiter.
   const bool fsdp1_pre_unshard = fsdp1_cast || (opt.version == 1 && offload);
-  double h2d_bytes = 0, d2h_bytes = 0;  // per rank, in the first iteration: the offload's copies
-  int building = 0;                     // the iteration being built
-  const auto gather = [&](int u, bool backward, const std::string& when, bool kept = false) {
-    const auto uz = static_cast<std::size_t>(u);
-    std::vector<std::vector<int>> start(static_cast<std::size_t>(n));
-    // Gathered since an earlier no_sync micro-step (kept_across_micro_steps): no AllGather, and no rate
-    // limiter (its queue holds only the frees of units resharded); offloaded, pre_unshard still copies
-    // the shard from the host (and casts it), not otherwise.
-    if (kept && !offload)
-      return std::vector<int>{};
-    std::vector<int> last;
-    if (u != 0 && !fsdp1_pre_unshard && !kept)
-      limit(start);
-    // The shard from the host, in its own dtype; a backward AllGather over a smaller re-shard world
-    // gathers the copy kept on the GPU after forward instead.
-    if (offload && !(backward && K < S)) {
-      const double bytes = unit_params[uz] / S * sbytes;
-      h2d_bytes += building == 0 ? bytes : 0.0;
-      last = run.host_copy(ShardedRun::Stream::CopyIn, bytes, false, opt.cpu_offload_pinned,
-                           fmt::format("{} shard from host ({})", su.units[uz].name, when), start);
-      start = run.starts_after(last);
-    }
-    if (copies_in) {
-      last = run.stream_kernel(
-          ShardedRun::Stream::CopyIn, (backward ? gc.copy_in_backward_s : gc.copy_in_s)[static_cast<std::size_t>(u)],
-          fmt::format("{} {} ({})", fsdp1_cast ? "cast to the low-precision shard" : "copy-in",
-                      su.units[static_cast<std::size_t>(u)].name, when),
-          TaskCategory::FsdpCopyIn, start);
-      start = run.starts_after(last);
-    }
-    if (kept)
-      return last;
-    if (u != 0 && fsdp1_pre_unshard)
-      limit(start);
-    const auto& groups = backward && K < S ? back_groups : shard_groups;
-    return run.collective(CollectiveOp::AllGather, groups, unit_gather_bytes[static_cast<std::size_t>(u)],
-                          fmt::format("all-gather {} ({})", su.units[static_cast<std::size_t>(u)].name, when),
-                          backward ? TaskCategory::AllGatherBackward : TaskCategory::AllGather,
-                          start, ShardedRun::Stream::Shard);
-  };
-  const auto free_after = [&](const std::vector<int>& tasks) {
-    for (const int r : run.active())
-      frees[static_cast<std::size_t>(r)].push_back(tasks[static_cast<std::size_t>(r)]);
-  };
+  // Each unit's AllGather behind the rate limiter, and its reduction (fsdp_unit_tasks.hpp).
+  FsdpUnitTasks tasks(run,
+                      {.opt = opt, .su = su, .groups = groups, .bytes = ub, .copies = gc, .passes = gp, .host = topology.host,
+                       .shard_ranks = S, .backward_ranks = K, .node_ranks = node_ranks, .sharded_bytes = sbytes,
+                       .sharded = sharded, .limited = limited, .copies_in = copies_in, .fsdp1_cast = fsdp1_cast,
+                       .fsdp1_pre_unshard = fsdp1_pre_unshard, .fsdp1_passes = fsdp1_passes},
+                      n);
 
   const int setup_tasks = g.size();
   for (int it = 0; it < iterations; ++it) {
     if (it == 1)
       g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
     g.set_iteration(it);
-    building = it;
+    tasks.set_iteration(it);
     for (int m = 0; m < M; ++m) {
       const bool sync = !opt.no_sync || m + 1 == M;
       run.load_inputs(micro);
@@ -302,7 +194,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
       const bool kept = kept_across_micro_steps && m > 0;
       const auto gather_forward = [&](int u) {
         if (sharded && u < U && gathered[static_cast<std::size_t>(u)].empty())
-          gathered[static_cast<std::size_t>(u)] = gather(u, false, "forward", kept);
+          gathered[static_cast<std::size_t>(u)] = tasks.gather(u, false, "forward", kept);
       };
       for (std::size_t s = 0; s < su.segments.size(); ++s) {
         const int u = su.segments[s].unit;
@@ -318,7 +210,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         }
         run.pieces(pieces[s], false, tp_groups, name);
         if (sharded && u != 0 && opt.reshard_after_forward && last_segment[static_cast<std::size_t>(u)] == static_cast<int>(s))
-          free_after(run.compute_last_all());
+          tasks.free_after(run.compute_last_all());
       }
       // Backward: units in reverse; each unit's AllGather (or its prefetch), backward, ReduceScatter.
       std::vector<std::vector<int>> back_gathered(static_cast<std::size_t>(U));
@@ -330,59 +222,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           return;
         if (after_compute)
           run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        back_gathered[static_cast<std::size_t>(u)] = gather(u, true, "backward");
-      };
-      // The reduced gradient shard to the host on the stream that reduced it, in the shards' dtype. FSDP2
-      // adding it to the host gradient of an earlier micro-step copies synchronously and adds on the host:
-      // nothing more is issued until both are done.
-      const auto offload_gradient = [&](int u, int m, ShardedRun::Stream stream, const std::vector<int>& done) {
-        const auto uz = static_cast<std::size_t>(u);
-        const double elements = unit_params[uz] / S;
-        d2h_bytes += building == 0 ? elements * sbytes : 0.0;
-        const auto copied = run.host_copy(stream, elements * sbytes, true, opt.cpu_offload_pinned,
-                                          su.units[uz].name + " gradient shard to host", run.starts_after(done));
-        if (opt.version == 2 && m > 0 && !opt.no_sync)
-          run.wait_for(run.stream_delay(stream, cpu_step_seconds(elements, 3 * sbytes, node_ranks, opt.cpu_offload_threads, topology.host),
-                                        "add " + su.units[uz].name + " gradient shard on host", TaskCategory::Optimizer,
-                                        run.starts_after(copied)));
-      };
-      const auto reduce = [&](int u, int m) {
-        const auto uz = static_cast<std::size_t>(u);
-        const auto& name = su.units[uz].name;
-        run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        // FSDP1: the post-backward stream waits for the gradient, casts and pre-divides it, issues the
-        // reduction and waits for it, then post-divides, casts and accumulates the shard.
-        std::vector<std::vector<int>> start;
-        if (fsdp1_passes && gp.before_s[uz] > 0) {
-          run.stream_waits_for_compute(ShardedRun::Stream::Reduce);
-          start = run.starts_after(run.stream_kernel(ShardedRun::Stream::Reduce, gp.before_s[uz],
-                                                     "cast and pre-divide " + name + " gradients", TaskCategory::FsdpGradPass, {}));
-        }
-        std::vector<int> done;
-        if (!sharded) {
-          if (reduce_groups.empty())
-            return;
-          done = run.collective(CollectiveOp::AllReduce, reduce_groups, unit_reduce_bytes[uz], "all-reduce " + name + " gradients",
-                                TaskCategory::AllReduce, start, ShardedRun::Stream::Shard);
-        } else {
-          done = run.collective(CollectiveOp::ReduceScatter, shard_groups, unit_reduce_bytes[uz], "reduce-scatter " + name + " gradients",
-                                TaskCategory::ReduceScatter, start, ShardedRun::Stream::Shard);
-          if (!replicate_groups.empty())  // HSDP: the reduced shard across the replicas, on their own process group
-            done = run.collective(CollectiveOp::AllReduce, replicate_groups, unit_reduce_bytes[uz] / S,
-                                  "all-reduce " + name + " shard across replicas", TaskCategory::AllReduce, run.starts_after(done),
-                                  ShardedRun::Stream::Replicate);
-        }
-        auto stream = replicate_groups.empty() ? ShardedRun::Stream::Shard : ShardedRun::Stream::Replicate;
-        if (fsdp1_passes) {
-          run.stream_waits_for(ShardedRun::Stream::Reduce, done);
-          stream = ShardedRun::Stream::Reduce;
-          const double after_s = gp.after_s[uz] + (m > 0 && !opt.no_sync ? gp.accumulate_s[uz] : 0.0);
-          if (after_s > 0)
-            done = run.stream_kernel(ShardedRun::Stream::Reduce, after_s, "post-divide and cast " + name + " reduced gradients",
-                                     TaskCategory::FsdpGradPass, {});
-        }
-        if (offload)
-          offload_gradient(u, m, stream, done);
+        back_gathered[static_cast<std::size_t>(u)] = tasks.gather(u, true, "backward");
       };
       // A unit's post_backward: FSDP2's gradient copies on the compute stream, then, on a micro-step that
       // reduces, its reduction on the shard group's stream.
@@ -396,7 +236,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           return;
         if (fsdp2_copies)
           run.compute_all(gc.grad_copy_in_s[uz], "copy-in " + name + " gradients", TaskCategory::FsdpGradCopy);
-        reduce(u, m);
+        tasks.reduce(u, m);
       };
       std::size_t next = 0;  // index into backward_order of the next unit whose backward begins
       for (int s = static_cast<int>(su.segments.size()) - 1; s >= 0; --s) {
@@ -420,7 +260,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (!ends || u == 0)
           continue;
         if (gather_backward)
-          free_after(run.compute_last_all());
+          tasks.free_after(run.compute_last_all());
         // backward_post: the next unit's AllGather once this unit's gradients are computed, as
         // torch/distributed/fsdp/api.py (BackwardPrefetch) describes it: what overlaps is this unit's
         // ReduceScatter and the next unit's gradient computation, not this unit's. (_runtime_utils.py issues
@@ -447,43 +287,14 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   }
   g.set_iteration(0);
 
-  // Figures of one iteration, per communicator.
-  double all_params = 0, all_gathered = 0, unit_gathered = 0;  // per tensor rank: params, gathered bytes
-  for (std::size_t u = 0; u < static_cast<std::size_t>(U); ++u) {
-    all_params += unit_params[u];
-    all_gathered += unit_gather_bytes[u];
-    if (u != 0)
-      unit_gathered += unit_gather_bytes[u];
-  }
+  // Figures of one iteration, per communicator (fsdp_notes.hpp).
   const int syncs = opt.no_sync ? 1 : M;
-  if (sharded) {
-    const int groups = static_cast<int>(shard_groups.size());
-    const int gathering_steps = kept_across_micro_steps ? 1 : M;  // micro-steps that AllGather in forward
-    plan.comm_per_iteration.push_back(
-        {"parameters (forward)", "all_gather", all_gathered * gathering_steps, U * gathering_steps, groups});
-    if (gather_backward)
-      plan.comm_per_iteration.push_back({"parameters (backward)", "all_gather", unit_gathered * M, (U - 1) * M,
-                                         static_cast<int>(back_groups.size())});
-    plan.comm_per_iteration.push_back({"gradients", "reduce_scatter", all_params * rbytes * syncs, U * syncs, groups});
-    if (!replicate_groups.empty())
-      plan.comm_per_iteration.push_back({"gradient shards across replicas", "all_reduce", all_params / S * rbytes * syncs,
-                                         U * syncs, static_cast<int>(replicate_groups.size())});
-  } else if (!reduce_groups.empty()) {
-    plan.comm_per_iteration.push_back({"gradients", "all_reduce", all_params * rbytes * syncs, U * syncs,
-                                       static_cast<int>(reduce_groups.size())});
-  }
-  if (T > 1) {  // the tensor ranks' collectives, as the Megatron-style builders list them
-    std::map<CollectiveOp, std::pair<double, int>> per_op;  // bytes and calls per micro-batch, both directions
-    for (const auto& segment_pieces : pieces)
-      add_tensor_parallel_traffic(segment_pieces, per_op);
-    for (const auto& [op, sum] : per_op)
-      plan.comm_per_iteration.push_back({"tensor-parallel", to_string(op), sum.first * M, sum.second * M, D});
-  }
-  if (offload) {
-    const int h2d_calls = U * M + (gather_backward && K == S ? (U - 1) * M : 0);
-    plan.comm_per_iteration.push_back({"parameter shards (CPU offload)", "host -> GPU", h2d_bytes, h2d_calls, n});
-    plan.comm_per_iteration.push_back({"gradient shards (CPU offload)", "GPU -> host", d2h_bytes, U * syncs, n});
-  }
+  const FsdpPlanFacts facts{.data = D, .tensor = T, .shard = S, .backward = K, .ranks = n, .micro_steps = M, .syncs = syncs,
+                            .sharded = sharded, .unshards = unshards, .gather_backward = gather_backward, .limited = limited,
+                            .kept_across_micro_steps = kept_across_micro_steps, .reduce_bytes = rbytes,
+                            .h2d_bytes = tasks.h2d_bytes(), .d2h_bytes = tasks.d2h_bytes(), .units = &ub, .groups = &groups,
+                            .pieces = &pieces};
+  add_fsdp_comm_per_iteration(opt, facts, plan.comm_per_iteration);
   // The copies' and passes' GPU time per iteration (fsdp2_copies.hpp, fsdp1_grad_passes.hpp).
   const double copy_out_s = fsdp2_copies ? gc.copy_out_per_iteration_s(M, opt.reshard_after_forward) : 0.0;
   const double grad_copy_s = fsdp2_copies ? gc.gradients_per_iteration_s(syncs, M) : 0.0;
@@ -504,23 +315,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const auto [jitter_note, fold_note] = run.finish(scenario, micro, D, M, n);
   plan.memory = sharded_fsdp_memory(model, su, scenario, topology.gpu, opt, plan.ranks, T, micro, loader.input_bytes_per_sample,
                                     &plan.memory_curve);
-  plan.notes.push_back(fmt::format(
-      "FSDP{} {}: {} units (root + {}), sharded over {} rank{}{}{}; parameters gathered in {}, gradients reduced in {}; {}",
-      opt.version, to_string(opt.sharding), U, U - 1, S, S == 1 ? "" : "s",
-      D / S > 1 ? fmt::format(" x {} replicas", D / S) : "",
-      opt.sharded_dtype != "fp32"
-          ? fmt::format(" in {} (weights, gradients and optimizer states: no fp32 master weights)", opt.sharded_dtype)
-          : "",
-      opt.param_dtype == "fp8" ? "fp8 (the blocks' linear weights, torchao's float8 all-gather; the rest in bf16)" : opt.param_dtype,
-      opt.reduce_dtype,
-      !sharded ? (unshards ? fmt::format("a shard group of one rank: gathered into its own buffers without a collective, "
-                                         "gradients copied through them{}", D > 1 ? ", then AllReduced per unit" : "")
-                           : "no sharding: AllReduce per unit")
-      : gather_backward
-          ? fmt::format("AllGather again in backward{} ({} prefetch){}", K < S ? fmt::format(" over {} ranks", K) : "",
-                        opt.version == 2 ? "one-unit explicit" : to_string(opt.backward_prefetch),
-                        limited ? ", at most two AllGathers ahead of the frees" : "")
-          : "parameters kept from forward to backward"));
+  plan.notes.push_back(fsdp_plan_note(opt, facts));
   if (fsdp2_copies)
     plan.notes.push_back(fsdp2_copies_note(copy_out_s, opt.reshard_after_forward, grad_copy_s, copy_in_s));
   if (fsdp1_cast)
@@ -528,21 +323,14 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (grad_pass_s > 0)
     plan.notes.push_back(fsdp1_grad_passes_note(gp, grad_pass_s, sharded && !opt.no_sync && M > 1));
   if (M > 1)
-    plan.notes.push_back(fmt::format(
-        "{} micro-steps per optimizer step, {}{}", M,
-        opt.no_sync ? "gradients reduced in the last only (no_sync)" : "gradients reduced in each",
-        scenario.training.host_sync_each_micro_step
-            ? "; the host waits for the GPU after each (training.host_sync): none of the next one's AllGathers is "
-              "issued before it ends"
-            : ""));
+    plan.notes.push_back(fsdp_micro_steps_note(opt, M, scenario.training.host_sync_each_micro_step));
   if (T > 1)
-    plan.notes.push_back(fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", T,
-                                     opt.sequence_parallel ? ", sequence parallel" : ""));
+    plan.notes.push_back(fsdp_tensor_parallel_note(opt, T));
   if (offload) {
     const double host_bytes = shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes);
     plan.host_offload_bytes_per_node = host_bytes * node_ranks;
-    plan.notes.push_back(fsdp_cpu_offload_note(host_bytes, node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s, h2d_bytes,
-                                               d2h_bytes, topology.host));
+    plan.notes.push_back(fsdp_cpu_offload_note(host_bytes, node_ranks, opt.cpu_offload_pinned, opt.cpu_offload_threads, host_step_s,
+                                               tasks.h2d_bytes(), tasks.d2h_bytes(), topology.host));
   } else {
     plan.notes.push_back(optimizer_note(add_optimizer, fmt::format("1/{} shard", S)));
   }

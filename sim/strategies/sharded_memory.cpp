@@ -381,7 +381,7 @@ std::vector<GpuMemory> sharded_zero_memory(const Model& model, const Scenario& s
   // stay, in held_weights_bytes.
   if (opt.offload_param)
     req.share.weights = 0;
-  // The flattened copy of a bucket being reduced (zero.cpp: stage_1_and_2.py allreduce_bucket's
+  // The flattened copy of a bucket being reduced (zero_buckets.cpp: stage_1_and_2.py allreduce_bucket's
   // self.flatten(bucket), stage3.py's coalesced_collectives.py reduce_scatter_coalesced's torch.cat),
   // one bucket beside the IPG buffer from backward's first reduction on: stage 2 and stage 3 every
   // micro-step, stage 1 as its buckets fill under overlap_comm (without it, after backward, where the

@@ -1,7 +1,6 @@
 // See zero.hpp.
 #include "sim/strategies/zero.hpp"
 
-#include "sim/strategies/buckets.hpp"
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/ddp.hpp"
 #include "sim/strategies/loader.hpp"
@@ -12,18 +11,18 @@
 #include "sim/strategies/sharding_options.hpp"
 #include "sim/strategies/task_util.hpp"
 #include "sim/strategies/zero3_coordinator.hpp"
+#include "sim/strategies/zero3_gathers.hpp"
+#include "sim/strategies/zero_buckets.hpp"
 #include "sim/strategies/zero_groups.hpp"
 #include "sim/strategies/zero_notes.hpp"
 #include "sim/strategies/zero_offload.hpp"
+#include "sim/strategies/zero_offload_copies.hpp"
 #include "sim/strategies/zero_quantized_gradients.hpp"
+#include "sim/strategies/zero_tally.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <map>
-#include <optional>
-#include <tuple>
 
 namespace dtsim {
 
@@ -80,115 +79,37 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     scenario.strategy_options().at("offload_optimizer").fail(
         "expected a cluster whose host gives memory_gbytes_per_s_per_socket (the CPU step of ZeRO-Offload is bound by it)");
 
-  // Per-iteration figures, tallied while the first iteration is built: per (what, collective,
-  // groups it runs on at once), the bytes of one group's calls and their count.
-  std::map<std::tuple<std::string, std::string, int>, std::pair<double, int>> tally;
-  int iteration = 0;
-  const auto collective = [&](CollectiveOp op, const std::vector<std::vector<int>>& groups, double bytes, const std::string& label,
-                              const std::string& what, TaskCategory category, std::vector<std::vector<int>> start,
-                              ShardedRun::Stream stream = ShardedRun::Stream::Shard, int root = 0) {
-    if (iteration == 0) {
-      auto& t = tally[{what, to_string(op), static_cast<int>(groups.size())}];
-      t.first += bytes;
-      ++t.second;
-    }
-    return run.collective(op, groups, bytes, label, category, std::move(start), stream, root);
-  };
-  // `least`: a size that keeps the collectives within the bound (buckets.hpp, kMaxBucketsPerIteration).
-  // A size left at its default is blamed on the strategy, naming the member that would set it.
-  const auto calls_bound = [&](double calls, const char* key, double elements, double least) {
-    check_buckets_per_iteration(scenario.strategy_options(), key, calls, elements, std::ceil(least), "elements", params);
-  };
-
-  // Gradient buckets of at most reduce_bucket_size elements (DeepSpeed's rule, buckets.hpp): stages
-  // 1-2 reduce them, stage 3 reduce-scatters them.
-  const auto buckets = assign_capped_buckets(model, grad_elem, opt.reduce_bucket_elems * grad_elem);
-  // A bucket is closed only when the next tensor would overflow it, so two consecutive buckets hold
-  // more than the cap: 2 x params / cap buckets at most.
-  calls_bound(static_cast<double>(buckets.size()), "reduce_bucket_size", opt.reduce_bucket_elems,
-              2 * params / (kMaxBucketsPerIteration - 1));
-  // contiguous_gradients (config.py's default true): each gradient is copied into the bucket's flat
-  // buffer as it joins it (stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads, on the
-  // compute stream; stage3.py __add_grad_to_ipg_bucket, on the reduction's stream, where it shares the
-  // GPU with the backward beside it), but a tensor larger than the bucket is reduced where it is: a
-  // memory-bound copy of the bucket's bytes.
-  std::vector<double> bucket_copy_s(buckets.size());
-  for (std::size_t k = 0; k < buckets.size(); ++k) {
-    const Bucket& b = buckets[k];
-    bucket_copy_s[k] = b.tensors == 1 && b.bytes > opt.reduce_bucket_elems * grad_elem ? 0.0 : copy_seconds(b.bytes, topology.gpu);
-  }
+  // Per-iteration figures, tallied while the first iteration is built (zero_tally.hpp).
+  ZeroTally tally(run, n);
+  // The gradient buckets, and the passes over each before its collective (zero_buckets.hpp).
+  const ZeroBuckets zb = zero_buckets(scenario, model, opt, grad_elem, n, S, qgz, topology.gpu);
+  const std::vector<Bucket>& buckets = zb.buckets;
   double bucket_copies_s = 0;  // per iteration: on the compute stream (stages 1-2), beside it (stage 3)
   const auto copy_into_bucket = [&](std::size_t k) {
-    if (bucket_copy_s[k] > 0)
-      run.compute_all(bucket_copy_s[k], fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
-    bucket_copies_s += iteration == 0 ? bucket_copy_s[k] : 0.0;
+    if (zb.copy_s[k] > 0)
+      run.compute_all(zb.copy_s[k], fmt::format("copy gradients into bucket {}", k), TaskCategory::BucketCopy);
+    bucket_copies_s += tally.first_iteration() ? zb.copy_s[k] : 0.0;
   };
-  // Stages 1-2: each bucket's slices by owner (partition_slices); without
-  // use_multi_rank_bucket_allreduce each is reduced to its owner.
+  // Stages 1-2: without use_multi_rank_bucket_allreduce each bucket's slice is reduced to its owner.
   const bool reduce_to_owners = opt.stage < 3 && opt.reduce_scatter && !opt.multi_rank_bucket_allreduce;
-  std::vector<std::vector<std::pair<int, double>>> slices(buckets.size());
-  if (opt.stage < 3 && distributed) {
-    double end = params;  // bucket 0 ends the flat parameters; every tensor is in one bucket
-    for (std::size_t k = 0; k < buckets.size(); ++k) {
-      const double begin = end - buckets[k].bytes / grad_elem;
-      slices[k] = partition_slices(begin, end, params, n);
-      end = begin;
-    }
-  }
-  // Before its collective each reduced bucket is divided in place by the world size and, where
-  // DeepSpeed hands the collective more than one tensor, flattened into a new one: stage_1_and_2.py
-  // average_tensor does tensor.div_(world size), then allreduce_and_scatter -> allreduce_bucket:
-  // self.flatten(bucket) of the bucket's slices, one per partition it touches, in one AllReduce
-  // (_flatten_dense_tensors: a torch.cat, but a view of a single tensor; reduce_scatter false,
-  // gradient_reduction_w_predivide, and use_multi_rank_bucket_allreduce false, allreduce_no_retain,
-  // reduce each slice where it is); stage 3's coalesced_collectives.py reduce_scatter_coalesced
-  // torch.cats the bucket's tensors' interleaved partitions (but a single tensor that divides
-  // evenly) and divides that in place (.div_(world_sz)). Each a memory-bound pass over the bucket,
-  // on the stream of its collective (the compute stream without overlap_comm). qgZ's chain is its own.
-  std::vector<double> flatten_s(buckets.size(), 0.0);
-  for (std::size_t k = 0; k < buckets.size() && distributed && !qgz; ++k) {
-    const Bucket& b = buckets[k];
-    const bool flattened = opt.stage == 3 ? !(b.tensors == 1 && std::fmod(b.bytes / grad_elem, S) == 0)
-                                          : opt.reduce_scatter && opt.multi_rank_bucket_allreduce && slices[k].size() > 1;
-    flatten_s[k] = copy_seconds(b.bytes, topology.gpu) * (flattened ? 2 : 1);
-  }
   const auto flatten_bucket = [&](std::size_t k, const std::string& at) {
-    if (flatten_s[k] <= 0)
+    if (zb.flatten_s[k] <= 0)
       return;
-    run.stream_kernel(ShardedRun::Stream::Shard, flatten_s[k], "flatten and divide gradients of bucket " + at, TaskCategory::BucketCopy, {});
-    bucket_copies_s += iteration == 0 ? flatten_s[k] : 0.0;
-  };
-  // ZeRO-Offload's copies between each GPU and its host (zero_offload.hpp), tallied as the collectives.
-  const auto offload_copy = [&](std::optional<ShardedRun::Stream> stream, double bytes, bool to_host, bool pinned, const std::string& what,
-                                const std::string& label) {
-    if (iteration == 0) {
-      auto& t = tally[{what + " (ZeRO-Offload)", to_host ? "GPU -> host" : "host -> GPU", n}];
-      t.first += bytes;
-      ++t.second;
-    }
-    return run.host_copy(stream, bytes, to_host, pinned, label, {});
-  };
-  // The rank's share of a reduced bucket (`elements`) copied on the reduction's stream after it, as
-  // DeepSpeed issues the copies in micro-step m.
-  const auto offload_gradients = [&](std::vector<int> done, double elements, int m, const std::string& at) {
-    if (!opt.offload_optimizer)
-      return done;
-    for (const auto& c : offload_gradient_copies(opt.stage, m, M, grad_elem))
-      done = offload_copy(ShardedRun::Stream::Shard, elements * c.bytes_per_element, c.to_host, opt.offload_optimizer_pinned, "gradients",
-                          fmt::format("gradients at {} {}", at, c.to_host ? "to host" : "from host"));
-    return done;
+    run.stream_kernel(ShardedRun::Stream::Shard, zb.flatten_s[k], "flatten and divide gradients of bucket " + at, TaskCategory::BucketCopy,
+                      {});
+    bucket_copies_s += tally.first_iteration() ? zb.flatten_s[k] : 0.0;
   };
   // Stages 1-2: bucket k reduced on the stream, by one AllReduce or a Reduce to each owner of a
-  // slice, then offloaded.
+  // slice, then offloaded (zero_offload_copies.hpp).
   const auto reduce_bucket = [&](std::size_t k, int m) {
     std::vector<int> done;
     flatten_bucket(k, std::to_string(k));
     if (distributed && !reduce_to_owners)
-      done = collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
-    for (const auto& [owner, elems] : distributed && reduce_to_owners ? slices[k] : std::vector<std::pair<int, double>>{})
-      done = collective(CollectiveOp::Reduce, all, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
-                        TaskCategory::Reduce, {}, ShardedRun::Stream::Shard, owner);
-    return offload_gradients(done, buckets[k].bytes / grad_elem / n, m, fmt::format("bucket {}", k));
+      done = tally.collective(CollectiveOp::AllReduce, all, buckets[k].bytes, fmt::format("bucket {}", k), "gradients", TaskCategory::AllReduce, {});
+    for (const auto& [owner, elems] : distributed && reduce_to_owners ? zb.slices[k] : std::vector<std::pair<int, double>>{})
+      done = tally.collective(CollectiveOp::Reduce, all, elems * grad_elem, fmt::format("bucket {} to rank {}", k, owner), "gradients",
+                              TaskCategory::Reduce, {}, ShardedRun::Stream::Shard, owner);
+    return offload_gradients(tally, opt, done, buckets[k].bytes / grad_elem / n, m, M, grad_elem, fmt::format("bucket {}", k));
   };
   const bool hooks = opt.stage == 2 || opt.overlap_comm;
   // Stages 1-2 gather the updated parameters with one all_gather_into_tensor per parameter group
@@ -216,83 +137,10 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     reused += elements[i] > 0 && kept[i] ? 1 : 0;
   }
 
-  // Stage 3's gathers at use `use` (forward or backward of its layer) in micro-step `m`, after the
-  // compute before it: the use's own module when not gathered, then the modules prefetched there,
-  // all in one coalesced AllGather (partition_parameters.py all_gather_coalesced: one flat
-  // all_gather_into_tensor of the list, per dtype), but hpZ's: a gather for a forward in the first
-  // micro-step reads the primary partition, every other the secondary (one call each); then the
-  // wait for the use's own.
-  // With zero_quantized_weights (ZeRO++ qwZ) each gather carries int8 values and, in a second
-  // AllGather, one fp32 scale per group of at most CUDAQuantizer.target_group_size (8000) of each
-  // rank's elements; the first wait on a gather dequantizes all of it (AllGatherCoalescedHandle.wait:
-  // read int8, write the parameters' dtype, memory-bound) before the module runs.
-  constexpr double kQuantGroupElements = 8000;
-  std::vector<std::vector<int>> gathered(fetches.uses.size());
-  std::vector<double> dequantized_at(fetches.uses.size(), 0.0);  // elements the use's wait dequantizes
-  double dequantize_s = 0;                                        // per iteration, on each GPU
-  const auto from_secondary = [&](std::size_t u, int m) { return H < S && (u >= fetches.forward_uses || m > 0); };
-  const auto gather = [&](const std::size_t* first, const std::size_t* last, const char* what, int m) {
-    double e = 0;
-    for (const std::size_t* u = first; u != last; ++u)
-      e += elements[fetches.uses[*u]];
-    const bool forward = *first < fetches.forward_uses;
-    const auto& name = model.layers[fetches.uses[*first]].name;
-    // hpZ's secondary groups are a process group of their own (zero_param_process_group), so their
-    // gathers run on its NCCL stream, beside the primary group's ReduceScatters.
-    const bool hpz = from_secondary(*first, m);
-    const auto stream = hpz ? ShardedRun::Stream::Replicate : ShardedRun::Stream::Shard;
-    const auto& groups = hpz ? secondary : shard;
-    const std::string label = last - first == 1 ? fmt::format("{} {} ({})", what, name, forward ? "forward" : "backward")
-                                                : fmt::format("{} {} modules from {} ({})", what, last - first, name, forward ? "forward" : "backward");
-    const char* kind = hpz ? "parameters (hpZ secondary)" : "parameters";
-    const auto category = forward ? TaskCategory::AllGather : TaskCategory::AllGatherBackward;
-    run.stream_waits_for_compute(stream);
-    std::vector<int> done;
-    if (opt.offload_param && !hpz) {  // each rank's partitions from the host first (ds_tensor.to(device) on this stream)
-      done = offload_copy(stream, e / S * model_bytes, false, opt.offload_param_pinned, "parameters", label + " from host");
-      // Without overlap_comm this stream is the compute stream (parameter_offload.py:
-      // __allgather_stream = Stream() if overlap_comm else default_stream()): compute waits for the
-      // copy. Not for the AllGather: it is asynchronous either way (partition_parameters.py
-      // _dist_allgather_fn: async_op=True, on NCCL's own stream), waited for at the use.
-      if (!opt.overlap_comm)
-        run.wait_for(done);
-    }
-    if (distributed)  // one GPU with offload_param only copies
-      done = collective(CollectiveOp::AllGather, groups, e * (opt.quantized_weights ? 1.0 : model_bytes), label, kind, category, {}, stream);
-    if (opt.quantized_weights && distributed) {
-      const double ranks = static_cast<double>(groups.front().size());
-      done = collective(CollectiveOp::AllGather, groups, ranks * std::ceil(e / ranks / kQuantGroupElements) * 4, label + " scales",
-                        std::string(kind) + " scales", category, {}, stream);
-      for (const std::size_t* u = first; u != last; ++u)  // hpZ splits a prefetch in the first micro-step only
-        dequantized_at[*u] = u == first ? e : 0.0;
-    }
-    for (const std::size_t* u = first; u != last; ++u)
-      gathered[*u] = done;
-  };
-  const auto fetch = [&](std::size_t use, int m) {
-    const auto& issued = fetches.issued[use];
-    const std::size_t* next = issued.data();
-    const std::size_t* end = next + issued.size();
-    if (next != end && *next == use) {
-      gather(next, next + 1, "fetch", m);
-      ++next;
-    }
-    while (next != end) {  // runs alike in where they gather from
-      const std::size_t* run_end = next;
-      while (run_end != end && from_secondary(*run_end, m) == from_secondary(*next, m))
-        ++run_end;
-      gather(next, run_end, "prefetch", m);
-      next = run_end;
-    }
-    if (fetches.gathered_for[use])
-      run.wait_for(gathered[use]);
-    if (dequantized_at[use] > 0 && topology.gpu.memory_bandwidth > 0) {
-      const double t = memory_bound_seconds(dequantized_at[use] * (1 + model_bytes), topology.gpu);
-      run.compute_all(t, "dequantize " + model.layers[fetches.uses[use]].name,
-                      use < fetches.forward_uses ? TaskCategory::Forward : TaskCategory::Backward);
-      dequantize_s += iteration == 0 ? t : 0.0;
-    }
-  };
+  // Stage 3's gathers at each use (zero3_gathers.hpp).
+  Zero3Gathers gathers(tally, {.model = model, .opt = opt, .fetches = fetches, .elements = elements, .shard = shard,
+                               .secondary = secondary, .gpu = topology.gpu, .shard_size = S, .secondary_size = H,
+                               .distributed = distributed, .model_bytes = model_bytes});
 
   // Stage 3's gradient reduction of bucket `k` in micro-step `m`, once its tensors' gradients are
   // ready: one ReduceScatter (reduce_scatter_coalesced), or qgZ's chain per tensor
@@ -305,21 +153,22 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     const std::size_t first = bucket_first_tensor;
     bucket_first_tensor += bucket.tensors;
     run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    if (bucket_copy_s[k] > 0)
-      run.stream_kernel(ShardedRun::Stream::Shard, bucket_copy_s[k], "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
+    if (zb.copy_s[k] > 0)
+      run.stream_kernel(ShardedRun::Stream::Shard, zb.copy_s[k], "copy gradients into bucket at " + model.layers[bucket.ready_after_layer].name,
                         TaskCategory::BucketCopy, {});
-    bucket_copies_s += iteration == 0 ? bucket_copy_s[k] : 0.0;
+    bucket_copies_s += tally.first_iteration() ? zb.copy_s[k] : 0.0;
     if (qgz) {
-      reduce_quantized(run, collective, qgz_setup, grad_tensors, first, bucket.tensors);
+      reduce_quantized(run, tally.collective_fn(), qgz_setup, grad_tensors, first, bucket.tensors);
       return;
     }
     const std::string at = model.layers[bucket.ready_after_layer].name;
     flatten_bucket(k, "at " + at);
-    const auto done = offload_gradients(distributed ? collective(CollectiveOp::ReduceScatter, shard, bucket.bytes,
-                                                                 fmt::format("reduce-scatter gradients at {}", at), "gradients",
-                                                                 TaskCategory::ReduceScatter, {})
+    const auto done = offload_gradients(tally, opt,
+                                        distributed ? tally.collective(CollectiveOp::ReduceScatter, shard, bucket.bytes,
+                                                                       fmt::format("reduce-scatter gradients at {}", at), "gradients",
+                                                                       TaskCategory::ReduceScatter, {})
                                                     : std::vector<int>{},
-                                        bucket.bytes / grad_elem / S, m, at);
+                                        bucket.bytes / grad_elem / S, m, M, grad_elem, at);
     // MiCS: the bucket's gradient shard across the replicas, at the accumulation boundary
     // (mics.py allreduce_mics_shard_grads), after its ReduceScatter, on their process group. It is
     // issued from partition_grads inside stage3.py __reduce_and_partition_ipg_grads's
@@ -327,8 +176,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     // async_op False), so that stream waits for it: the next bucket's copy and ReduceScatter queue
     // behind it, in series on the reduction's stream.
     if (!replicas.empty() && m + 1 == M)
-      collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
-                 "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Shard);
+      tally.collective(CollectiveOp::AllReduce, replicas, bucket.bytes / S, fmt::format("all-reduce gradient shards at {} across replicas", at),
+                       "gradient shards across replicas", TaskCategory::AllReduce, run.starts_after(done), ShardedRun::Stream::Shard);
   };
   // Without overlap_comm the copy into the bucket, its reduction and what follows it (qgZ's chain,
   // the offload copies, MiCS's AllReduce: all issued under the reduction's stream) run on the compute
@@ -340,29 +189,13 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
     if (!opt.overlap_comm)
       run.wait_for_streams();
   };
-  // The persistent parameters, released with every module before the step (stage3.py step():
-  // _partition_all_parameters) and gathered again after it (_post_step:
-  // persistent_parameters[0].all_gather(persistent_parameters)): partition_parameters.py
-  // _allgather_params_coalesced, a blocking call, issues one all_gather_into_tensor per tensor on
-  // the tensor's partition group and makes the compute stream wait for the last.
-  const std::vector<double> persistent = opt.stage == 3 ? persistent_tensors(model, opt.persistence_threshold) : std::vector<double>{};
-  const auto gather_persistent = [&] {
-    if (persistent.empty() || !distributed)
-      return;
-    run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-    std::vector<int> done;
-    for (std::size_t t = 0; t < persistent.size(); ++t)
-      done = collective(CollectiveOp::AllGather, shard, persistent[t] * model_bytes, fmt::format("all-gather persistent parameter {}", t),
-                        "persistent parameters", TaskCategory::AllGather, {});
-    run.wait_for(done);
-  };
 
   TaskGraph& g = plan.graph;
   plan.setup_end = g.add_delay(plan.ranks[0], 0.0, "set-up done", TaskCategory::Marker, {});
   run.start_all(plan.setup_end);
   const int setup_tasks = g.size();
   for (int it = 0; it < iterations; ++it) {
-    iteration = it;
+    tally.set_iteration(it);
     if (it == 1)
       g.reserve(setup_tasks + (g.size() - setup_tasks) * iterations);
     g.set_iteration(it);
@@ -372,7 +205,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         std::size_t use = 0;
         for (std::size_t i = 0; i < L; ++i) {
           if (use < fetches.forward_uses && fetches.uses[use] == i)
-            fetch(use++, m);
+            gathers.fetch(use++, m);
           run.compute_all(fwd[i], "forward " + model.layers[i].name, TaskCategory::Forward);
         }
         // The gradient buckets (every tensor's gradient, partitioned or persistent), each
@@ -381,7 +214,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         std::size_t next_bucket = 0, ready = 0, issued = 0;  // tensors whose gradients are ready; in buckets issued
         for (std::size_t k = L; k-- > 0;) {
           if (use < fetches.uses.size() && fetches.uses[use] == k)
-            fetch(use++, m);
+            gathers.fetch(use++, m);
           run.compute_all(bwd[k], "backward " + model.layers[k].name, TaskCategory::Backward);
           ready += model.layers[k].param_tensors.size();
           for (; next_bucket < buckets.size() && issued + buckets[next_bucket].tensors <= ready; ++next_bucket) {
@@ -439,35 +272,22 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
         run.wait_for_streams();
     }
     run.optimizer_step(opt.offload_optimizer ? host_step_s : optimizer_s, opt.offload_optimizer);
-    // The updated partition in the module's dtype to where the parameters live (stage3.py
-    // _reassign_or_swap_out_partitioned_parameters; with offload_param both are on the host).
-    // Stages 1-2 cast on the host into the pinned param_buffer_of_bit16_for_cpu_offload_groups and
-    // copy it with non_blocking=True (stage_1_and_2.py step()). Stage 3 copies the fp32 partition
-    // straight into the half-precision one, a blocking copy_ across devices and dtypes, which
-    // PyTorch converts on the CPU (aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda: "For
-    // blocking transfers conversions are performed on CPU"): to the GPU from a fresh converted
-    // tensor, to the host (offload_param) into a fresh fp32 one, pageable either way whatever
-    // pin_memory says: a pageable copy that compute waits for.
-    const bool converted_on_host = opt.stage == 3 && half;
-    if (opt.offload_optimizer != opt.offload_param)
-      offload_copy(std::nullopt, params / S * model_bytes, opt.offload_param,
-                   !converted_on_host && (opt.offload_param ? opt.offload_param_pinned : opt.offload_optimizer_pinned), "updated parameters",
-                   opt.offload_param ? "updated parameters to host" : "updated parameters from host");
+    // The updated partition to where the parameters live (zero_offload_copies.hpp).
+    offload_updated_parameters(tally, opt, params / S * model_bytes, half);
     if (opt.stage < 3 && distributed)
       for (int k = 0; k < static_cast<int>(gather_pieces); ++k) {
         run.stream_waits_for_compute(ShardedRun::Stream::Shard);
-        run.wait_for(collective(CollectiveOp::AllGather, all, params * model_bytes / gather_pieces,
-                                fmt::format("all-gather updated parameters {}", k), "parameters", TaskCategory::AllGather, {}));
+        run.wait_for(tally.collective(CollectiveOp::AllGather, all, params * model_bytes / gather_pieces,
+                                      fmt::format("all-gather updated parameters {}", k), "parameters", TaskCategory::AllGather, {}));
       }
-    gather_persistent();
+    gathers.gather_persistent();
     run.end_iteration(it);
   }
   g.set_iteration(0);
 
-  for (const auto& [key, sum] : tally)
-    plan.comm_per_iteration.push_back({std::get<0>(key), std::get<1>(key), sum.first, sum.second, std::get<2>(key)});
+  tally.add_to(plan.comm_per_iteration);
   // The host's step is not the GPU's compute; stages 1-2 copy into the buckets on the compute stream.
-  plan.compute_per_iteration_s = compute_s * M + optimizer_s + dequantize_s + bucket_copies_s;
+  plan.compute_per_iteration_s = compute_s * M + optimizer_s + gathers.dequantize_s() + bucket_copies_s;
   // One GPU: one micro-batch of batch_per_gpu samples, the optimizer over the whole model once per M
   // micro-batches, as the ranks step theirs.
   const LayerTimes one_gpu = with_optimizer_step(mt, scenario, params, topology.gpu);
@@ -491,11 +311,11 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
                       .partitioned = partitioned,
                       .params = params,
                       .secondary_elements = secondary_elements,
-                      .quant_group_elements = kQuantGroupElements,
-                      .dequantize_s = dequantize_s,
+                      .quant_group_elements = Zero3Gathers::kQuantGroupElements,
+                      .dequantize_s = gathers.dequantize_s(),
                       .qgz = qgz,
                       .gradient_tensors = grad_tensors.size()};
-  for (const auto& s : slices)
+  for (const auto& s : zb.slices)
     facts.reduces += reduce_to_owners ? s.size() : 0;
   for (const auto& t : grad_tensors)
     facts.quantized_tensors += qgz && quantized_path(t, n) ? 1 : 0;
