@@ -88,6 +88,20 @@ std::string suggestions(const GpuMemory& m, double capacity, bool full_recomputa
 
 }  // namespace
 
+std::string memory_verdict(const RunResult& r)
+{
+  const GpuMemoryRow* busiest = nullptr;
+  for (const auto& row : r.memory)
+    if (!busiest || row.memory.device_used > busiest->memory.device_used)
+      busiest = &row;
+  if (busiest && !busiest->fits)
+    return fmt::format("{} {} needs {:.2f} GiB of its {:.2f} GiB",
+                       busiest->devices.find("..") != std::string::npos ? "each of" : "the busiest GPU,", busiest->devices,
+                       std::max(busiest->memory.total(), busiest->memory.device_used) / kGiB, r.gpu_memory_bytes / kGiB);
+  return fmt::format("each node's host holds {:.2f} GiB of offloaded state against {:.2f} GiB", r.host_offload_bytes / kGiB,
+                     r.host_memory_bytes / kGiB);
+}
+
 std::string memory_text(const RunResult& r)
 {
   if (r.memory.empty())

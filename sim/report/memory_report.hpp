@@ -11,6 +11,10 @@
 namespace dtsim {
 
 std::string memory_text(const RunResult& r);
+
+/// One phrase for a run that does not fit (r.memory_fits false): the busiest GPU's device memory against
+/// the GPU's, or the host's offloaded state against its memory; the run's first lines show it.
+std::string memory_verdict(const RunResult& r);
 std::string per_gpu_text(const RunResult& r);
 nlohmann::json memory_json(const RunResult& r);
 nlohmann::json per_gpu_json(const RunResult& r);

@@ -72,6 +72,9 @@ std::string text_report(const RunResult& r)
   if (!r.comm_per_iteration.empty())
     line(fmt::format("  per step   {}   (per group of GPUs: the tensors its calls are made on, summed over one iteration)",
                      sizes_mib(r.comm_per_iteration)));
+  if (!r.memory_fits)  // the verdict first: the times below are of a run that would stop out of memory
+    line(fmt::format("  memory     DOES NOT FIT: {} (the memory table below says where, and what would fit)",
+                     memory_verdict(r)));
   line("");
   line(fmt::format("One iteration (steady state: mean of {} simulated after {} warm-up; spread {:.2f}%)",
                    r.simulated_iterations - r.warmup_iterations, r.warmup_iterations, r.iteration_spread * 100));
