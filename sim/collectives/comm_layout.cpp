@@ -249,10 +249,18 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
   s.nodes = nodes;
   s.compute_capability = t.gpu.compute_capability > 0 ? t.gpu.compute_capability : 70;
   double intra_total = 0;
+  double search_speed = 0;  // GB/s per ring where NCCL's search speed is modelled
   if (c.nvlink) {
     s.intra_hw = NcclHw::NvLink;
     intra_total = c.nvlink_lanes_per_gpu * nccl_nvlink_bw_per_link(s.compute_capability);
     s.channels = std::clamp(c.nvlink_lanes_per_gpu, 1, 16);
+    if (c.nvswitch) {
+      // NCCL's ring search over an NVSwitch node (see nccl_nvswitch_ring_search): an H100 node
+      // runs 12 rings of 30 GB/s, not one per NVLink.
+      const NcclRingSearch found = nccl_nvswitch_ring_search(intra_total, s.compute_capability);
+      s.channels = found.channels;
+      search_speed = found.bw;
+    }
   } else {
     s.intra_hw = NcclHw::Pci;
     double pcie = 0;
@@ -262,7 +270,7 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
     intra_total = gbps(pcie) * 12.0 / 15.75;  // NCCL: gen3 x16 = 12 GB/s
     s.channels = 2;
   }
-  s.bw_intra = intra_total / s.channels;
+  s.bw_intra = search_speed > 0 ? search_speed : intra_total / s.channels;
   s.bw_inter = s.bw_intra;
   s.tree_bw_intra = s.bw_intra;
   if (nodes > 1 && c.nics_per_node > 0) {

@@ -89,9 +89,9 @@ TEST_CASE("a communicator runs twice its searched channels, four times on Hopper
 {
   auto s = a100x8();
   CHECK(nccl_comm_channels(s) == 24);
-  s.channels = 16;  // 18 NVLinks of an H100, the search's 16 channels
+  s.channels = 12;  // 18 NVLinks of an H100: the search's 12 rings of 30 GB/s
   s.compute_capability = 90;
-  CHECK(nccl_comm_channels(s) == 32);
+  CHECK(nccl_comm_channels(s) == 24);
   s.channels = 40;  // more than NCCL's MAXCHANNELS / 2: capped at 64
   CHECK(nccl_comm_channels(s) == 64);
   s.nodes = 2;
@@ -185,4 +185,41 @@ TEST_CASE("2 nodes with few NICs: a tree's graph keeps up to twice the network b
   s.nodes = 4;
   s.ranks = 32;
   CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(std::min(0.92 * 8 * 25, 8 * 17.8)));
+}
+
+TEST_CASE("NCCL's ring search on an NVSwitch node (search.cc): rings and their speed by architecture")
+{
+  // H100, 18 NVLinks x 20.6: 6 x 60 (360 < 370.8; 50, 40 and 30 find no more), duplicated to 12 x 30;
+  // 24 CTAs after connect.cc's doubling, as NCCL prints on a p5.48xlarge.
+  const auto h100 = nccl_nvswitch_ring_search(18 * nccl_nvlink_bw_per_link(90), 90);
+  CHECK(h100.channels == 12);
+  CHECK(h100.bw == doctest::Approx(30));
+  // A100, 12 x 20: 6 x 40 reaches the total, duplicated to 12 x 20.
+  const auto a100 = nccl_nvswitch_ring_search(12 * nccl_nvlink_bw_per_link(80), 80);
+  CHECK(a100.channels == 12);
+  CHECK(a100.bw == doctest::Approx(20));
+  // B200, 18 x 40.1: 8 x 90, duplicated to 16 x 45.
+  const auto b200 = nccl_nvswitch_ring_search(18 * nccl_nvlink_bw_per_link(100), 100);
+  CHECK(b200.channels == 16);
+  CHECK(b200.bw == doctest::Approx(45));
+  // V100 on NVSwitch (DGX-2), 6 x 20: 3 x 40, duplicated to 6 x 20.
+  const auto v100 = nccl_nvswitch_ring_search(6 * nccl_nvlink_bw_per_link(70), 70);
+  CHECK(v100.channels == 6);
+  CHECK(v100.bw == doctest::Approx(20));
+  // 215 GB/s: 7 x 30 (30 beats 60, 50 and 40; 24 and below find no more). Duplicated on Ampere
+  // (14 x 15), not on Hopper (compute capability above 80, under 50 GB/s, more than 4 rings).
+  const auto hopper = nccl_nvswitch_ring_search(215, 90);
+  CHECK(hopper.channels == 7);
+  CHECK(hopper.bw == doctest::Approx(30));
+  const auto ampere = nccl_nvswitch_ring_search(215, 80);
+  CHECK(ampere.channels == 14);
+  CHECK(ampere.bw == doctest::Approx(15));
+  // Under 25 GB/s a ring is not duplicated: one A100 NVLink, 1 x 20.
+  const auto one_link = nccl_nvswitch_ring_search(nccl_nvlink_bw_per_link(80), 80);
+  CHECK(one_link.channels == 1);
+  CHECK(one_link.bw == doctest::Approx(20));
+  // Slower than every speed: one ring at what there is.
+  const auto slow = nccl_nvswitch_ring_search(2, 80);
+  CHECK(slow.channels == 1);
+  CHECK(slow.bw == doctest::Approx(2));
 }
