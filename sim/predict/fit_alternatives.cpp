@@ -132,8 +132,13 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
 
   if (checkpointing == ActivationCheckpointing::None && transformer)
     add({"training.activation_checkpointing=selective"});
-  if (checkpointing != ActivationCheckpointing::Full)
-    add({"training.activation_checkpointing=full"});
+  // Every layer recomputed; from selective_layer, its every-n-th set back to every layer.
+  const bool every_layer = checkpointing == ActivationCheckpointing::Full && s.training.activation_checkpointing_every == 1;
+  std::vector<std::string> full{"training.activation_checkpointing=full"};
+  if (s.training.activation_checkpointing_every > 1)
+    full.push_back("training.activation_checkpointing_every=1");
+  if (!every_layer)
+    add(full);
 
   const auto& batch = s.training.batch;
   const bool per_micro_step = kind != StrategyKind::Pipeline && kind != StrategyKind::Hybrid;
@@ -198,9 +203,9 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
     add(sets);
 
   const bool any_fits = std::any_of(out.begin(), out.end(), [](const FitAlternative& a) { return a.fits; });
-  if (!any_fits && checkpointing != ActivationCheckpointing::Full)
+  if (!any_fits && !every_layer)
     for (auto sets : sharding) {
-      sets.push_back("training.activation_checkpointing=full");
+      sets.insert(sets.end(), full.begin(), full.end());
       add(sets);
     }
   return out;

@@ -302,7 +302,8 @@ Prediction predict_scenario(const Scenario& s)
   r.gpu_memory_bytes = p.plan.gpu_memory_bytes;
   for (const auto& row : r.memory)
     r.memory_fits = r.memory_fits && row.fits;
-  r.full_recomputation = s.training.activation_checkpointing == ActivationCheckpointing::Full;
+  r.full_recomputation = s.training.activation_checkpointing == ActivationCheckpointing::Full &&
+                         s.training.activation_checkpointing_every == 1;
   r.host_offload_bytes = p.plan.host_offload_bytes_per_node;
   r.host_memory_bytes = p.topology.host.memory_bytes;
   r.host_memory_fits = !(r.host_memory_bytes > 0) || r.host_offload_bytes <= r.host_memory_bytes;

@@ -98,6 +98,8 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     training["activation_checkpointing"] = ac == "true";  // full / none (training_settings.cpp)
   else if (!ac.empty())
     training["activation_checkpointing"] = ac;
+  if (!row.get("activation_checkpointing_every").empty())
+    training["activation_checkpointing_every"] = row.integer("activation_checkpointing_every", 1, 1000000);
   if (!row.get("optimizer").empty())
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())

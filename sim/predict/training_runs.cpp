@@ -32,7 +32,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "unit",    "source",
                                            // Megatron-LM runs (optional; see training_runs.hpp)
                                            "tensor_parallel", "pipeline_stages", "micro_batch", "global_batch", "schedule",
-                                           "activation_checkpointing", "sequence_parallel", "distributed_optimizer",
+                                           "activation_checkpointing", "activation_checkpointing_every",
+                                           "sequence_parallel", "distributed_optimizer",
                                            "virtual_stages",
                                            // any strategy's further options as a JSON object (fsdp, zero: their sharding)
                                            "strategy_options", "optimizer",
@@ -256,6 +257,7 @@ namespace {
       {"/cluster/host", "host_cores"}, {"/cluster", "cluster"},               {"/model", "model"},
       {"/training/precision", "precision"}, {"/training/batch_per_gpu", "batch_per_gpu"},
       {"/training/micro_batch", "micro_batch"}, {"/training/global_batch", "global_batch"},
+      {"/training/activation_checkpointing_every", "activation_checkpointing_every"},
       {"/training/activation_checkpointing", "activation_checkpointing"},
       {"/strategy/tensor_parallel", "tensor_parallel"}, {"/strategy/pipeline_stages", "pipeline_stages"},
       {"/strategy/schedule", "schedule"}, {"/strategy/sequence_parallel", "sequence_parallel"},

@@ -23,8 +23,9 @@
 //                      the header may then leave it out). A time ("s") with a global_batch is judged as
 //                      global_batch / time samples/s, so that rows of different batches compare; its
 //                      baseline then gives a global_batch too.
-//   activation_checkpointing    training.activation_checkpointing: none | selective | full | selective_op,
-//                      or true (full: every block, as Composer and Hugging Face mean it) | false (none)
+//   activation_checkpointing    training.activation_checkpointing: none | selective | full | selective_op |
+//                      selective_layer, or true (full: every block, as Composer and Hugging Face mean it) | false (none)
+//   activation_checkpointing_every  training.activation_checkpointing_every (selective_layer's n)
 //   optimizer          training.optimizer (blank: SGD with momentum, the scenario default)
 //   tensor_parallel, pipeline_stages, sequence_parallel (true|false), distributed_optimizer, virtual_stages
 //   (true|false)       strategy hybrid's options; schedule (gpipe | 1f1b) for pipeline and hybrid.

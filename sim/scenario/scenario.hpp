@@ -104,8 +104,20 @@ struct BatchSpec {
 /// transformer layer recomputed; selective_op: torchtitan's op-level selective checkpointing (per
 /// transformer layer, the outputs of matmuls and of the SDPA kernel are saved, all but every second
 /// matmul's, and everything else is recomputed: torchtitan/models/llama3/infra/parallelize.py,
-/// _save_list and "Saves output of all compute ops, except every second mm").
+/// _save_list and "Saves output of all compute ops, except every second mm"); selective_layer:
+/// torchtitan's layer-level selective checkpointing (selective_ac_option an integer n) and IBM
+/// fms-fsdp's selective_checkpointing 1/n: every n-th transformer layer recomputed whole (Full with
+/// TrainingSpec::activation_checkpointing_every n), the others keep all they save.
 enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
+
+/// Whether transformer layer `block` (0-based, model order, transformer_layers) is recomputed whole
+/// when every `every`-th is: torchtitan's counter (parallelize.py _apply_ac_to_transformer_block:
+/// `_layer_sac_count += 1; if not ac_freq or _layer_sac_count % ac_freq == 0: checkpoint`), so with
+/// every 2 the 2nd, 4th, ... layers; every 1 is full recomputation.
+inline bool recomputes_block(std::size_t block, int every)
+{
+  return every <= 1 || (block + 1) % static_cast<std::size_t>(every) == 0;
+}
 
 /// training.attention: how attention runs. sdpa (default): PyTorch's scaled_dot_product_attention
 /// (flash or memory-efficient kernel: no score matrix kept); eager: the softmax(QK^T)V of Hugging
@@ -138,6 +150,10 @@ struct TrainingSpec {
   double epochs = 0;
   Precision precision = Precision::Fp32;
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
+  /// Full recomputation of every n-th transformer layer only (training.activation_checkpointing
+  /// "selective_layer", n from training.activation_checkpointing_every, default 2 as torchtitan's
+  /// selective_ac_option "2"); 1: every layer ("full").
+  int activation_checkpointing_every = 1;
   ComputeSpec compute;
   /// training.host_sync "micro_step": the training loop waits for the GPU after every micro-step's
   /// backward (a `total_loss += loss.item()` in the accumulation loop, as KempnerForge's has), so

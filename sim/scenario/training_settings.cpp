@@ -128,8 +128,8 @@ std::vector<std::string> optimizer_names()
 TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
-                    "loader", "optimizer", "activation_checkpointing", "attention", "loss_dtype",
-                    "loss_kernel", "host_sync", "attention_kernel", "hold_logits"});
+                    "loader", "optimizer", "activation_checkpointing", "activation_checkpointing_every", "attention",
+                    "loss_dtype", "loss_kernel", "host_sync", "attention_kernel", "hold_logits"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -149,18 +149,32 @@ TrainingSpec parse_training(const JsonReader& r)
     r.at("epochs").fail(fmt::format("expected epochs x dataset_samples to be at least one sample, got {:g} x {}",
                                     t.epochs, t.dataset_samples));
   t.precision = r.has("precision") ? parse_precision(r.at("precision")) : Precision::Fp32;
+  std::string policy = "none";
   if (const auto ac = r.find("activation_checkpointing")) {
     // true / false as Composer's and llm-foundry's fsdp_config (`activation_checkpointing: true`
     // checkpoints every block) and Hugging Face's gradient_checkpointing write it: full / none.
-    const std::vector<std::string> policies{"none", "selective", "full", "selective_op"};
+    const std::vector<std::string> policies{"none", "selective", "full", "selective_op", "selective_layer"};
     if (!ac->json().is_boolean() && !ac->json().is_string())
       ac->fail(fmt::format("expected one of {} (or true: full, false: none), got {}", fmt::join(policies, ", "),
                            describe_json(ac->json())));
     const std::string v = ac->json().is_boolean() ? (ac->as_bool() ? "full" : "none") : ac->as_choice(policies);
-    t.activation_checkpointing = v == "full"           ? ActivationCheckpointing::Full
-                                 : v == "selective"    ? ActivationCheckpointing::Selective
-                                 : v == "selective_op" ? ActivationCheckpointing::SelectiveOp
-                                                       : ActivationCheckpointing::None;
+    policy = v;
+    t.activation_checkpointing = v == "full" || v == "selective_layer" ? ActivationCheckpointing::Full
+                                 : v == "selective"                    ? ActivationCheckpointing::Selective
+                                 : v == "selective_op"                 ? ActivationCheckpointing::SelectiveOp
+                                                                       : ActivationCheckpointing::None;
+    if (v == "selective_layer")
+      t.activation_checkpointing_every = 2;  // torchtitan's default selective_ac_option, "2"
+  }
+  if (const auto every = r.find("activation_checkpointing_every")) {
+    // At most a million: more than any model's layers. 1 is every layer, as "full" (which may say so).
+    const int n = every->as_count(1000000);
+    if (policy != "selective_layer" && !(policy == "full" && n == 1))
+      every->fail(fmt::format("expected activation_checkpointing_every only with training.activation_checkpointing "
+                              "\"selective_layer\" (every n-th transformer layer recomputed; 1 with \"full\"), got {} "
+                              "with \"{}\"",
+                              n, policy));
+    t.activation_checkpointing_every = n;
   }
   if (const auto optimizer = r.find("optimizer"))
     t.optimizer = optimizer->as_choice(optimizer_names());

@@ -47,10 +47,15 @@ std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int 
 
 }  // namespace
 
-std::string checkpointing_note(ActivationCheckpointing recompute)
+std::string checkpointing_note(ActivationCheckpointing recompute, int every)
 {
   switch (recompute) {
     case ActivationCheckpointing::Full:
+      if (every > 1)
+        return fmt::format("layer-level selective recomputation (torchtitan's selective_ac_option {0}): every {0}th "
+                           "transformer layer's forward runs again before its backward, keeping only its input; the "
+                           "other layers keep what they save",
+                           every);
       return "full activation recomputation: each transformer layer's forward, its tensor-parallel collectives "
              "included, runs again before its backward; only layer inputs are kept";
     case ActivationCheckpointing::SelectiveOp:
@@ -169,11 +174,14 @@ StageMarks stage_marks(const Model& model)
   const std::size_t L = model.layers.size();
   const auto blocks = transformer_layers(model);
   m.in_block.assign(L, false);
+  m.block.assign(L, -1);
   m.even_matmul.assign(L, false);
-  for (const auto& b : blocks) {
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    const auto& b = blocks[k];
     int matmuls = 0;
     for (std::size_t i = b.first; i < b.last; ++i) {
       m.in_block[i] = true;
+      m.block[i] = static_cast<int>(k);
       if (model.layers[i].kind == "linear")
         m.even_matmul[i] = ++matmuls % 2 == 0;
     }
@@ -216,18 +224,21 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
   std::vector<StagePiece> pieces;
   StagePiece cur;
   bool cur_in_block = false;
+  int cur_block = -1;  // the transformer layer the piece's rows belong to
   // The current piece's column-parallel linears' backward, and the backward of its layers before them.
   double column_bwd = 0, before_column_bwd = 0;
   const auto close = [&](std::vector<TpCollective> fwd, std::vector<TpCollective> bwd) {
     cur.after_fwd = std::move(fwd);
     cur.after_bwd = std::move(bwd);
-    if (cur_in_block && tp.recompute == ActivationCheckpointing::Full) {
+    if (cur_in_block && tp.recompute == ActivationCheckpointing::Full &&
+        recomputes_block(static_cast<std::size_t>(cur_block), tp.recompute_every)) {
       cur.recompute_s = cur.fwd_s;
       cur.recompute_collectives = true;
     }
     pieces.push_back(std::move(cur));
     cur = StagePiece{};
     cur_in_block = false;
+    cur_block = -1;
     column_bwd = before_column_bwd = 0;
   };
   // Megatron's backward of a piece that ends at a row-parallel linear (`row`) and holds column-parallel
@@ -254,6 +265,8 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
     cur.fwd_s += times.fwd[i] / T;
     cur.bwd_s += times.bwd[i] / T;
     cur_in_block = cur_in_block || in_block[i];
+    if (in_block[i] && cur_block < 0)
+      cur_block = marks.block[i];
     const bool column = l.kind == "linear" && !row_parallel[i] && (in_block[i] || static_cast<int>(i) == head);
     if (column)
       column_bwd += times.bwd[i] / T;
@@ -312,14 +325,15 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
   return {whole};
 }
 
-LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute)
+LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute, int every)
 {
   if (recompute == ActivationCheckpointing::None)
     return times;
   // stage_pieces' rules, layer by layer (one pass: models have up to 100,000 layers).
   const StageMarks marks = stage_marks(model);
   for (std::size_t i = 0; i < times.bwd.size() && i < model.layers.size(); ++i) {
-    const bool again = recompute == ActivationCheckpointing::Full        ? marks.in_block[i]
+    const bool again = recompute == ActivationCheckpointing::Full
+                           ? marks.in_block[i] && recomputes_block(static_cast<std::size_t>(marks.block[i]), every)
                        : recompute == ActivationCheckpointing::Selective ? model.layers[i].kind == "attention"
                                                                          : marks.even_matmul[i];
     if (again)

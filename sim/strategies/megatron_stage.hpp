@@ -90,12 +90,14 @@ struct TensorParallelOptions {
   /// and each ReduceScatters its input gradient in backward), instead of one gather per block input
   /// (Megatron-LM; torchtitan's PrepareModuleInput).
   bool gather_per_linear = false;
+  int recompute_every = 1;  ///< Full: every n-th transformer layer only (recomputes_block)
 };
 
 /// What stage_pieces reads of the whole model, per layer, found once (a model has up to 100,000 layers
 /// and FSDP cuts it into a piece list per unit).
 struct StageMarks {
   std::vector<bool> in_block;     ///< in a transformer layer
+  std::vector<int> block;         ///< which transformer layer (transformer_layers' index), -1 outside
   /// An even matmul of its transformer layer: torchtitan's op-level checkpointing recomputes every
   /// second one (the elementwise ops it also recomputes cost no FLOPs here: saved_tensors.cpp's op_saved).
   std::vector<bool> even_matmul;
@@ -122,11 +124,12 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
 /// its backward, by stage_pieces' rules on one tensor rank (full: every transformer-layer row;
 /// selective: the attention cores; selective_op: every second matmul of a transformer layer): a
 /// data-parallel replica's compute under training.activation_checkpointing (torch.utils.checkpoint
-/// re-runs the forward in the backward). One pass over the layers. Unchanged with None.
-LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute);
+/// re-runs the forward in the backward). One pass over the layers. Unchanged with None. `every`
+/// (training.activation_checkpointing_every): under Full, every n-th transformer layer only.
+LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute, int every = 1);
 
-/// The report's note on training.activation_checkpointing (not None).
-std::string checkpointing_note(ActivationCheckpointing recompute);
+/// The report's note on training.activation_checkpointing (not None); `every` > 1: selective_layer.
+std::string checkpointing_note(ActivationCheckpointing recompute, int every = 1);
 
 /// Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
 /// rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size; so

@@ -106,6 +106,7 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
   const TrainingSpec& t = scenario.training;
   MemoryContext c = memory_context(t.precision, t.optimizer, t.attention, t.activation_checkpointing, gpu,
                                    tensor_parallel, sequence_parallel, megatron);
+  c.checkpoint_every = t.activation_checkpointing_every;
   c.autograd.loss_bytes = t.loss_bytes;
   c.autograd.fused_loss = t.loss_kernel == LossKernel::Fused;
   c.hold_logits = t.hold_logits;
@@ -146,9 +147,11 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   std::vector<int> block_of(n, -1);
   std::vector<std::pair<std::size_t, std::size_t>> blocks;
   const bool op_level = ctx.checkpointing == ActivationCheckpointing::SelectiveOp;
+  const auto all_blocks = transformer_layers(model);
   if (ctx.checkpointing == ActivationCheckpointing::Full || op_level)
-    for (const auto& b : transformer_layers(model))
-      if (b.first >= req.first && b.last <= req.last) {
+    for (std::size_t k = 0; k < all_blocks.size(); ++k)
+      if (const auto& b = all_blocks[k]; b.first >= req.first && b.last <= req.last &&
+                                         (op_level || recomputes_block(k, ctx.checkpoint_every))) {
         for (std::size_t i = b.first; i < b.last; ++i)
           block_of[i - req.first] = static_cast<int>(blocks.size());
         blocks.emplace_back(b.first, b.last);

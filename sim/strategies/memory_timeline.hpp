@@ -35,6 +35,7 @@ struct MemoryContext {
   MemoryRules rules;
   AutogradSettings autograd;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
+  int checkpoint_every = 1;  ///< Full: every n-th transformer layer only (recomputes_block)
   double workspace_bytes = 0;     ///< cuBLAS + cuBLASLt workspaces (per GPU generation)
   double cuda_context_bytes = 0;  ///< the CUDA context with the training kernels loaded
   /// training.hold_logits: the loop's variable keeps the last forward's logits through backward, the

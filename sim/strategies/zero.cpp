@@ -39,7 +39,8 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const MemoryRules mem = memory_rules(scenario);
   // Per layer, recomputation in backward.
   const LayerTimes once = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
-  const LayerTimes mt = with_recomputation(model, once, scenario.training.activation_checkpointing);
+  const LayerTimes mt = with_recomputation(model, once, scenario.training.activation_checkpointing,
+                                           scenario.training.activation_checkpointing_every);
   const std::size_t L = model.layers.size();
   const std::vector<double>& fwd = mt.fwd;
   const std::vector<double>& bwd = mt.bwd;

@@ -697,6 +697,18 @@ case("pipeline_scatter_gather_tensors_in_pipeline", "--set strategy.scatter_gath
 for i, v in enumerate(["partial", "selective-op", "0"]):
     case(f"megatron_activation_checkpointing_{i}", "gpt3-175b-h100-128gpu.json", "/training/activation_checkpointing",
          f"run {GPT3} --set training.activation_checkpointing={v}")
+# Layer-level selective checkpointing (torchtitan's selective_ac_option n): n only with "selective_layer"
+# (1 also with "full"), a positive integer of at most a million.
+for i, v in enumerate(["0", "-2", "1.5", "x", "2000000", "[2]"]):
+    case(f"fsdp_activation_checkpointing_every_{i}", FS, "/training/activation_checkpointing_every",
+         f"run {FSDP} --set training.activation_checkpointing=selective_layer --set training.activation_checkpointing_every={v}")
+for i, ac in enumerate(["none", "selective", "selective_op", "full"]):
+    case(f"fsdp_activation_checkpointing_every_with_{ac}", FS, "/training/activation_checkpointing_every",
+         f"run {FSDP} --set training.activation_checkpointing={ac} --set training.activation_checkpointing_every=2")
+case("runs_activation_checkpointing_every_zero", "runs_activation_checkpointing_every_zero.csv", "-",
+     f"validate {F}runs_activation_checkpointing_every_zero.csv")
+case("runs_activation_checkpointing_every_with_full", "runs_activation_checkpointing_every_with_full.csv", "-",
+     f"validate {F}runs_activation_checkpointing_every_with_full.csv")
 # Round 3 (helper-14, session 22): a default bucket size too small for the model blamed a member the
 # scenario does not have; explain's --cluster was named --topology.
 ZERO3 = "scenarios/llama2-13b-zero3-a100-16gpu.json"

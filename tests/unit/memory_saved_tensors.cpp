@@ -235,6 +235,33 @@ TEST_CASE("full recomputation keeps the input a pipeline stage receives, as it k
   CHECK(two.activations - one.activations == doctest::Approx(3 * input));
 }
 
+TEST_CASE("layer-level selective checkpointing keeps what the blocks it leaves alone save: between none and full")
+{
+  // torchtitan's selective_ac_option 2: the 2nd, 4th, ... blocks keep only their input; the others all
+  // they save. GPT-2's 12 blocks are alike, so every second one checkpointed saves half of what full
+  // recomputation saves, every twelfth one a twelfth.
+  const Model m = load_model("gpt2");
+  StageMemoryRequest req;
+  req.last = m.layers.size();
+  req.micro_batch = 4;
+  const auto activations = [&](ActivationCheckpointing policy, int every) {
+    MemoryContext ctx = memory_context(Precision::Bf16, "adamw", AttentionKernel::Sdpa, policy, gpu_spec("H100"));
+    ctx.checkpoint_every = every;
+    std::vector<MemoryPoint> curve;
+    (void)gpu_memory(m, ctx, req, &curve);
+    double most = 0;  // what forward keeps, at its end
+    for (const auto& p : curve)
+      most = std::max(most, p.activations);
+    return most;
+  };
+  const double none = activations(ActivationCheckpointing::None, 1);
+  const double full = activations(ActivationCheckpointing::Full, 1);
+  REQUIRE(none > full);
+  CHECK(activations(ActivationCheckpointing::Full, 2) == doctest::Approx(full + (none - full) / 2).epsilon(0.02));
+  CHECK(activations(ActivationCheckpointing::Full, 12) == doctest::Approx(full + (none - full) * 11 / 12).epsilon(0.02));
+  CHECK(activations(ActivationCheckpointing::Full, 13) == doctest::Approx(none));
+}
+
 TEST_CASE("the optimizer step: foreach AdamW's temporaries, the fused one's none")
 {
   const Model m = load_model("gpt2");

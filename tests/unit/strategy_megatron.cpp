@@ -208,6 +208,41 @@ TEST_CASE("a data-parallel replica's recomputation: each block layer's forward a
   }
 }
 
+TEST_CASE("torchtitan's layer-level selective recomputation: every n-th block re-runs its forward, as stage_pieces does")
+{
+  CHECK(recomputes_block(0, 1));
+  CHECK(!recomputes_block(0, 2));  // torchtitan's counter: the 2nd, 4th, ... blocks
+  CHECK(recomputes_block(1, 2));
+  CHECK(recomputes_block(5, 3));
+  CHECK(!recomputes_block(6, 3));
+  const Model gpt2 = load_model("gpt2");
+  const LayerTimes t = unit_times(gpt2);
+  const auto blocks = transformer_layers(gpt2);
+  for (const int every : {2, 3, 12, 13}) {
+    CAPTURE(every);
+    const LayerTimes with = with_recomputation(gpt2, t, ActivationCheckpointing::Full, every);
+    const LayerTimes full = with_recomputation(gpt2, t, ActivationCheckpointing::Full);
+    int recomputed = 0;
+    for (std::size_t k = 0; k < blocks.size(); ++k) {
+      double layers = 0, pieces = 0;
+      for (std::size_t i = blocks[k].first; i < blocks[k].last; ++i)
+        layers += with.bwd[i] - t.bwd[i];
+      TensorParallelOptions tp{1, false, ActivationCheckpointing::Full};
+      tp.recompute_every = every;
+      for (const auto& p : stage_pieces(gpt2, t, blocks[k], 1, 2, tp))
+        pieces += p.recompute_s;
+      CHECK(layers == doctest::Approx(pieces));
+      double whole = 0;
+      for (std::size_t i = blocks[k].first; i < blocks[k].last; ++i)
+        whole += full.bwd[i] - t.bwd[i];
+      const bool again = (k + 1) % static_cast<std::size_t>(every) == 0;
+      CHECK(layers == doctest::Approx(again ? whole : 0.0));
+      recomputed += again ? 1 : 0;
+    }
+    CHECK(recomputed == static_cast<int>(blocks.size()) / every);  // GPT-2's 12 blocks
+  }
+}
+
 TEST_CASE("Megatron's split: layers evenly, embeddings first, head last; balance counts transformer layers")
 {
   const Model gpt2 = load_model("gpt2");
