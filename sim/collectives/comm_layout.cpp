@@ -1,5 +1,7 @@
 #include "sim/collectives/comm_layout.hpp"
 
+#include "sim/collectives/nccl_search.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,7 @@
 // NCCL's cost model (tuning.cc 2.30) against the worked example of the reference (8 x A100 on
 // NVSwitch: 12 channels x 20 GB/s), and NCCL's choice at small, medium and large sizes.
 #include "sim/collectives/collective_options.hpp"
+#include "sim/collectives/nccl_search.hpp"
 #include "sim/collectives/nccl_tuning.hpp"
 
 #include <doctest/doctest.h>
