@@ -283,8 +283,22 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
     s.tree_bw_intra = std::min(2 * s.bw_inter, intra_total / s.channels);
   }
   s.nvls = c.nvswitch && s.compute_capability >= 90 && c.ppn > 1;
-  s.nvls_channels = 16;
-  s.nvls_bw_intra = intra_total / s.nvls_channels;
+  // CTAs: src/transport/nvls.cc NVLS_NCHANNELS_SM90 16, SM100 24 on one node (_NVL) and 32 on more.
+  s.nvls_channels = s.compute_capability >= 100 ? (nodes > 1 ? 32 : 24) : 16;
+  if (nodes == 1) {
+    // NCCL's NVLS graph on one node (nccl_nvls_graph_search): one channel per GPU, so 2 or 4 GPUs of
+    // an H100 node reach 102 and 240 GB/s of AllReduce bus bandwidth, below a ring's 360, and NCCL
+    // runs the ring there; 8 reach 476.
+    const NcclNvlsGraph g = nccl_nvls_graph_search(intra_total, c.ppn, s.compute_capability);
+    s.nvls_graph_channels = g.channels;
+    s.nvls_bw_intra = g.bw_intra;
+    s.nvls_bw_inter = g.bw_inter;
+  } else {
+    // Several nodes (NVLSTree): the graph's channels and their bandwidth as before (the NICs' search
+    // is not modelled), the ring's bwInter across.
+    s.nvls_graph_channels = 16;
+    s.nvls_bw_intra = intra_total / s.nvls_graph_channels;
+  }
   s.ll128 = c.nvlink && s.compute_capability >= 70;
   c.ring_weight.assign(c.rings.size(), static_cast<double>(s.channels) / static_cast<double>(c.rings.size()));
   return c;

@@ -22,4 +22,18 @@ struct NcclRingSearch {
 /// A100 (12 x 20): 6 x 40 -> 12 x 20; B200 (18 x 40.1): 8 x 90 -> 16 x 45.
 NcclRingSearch nccl_nvswitch_ring_search(double total, int compute_capability);
 
+/// NCCL's NVLS graph on one node (pattern NVLS, Hopper and later).
+struct NcclNvlsGraph {
+  int channels = 0;     ///< one per GPU, each GPU a head once (NCCL_MAX_NVLS_ARITY, 32, at most)
+  double bw_intra = 0;  ///< GB/s
+  double bw_inter = 0;  ///< GB/s, raised by pass 2
+};
+/// ncclTopoCompute for the NVLS pattern inside one node of `ppn` GPUs, each reaching the NVSwitch
+/// with `total` GB/s: the channels are forced to one per GPU ("pull evenly from all GPUs"); a channel
+/// loads its head's link twice and every other GPU's once (ncclTopoSearchTryNvls), so bwIntra is the
+/// first speed of the architecture's table with (ppn + 1) x speed <= total; pass 2 then raises
+/// bwInter speed by speed while below twice bwIntra (nothing inside a node spends it). H100 8 GPUs:
+/// 8 x 40, bwInter 60; 4 GPUs 4 x 60, 60; 2 GPUs 2 x 60, 60. B200 8 GPUs: 8 x 80, bwInter 90.
+NcclNvlsGraph nccl_nvls_graph_search(double total, int ppn, int compute_capability);
+
 }  // namespace dtsim

@@ -79,7 +79,7 @@ bool available(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s)
     return false;
   if (a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain)
     return false;  // no SHARP/CollNet plugin modelled
-  if ((a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) && (!s.nvls || s.nvls_channels < 2))
+  if ((a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) && (!s.nvls || s.nvls_graph_channels < 2))
     return false;
   if (a == NcclAlgo::Nvls && s.nodes > 1)
     return false;  // multi-node NVLS needs CollNet
@@ -185,13 +185,13 @@ double nccl_bus_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s
   } else if (a == NcclAlgo::Pat) {
     bus *= 0.75;
   } else if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) {
-    const int nvc = s.nvls_channels;
+    const int nvc = s.nvls_graph_channels;
     double intra = s.nvls_bw_intra * kNvlsEfficiency[arch] * (nvc - 1) / nvc;
     intra *= op == CollectiveOp::AllReduce ? 2.0 : static_cast<double>(s.ppn() - 1) / s.ppn();
-    double inter = s.bw_inter;
+    double inter = s.nodes > 1 || s.nvls_bw_inter <= 0 ? s.bw_inter : s.nvls_bw_inter;
     if (a == NcclAlgo::NvlsTree && s.nodes <= 2)
       inter *= 2;
-    double b = std::min(intra, s.nodes > 1 ? inter : intra);
+    double b = std::min(intra, s.nodes > 1 || s.nvls_bw_inter > 0 ? inter : intra);
     if (a == NcclAlgo::NvlsTree)
       b = std::min(b, kPerChNvlsTree[arch][ni]);
     bus = nvc * b;

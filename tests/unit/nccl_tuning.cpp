@@ -6,6 +6,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 using namespace dtsim;
 
 namespace {
@@ -223,4 +225,39 @@ TEST_CASE("NCCL's ring search on an NVSwitch node (search.cc): rings and their s
   const auto slow = nccl_nvswitch_ring_search(2, 80);
   CHECK(slow.channels == 1);
   CHECK(slow.bw == doctest::Approx(2));
+}
+
+TEST_CASE("NCCL's NVLS graph on one node: one channel per GPU, so 2 or 4 GPUs of an H100 node run the ring")
+{
+  const double h100 = 18 * nccl_nvlink_bw_per_link(90);
+  const auto g8 = nccl_nvls_graph_search(h100, 8, 90);  // 9 x 40 <= 370.8; bwInter raised 50, 60
+  CHECK(g8.channels == 8);
+  CHECK(g8.bw_intra == doctest::Approx(40));
+  CHECK(g8.bw_inter == doctest::Approx(60));
+  const auto g2 = nccl_nvls_graph_search(h100, 2, 90);
+  CHECK(g2.channels == 2);
+  CHECK(g2.bw_intra == doctest::Approx(60));
+  CHECK(g2.bw_inter == doctest::Approx(60));
+  const auto b200 = nccl_nvls_graph_search(18 * nccl_nvlink_bw_per_link(100), 8, 100);  // 9 x 80 <= 721.8
+  CHECK(b200.bw_intra == doctest::Approx(80));
+  CHECK(b200.bw_inter == doctest::Approx(90));
+  // tuning.cc: busBw = nChannels x min(bwIntra x nvlsEfficiency x (nc - 1) / nc x 2, bwInter) for AllReduce:
+  // 8 GPUs 476 GB/s (NVLS beats the ring's 360), 4 GPUs 240, 2 GPUs 102 (the ring wins).
+  NcclSystem s;
+  s.nodes = 1;
+  s.compute_capability = 90;
+  s.channels = 12;
+  s.bw_intra = s.bw_inter = s.tree_bw_intra = 30;
+  s.nvls = true;
+  for (const auto& [ppn, bus, algo] : {std::tuple{8, 476.0, NcclAlgo::Nvls}, std::tuple{4, 240.0, NcclAlgo::Ring},
+                                       std::tuple{2, 102.0, NcclAlgo::Ring}}) {
+    CAPTURE(ppn);
+    s.ranks = ppn;
+    const auto g = nccl_nvls_graph_search(h100, ppn, 90);
+    s.nvls_graph_channels = g.channels;
+    s.nvls_bw_intra = g.bw_intra;
+    s.nvls_bw_inter = g.bw_inter;
+    CHECK(nccl_bus_bw(CollectiveOp::AllReduce, NcclAlgo::Nvls, NcclProto::Simple, s) == doctest::Approx(bus));
+    CHECK(nccl_choose(CollectiveOp::AllReduce, s, 1e9).algo == algo);
+  }
 }
