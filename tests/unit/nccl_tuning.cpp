@@ -6,8 +6,6 @@
 
 #include <doctest/doctest.h>
 
-#include <tuple>
-
 using namespace dtsim;
 
 namespace {
@@ -249,8 +247,15 @@ TEST_CASE("NCCL's NVLS graph on one node: one channel per GPU, so 2 or 4 GPUs of
   s.channels = 12;
   s.bw_intra = s.bw_inter = s.tree_bw_intra = 30;
   s.nvls = true;
-  for (const auto& [ppn, bus, algo] : {std::tuple{8, 476.0, NcclAlgo::Nvls}, std::tuple{4, 240.0, NcclAlgo::Ring},
-                                       std::tuple{2, 102.0, NcclAlgo::Ring}}) {
+  struct Case {
+    int ppn;
+    double bus;
+    NcclAlgo algo;
+  };
+  for (const Case& c : {Case{8, 476.0, NcclAlgo::Nvls}, Case{4, 240.0, NcclAlgo::Ring}, Case{2, 102.0, NcclAlgo::Ring}}) {
+    const int ppn = c.ppn;
+    const double bus = c.bus;
+    const NcclAlgo algo = c.algo;
     CAPTURE(ppn);
     s.ranks = ppn;
     const auto g = nccl_nvls_graph_search(h100, ppn, 90);
