@@ -113,7 +113,9 @@ enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
 /// Whether transformer layer `block` (0-based, model order, transformer_layers) is recomputed whole
 /// when every `every`-th is: torchtitan's counter (parallelize.py _apply_ac_to_transformer_block:
 /// `_layer_sac_count += 1; if not ac_freq or _layer_sac_count % ac_freq == 0: checkpoint`), so with
-/// every 2 the 2nd, 4th, ... layers; every 1 is full recomputation.
+/// every 2 the 2nd, 4th, ... layers; every 1 is full recomputation. Counted over the whole model, as a
+/// process holding all of it counts (FSDP, ZeRO, DDP); torchtitan's counter is per process, so with
+/// pipeline stages it restarts on each stage, which dtsim's does not.
 inline bool recomputes_block(std::size_t block, int every)
 {
   return every <= 1 || (block + 1) % static_cast<std::size_t>(every) == 0;

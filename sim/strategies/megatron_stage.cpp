@@ -52,9 +52,9 @@ std::string checkpointing_note(ActivationCheckpointing recompute, int every)
   switch (recompute) {
     case ActivationCheckpointing::Full:
       if (every > 1)
-        return fmt::format("layer-level selective recomputation (torchtitan's selective_ac_option {0}): every {0}th "
-                           "transformer layer's forward runs again before its backward, keeping only its input; the "
-                           "other layers keep what they save",
+        return fmt::format("layer-level selective recomputation (torchtitan's selective_ac_option {0}, not a Megatron-LM "
+                           "option): one transformer layer in {0}, counted over the whole model, runs its forward again "
+                           "before its backward, keeping only its input; the others keep what they save",
                            every);
       return "full activation recomputation: each transformer layer's forward, its tensor-parallel collectives "
              "included, runs again before its backward; only layer inputs are kept";
