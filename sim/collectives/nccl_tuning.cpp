@@ -150,15 +150,19 @@ bool NcclFilter::allows(NcclProto p) const
 
 double nccl_nvlink_bw_per_link(int cc)
 {
+  // ncclTopoNVLinkBw (src/graph/topo.cc): only SM86 (A30, A40, RTX A6000) gets 12; SM87 and SM89 fall
+  // to the SM80 figure, and so does anything older than SM60.
   if (cc >= 100)
     return 40.1;
   if (cc >= 90)
     return 20.6;
-  if (cc == 86 || cc == 87 || cc == 89)
+  if (cc == 86)
     return 12.0;
   if (cc >= 70)
     return 20.0;
-  return 18.0;
+  if (cc >= 60)
+    return 18.0;
+  return 20.0;
 }
 
 double nccl_bus_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s)

@@ -107,7 +107,7 @@ int nccl_comm_channels(const NcclSystem& s);
 int nccl_op_channels(NcclAlgo a, NcclProto p, const NcclSystem& s, double bytes);
 
 /// NCCL's per-link NVLink bandwidth used by its topology search (GB/s): SM60 18, SM70 20,
-/// SM80 20, SM86 12, SM90 20.6, SM100 40.1.
+/// SM80 20, SM86 12, SM90 20.6, SM100 40.1 (ncclTopoNVLinkBw: SM87 and SM89 as SM80, below SM60 as SM80).
 double nccl_nvlink_bw_per_link(int compute_capability);
 
 }  // namespace dtsim

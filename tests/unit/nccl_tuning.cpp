@@ -188,6 +188,19 @@ TEST_CASE("2 nodes with few NICs: a tree's graph keeps up to twice the network b
   CHECK(nccl_bus_bw(op, NcclAlgo::Tree, NcclProto::Simple, s) == doctest::Approx(std::min(0.92 * 8 * 25, 8 * 17.8)));
 }
 
+TEST_CASE("NCCL's per-link NVLink bandwidth by compute capability (ncclTopoNVLinkBw, topo.cc)")
+{
+  CHECK(nccl_nvlink_bw_per_link(100) == doctest::Approx(40.1));
+  CHECK(nccl_nvlink_bw_per_link(90) == doctest::Approx(20.6));
+  CHECK(nccl_nvlink_bw_per_link(89) == doctest::Approx(20.0));  // Ada: not SM86's 12
+  CHECK(nccl_nvlink_bw_per_link(87) == doctest::Approx(20.0));  // Orin
+  CHECK(nccl_nvlink_bw_per_link(86) == doctest::Approx(12.0));  // A30, A40
+  CHECK(nccl_nvlink_bw_per_link(80) == doctest::Approx(20.0));
+  CHECK(nccl_nvlink_bw_per_link(70) == doctest::Approx(20.0));
+  CHECK(nccl_nvlink_bw_per_link(60) == doctest::Approx(18.0));
+  CHECK(nccl_nvlink_bw_per_link(52) == doctest::Approx(20.0));  // the SM80 default below SM60
+}
+
 TEST_CASE("NCCL's ring search on an NVSwitch node (search.cc): rings and their speed by architecture")
 {
   // H100, 18 NVLinks x 20.6: 6 x 60 (360 < 370.8; 50, 40 and 30 find no more), duplicated to 12 x 30;
