@@ -295,6 +295,9 @@ Prediction predict_scenario(const Scenario& s)
   r.global_batch = s.training.batch.global_batch;
   r.gradient_accumulation = s.training.batch.accumulation;
   r.data_parallel = s.strategy_spec.data;
+  r.activation_checkpointing = activation_checkpointing_name(s.training.activation_checkpointing,
+                                                             s.training.activation_checkpointing_every);
+  r.activation_checkpointing_every = s.training.activation_checkpointing_every;
   analyse(p.plan, p.spans, r);
   r.per_gpu = gpu_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
   r.stages = stage_usage(p.topology, p.plan, p.spans, r.iteration_time_s);

@@ -70,6 +70,8 @@ nlohmann::json json_report(const RunResult& r)
       {"global_batch", r.global_batch},
       {"gradient_accumulation", r.gradient_accumulation},
       {"data_parallel", r.data_parallel},
+      {"activation_checkpointing", r.activation_checkpointing},
+      {"activation_checkpointing_every", r.activation_checkpointing_every},
       {"throughput_samples_per_s", r.throughput_samples_per_s},
       {"single_gpu_iteration_time_s", r.single_gpu_iteration_s},
       {"single_gpu_throughput_samples_per_s", r.single_gpu_throughput},

@@ -77,6 +77,10 @@ struct RunResult {
   std::int64_t global_batch = 0;   ///< samples per optimizer step, whole job
   int gradient_accumulation = 1;   ///< micro-steps per optimizer step (a pipeline's micro-batches)
   int data_parallel = 1;           ///< data-parallel replicas
+  /// training.activation_checkpointing as the scenario spells it (none, selective, selective_op, full,
+  /// selective_layer) and the n of selective_layer (1 otherwise)
+  std::string activation_checkpointing = "none";
+  int activation_checkpointing_every = 1;
   double iterations_per_epoch = 0;
   double single_gpu_iterations_per_epoch = 0;
   double epoch_time_s = 0;

@@ -121,6 +121,22 @@ inline bool recomputes_block(std::size_t block, int every)
   return every <= 1 || (block + 1) % static_cast<std::size_t>(every) == 0;
 }
 
+/// training.activation_checkpointing as a scenario spells it: selective_layer for full recomputation
+/// of every n-th layer (n > 1), else the policy's own name.
+inline const char* activation_checkpointing_name(ActivationCheckpointing policy, int every)
+{
+  switch (policy) {
+    case ActivationCheckpointing::Full:
+      return every > 1 ? "selective_layer" : "full";
+    case ActivationCheckpointing::Selective:
+      return "selective";
+    case ActivationCheckpointing::SelectiveOp:
+      return "selective_op";
+    default:
+      return "none";
+  }
+}
+
 /// training.attention: how attention runs. sdpa (default): PyTorch's scaled_dot_product_attention
 /// (flash or memory-efficient kernel: no score matrix kept); eager: the softmax(QK^T)V of Hugging
 /// Face's eager_attention_forward (the scores in memory).

@@ -3,6 +3,7 @@
 
 #include "sim/strategies/compute_time.hpp"
 #include "sim/strategies/jitter.hpp"
+#include "sim/strategies/megatron_stage.hpp"
 #include "sim/strategies/task_util.hpp"
 
 #include <fmt/format.h>
@@ -415,6 +416,9 @@ std::pair<std::string, std::string> ShardedRun::finish(const Scenario& scenario,
   plan_.gpu_memory_bytes = topology_.gpu.memory_bytes;
   plan_.notes.push_back(
       fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology_.gpu)));
+  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
+    plan_.notes.push_back(
+        checkpointing_note(scenario.training.activation_checkpointing, scenario.training.activation_checkpointing_every));
   return notes;
 }
 
