@@ -10,9 +10,10 @@ four linears of a layer as Megatron splits them (Shoeybi et al. 2019): QKV (colu
 n = 3h/t, k = h), attention output (row-parallel, n = h, k = h/t), MLP up (n = 4h/t, k = h) and
 MLP down (n = h, k = 4h/t). Each is timed as its forward (m x k times k x n), its input gradient
 (m x n times n x k) and its weight gradient (k x m times m x n), in bf16 with torch.matmul (cuBLAS),
-as CUDA-event time of repeated products after warm-up; the median of the repetitions is kept with
-min and max. FLOP/s = 2 m n k / time. A few small shapes (a CNN classifier's 2048 x 1000 at small
-batch) are timed too. The JSON is written again after every shape, so a stop keeps what was
+as CUDA-event time of a CUDA graph replaying 10 back-to-back products (no host launch in it), after
+warm-up; the median of the repetitions is kept with min and max, and the eager one-call time beside
+it. FLOP/s = 2 m n k / time. A few small shapes (a CNN classifier's 2048 x 1000 at small batch) are
+timed too. The JSON is written again after every shape, so a stop keeps what was
 measured. Raw figures: nothing fitted.
 """
 import argparse
@@ -32,13 +33,18 @@ def layer_gemms(h, t):
     return [("qkv", 3 * h // t, h), ("attn_out", h, h // t), ("mlp_up", 4 * h // t, h), ("mlp_down", h, 4 * h // t)]
 
 
-def time_matmul(torch, m, n, k, dtype, reps):
+def time_matmul(torch, m, n, k, dtype, reps, per_sample=10):
+    """Kernel time: each sample replays a CUDA graph of `per_sample` back-to-back products, so the
+    host's launch of each (tens of microseconds through torch.matmul's dispatch) is not in it, as a
+    training step's kernels are queued ahead of the GPU. The earlier form of this program timed one
+    eager call between two events: that figure, host launch included, is kept as eager_median_s
+    (the 2026-11-27 H200 table was taken that way: its small GEMMs, under ~100 us, read slow)."""
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
     for _ in range(3):
         torch.matmul(a, b)
     torch.cuda.synchronize()
-    samples = []
+    eager = []
     for _ in range(reps):
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -46,11 +52,33 @@ def time_matmul(torch, m, n, k, dtype, reps):
         torch.matmul(a, b)
         end.record()
         end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e-3)
-    del a, b
+        eager.append(start.elapsed_time(end) * 1e-3)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up on a side stream before capture, as torch.cuda.graphs asks
+        for _ in range(3):
+            torch.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(per_sample):
+            torch.matmul(a, b)
+    graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1e-3 / per_sample)
+    del graph, a, b
     med = statistics.median(samples)
     return {"m": m, "n": n, "k": k, "median_s": med, "min_s": min(samples), "max_s": max(samples), "reps": reps,
-            "tflops": 2.0 * m * n * k / med / 1e12}
+            "products_per_rep": per_sample, "tflops": 2.0 * m * n * k / med / 1e12,
+            "eager_median_s": statistics.median(eager)}
 
 
 def main():
