@@ -33,6 +33,20 @@ def layer_gemms(h, t):
     return [("qkv", 3 * h // t, h), ("attn_out", h, h // t), ("mlp_up", 4 * h // t, h), ("mlp_down", h, 4 * h // t)]
 
 
+def event_seconds(torch, work, reps):
+    """CUDA-event seconds of `work()`, once per repetition."""
+    out = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        work()
+        end.record()
+        end.synchronize()
+        out.append(start.elapsed_time(end) * 1e-3)
+    return out
+
+
 def time_matmul(torch, m, n, k, dtype, reps, per_sample=10):
     """Kernel time: each sample replays a CUDA graph of `per_sample` back-to-back products, so the
     host's launch of each (tens of microseconds through torch.matmul's dispatch) is not in it, as a
@@ -44,15 +58,7 @@ def time_matmul(torch, m, n, k, dtype, reps, per_sample=10):
     for _ in range(3):
         torch.matmul(a, b)
     torch.cuda.synchronize()
-    eager = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.matmul(a, b)
-        end.record()
-        end.synchronize()
-        eager.append(start.elapsed_time(end) * 1e-3)
+    eager = event_seconds(torch, lambda: torch.matmul(a, b), reps)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up on a side stream before capture, as torch.cuda.graphs asks
@@ -65,15 +71,7 @@ def time_matmul(torch, m, n, k, dtype, reps, per_sample=10):
             torch.matmul(a, b)
     graph.replay()
     torch.cuda.synchronize()
-    samples = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e-3 / per_sample)
+    samples = [t / per_sample for t in event_seconds(torch, graph.replay, reps)]
     del graph, a, b
     med = statistics.median(samples)
     return {"m": m, "n": n, "k": k, "median_s": med, "min_s": min(samples), "max_s": max(samples), "reps": reps,
