@@ -298,6 +298,7 @@ CommLayout make_comm_layout(const Topology& t, const std::vector<int>& ranks)
     // is not modelled), the ring's bwInter across.
     s.nvls_graph_channels = 16;
     s.nvls_bw_intra = intra_total / s.nvls_graph_channels;
+    s.nvls_bw_inter = s.bw_inter;
   }
   s.ll128 = c.nvlink && s.compute_capability >= 70;
   c.ring_weight.assign(c.rings.size(), static_cast<double>(s.channels) / static_cast<double>(c.rings.size()));

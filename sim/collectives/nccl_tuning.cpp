@@ -192,10 +192,10 @@ double nccl_bus_bw(CollectiveOp op, NcclAlgo a, NcclProto p, const NcclSystem& s
     const int nvc = s.nvls_graph_channels;
     double intra = s.nvls_bw_intra * kNvlsEfficiency[arch] * (nvc - 1) / nvc;
     intra *= op == CollectiveOp::AllReduce ? 2.0 : static_cast<double>(s.ppn() - 1) / s.ppn();
-    double inter = s.nodes > 1 || s.nvls_bw_inter <= 0 ? s.bw_inter : s.nvls_bw_inter;
+    double inter = s.nvls_bw_inter;
     if (a == NcclAlgo::NvlsTree && s.nodes <= 2)
       inter *= 2;
-    double b = std::min(intra, s.nodes > 1 || s.nvls_bw_inter > 0 ? inter : intra);
+    double b = std::min(intra, inter);
     if (a == NcclAlgo::NvlsTree)
       b = std::min(b, kPerChNvlsTree[arch][ni]);
     bus = nvc * b;

@@ -49,7 +49,7 @@ struct NcclSystem {
   int nvls_channels = 16;            ///< CTAs NVLS runs on (nvls.cc: 16 on SM90; SM100 24 on one node, 32 on more)
   int nvls_graph_channels = 16;      ///< the NVLS graph's channels tuning.cc multiplies (one per GPU on one node)
   double nvls_bw_intra = 0;          ///< GB/s per NVLS graph channel inside a node
-  double nvls_bw_inter = 0;          ///< the NVLS graph's bwInter on one node (0: the ring's, several nodes)
+  double nvls_bw_inter = 0;          ///< the NVLS graph's bwInter (one node: its own search; several: the ring's bw_inter)
   bool ll128 = true;                 ///< LL128 enabled by NCCL's safety rule
   bool amd_cpu = false;              ///< selects the llMaxBws row for multi-node
   double net_overhead_us = 1.0;      ///< NCCL_NET_OVERHEAD

@@ -69,6 +69,7 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO restrict the choice; NVLS only with NVSwitch S
   s.compute_capability = 90;
   s.nvls = true;
   s.nvls_bw_intra = 370.8 / 16;
+  s.nvls_bw_inter = 370.8 / 16;
   CHECK(nccl_choose(CollectiveOp::AllReduce, s, 1e9).algo == NcclAlgo::Nvls);
   CHECK(nccl_choose(CollectiveOp::Broadcast, s, 1e9).algo == NcclAlgo::Ring);  // Ring only
   CHECK(parse_nccl_algo("nvlstree") == NcclAlgo::NvlsTree);
