@@ -1,12 +1,13 @@
 # Tests labelled "long": each took more than 1 s in the Release build on the project's 2-core
-# machine (ctest's Testing/Temporary/CTestCostData.txt after `ctest -j2` at 90fea95; the figure after
-# each name, in seconds). They run whole validation tables, thousands of simulated GPUs, or
+# machine (ctest's Testing/Temporary/CTestCostData.txt after `ctest -j2` at 90fea95; the figure
+# after each name, in seconds). They run whole validation tables, thousands of simulated GPUs, or
 # calibration fits that re-simulate every row, so they repeat the code paths the short tests take
 # many times over. tools/test's sanitizer pass leaves them out (`ctest -LE long`): under
-# ASan+UBSan they ran 7-26 times slower than in Release (CI of 6707cc2: unit.nccl_cross_prediction
-# 1,248 s, cli.validate_megatron_runs_large 722 s, cli.compare_sharded 16.7 s against 0.63 s) and
-# took .ci/run past its 90 minutes. The Release pass runs them all. Bad-input tests (bad.*) are never
-# labelled: refusing bad input cleanly is what the sanitizer pass is for.
+# ASan+UBSan they ran 7-26 times slower than in Release (the two CI runs of session 32:
+# unit.nccl_cross_prediction 1,199-1,248 s, cli.validate_megatron_runs_large 604-722 s;
+# cli.compare_sharded 17 s against 0.63 s) and took .ci/run past its 90 minutes. The Release pass
+# runs them all. Bad-input tests (bad.*) are never labelled: refusing bad input cleanly is what the
+# sanitizer pass is for.
 # A new test that takes more than 1 s in Release belongs here.
 set(DTSIM_LONG_TESTS
   cli.calibrate_dgx1_e2e  # 2.2
