@@ -126,18 +126,17 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
       out.push_back(std::move(*a));
   };
   const auto kind = s.strategy_spec.kind;
-  const auto checkpointing = s.training.activation_checkpointing;
+  const Recomputation& recomputation = s.training.recomputation;
   const Model model = scenario_model(s);
   const bool transformer = !transformer_layers(model).empty();
 
-  if (checkpointing == ActivationCheckpointing::None && transformer)
+  if (!recomputation.any() && transformer)
     add({"training.activation_checkpointing=selective"});
   // Every layer recomputed; from selective_layer, its every-n-th set back to every layer.
-  const bool every_layer = checkpointing == ActivationCheckpointing::Full && s.training.activation_checkpointing_every == 1;
   std::vector<std::string> full{"training.activation_checkpointing=full"};
-  if (s.training.activation_checkpointing_every > 1)
+  if (recomputation.every > 1)
     full.push_back("training.activation_checkpointing_every=1");
-  if (!every_layer)
+  if (!recomputation.every_layer())
     add(full);
 
   const auto& batch = s.training.batch;
@@ -203,7 +202,7 @@ std::vector<FitAlternative> fit_alternatives(const Scenario& s)
     add(sets);
 
   const bool any_fits = std::any_of(out.begin(), out.end(), [](const FitAlternative& a) { return a.fits; });
-  if (!any_fits && !every_layer)
+  if (!any_fits && !recomputation.every_layer())
     for (auto sets : sharding) {
       sets.insert(sets.end(), full.begin(), full.end());
       add(sets);

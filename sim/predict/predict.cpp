@@ -295,9 +295,8 @@ Prediction predict_scenario(const Scenario& s)
   r.global_batch = s.training.batch.global_batch;
   r.gradient_accumulation = s.training.batch.accumulation;
   r.data_parallel = s.strategy_spec.data;
-  r.activation_checkpointing = activation_checkpointing_name(s.training.activation_checkpointing,
-                                                             s.training.activation_checkpointing_every);
-  r.activation_checkpointing_every = s.training.activation_checkpointing_every;
+  r.activation_checkpointing = s.training.recomputation.name();
+  r.activation_checkpointing_every = s.training.recomputation.every;
   analyse(p.plan, p.spans, r);
   r.per_gpu = gpu_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
   r.stages = stage_usage(p.topology, p.plan, p.spans, r.iteration_time_s);
@@ -305,8 +304,7 @@ Prediction predict_scenario(const Scenario& s)
   r.gpu_memory_bytes = p.plan.gpu_memory_bytes;
   for (const auto& row : r.memory)
     r.memory_fits = r.memory_fits && row.fits;
-  r.full_recomputation = s.training.activation_checkpointing == ActivationCheckpointing::Full &&
-                         s.training.activation_checkpointing_every == 1;
+  r.full_recomputation = s.training.recomputation.every_layer();
   r.host_offload_bytes = p.plan.host_offload_bytes_per_node;
   r.host_memory_bytes = p.topology.host.memory_bytes;
   r.host_memory_fits = !(r.host_memory_bytes > 0) || r.host_offload_bytes <= r.host_memory_bytes;

@@ -107,7 +107,7 @@ struct BatchSpec {
 /// _save_list and "Saves output of all compute ops, except every second mm"); selective_layer:
 /// torchtitan's layer-level selective checkpointing (selective_ac_option an integer n) and IBM
 /// fms-fsdp's selective_checkpointing 1/n: every n-th transformer layer recomputed whole (Full with
-/// TrainingSpec::activation_checkpointing_every n), the others keep all they save.
+/// Recomputation::every n), the others keep all they save.
 enum class ActivationCheckpointing { None, Selective, Full, SelectiveOp };
 
 /// Whether transformer layer `block` (0-based, model order, transformer_layers) is recomputed whole
@@ -121,21 +121,41 @@ inline bool recomputes_block(std::size_t block, int every)
   return every <= 1 || (block + 1) % static_cast<std::size_t>(every) == 0;
 }
 
-/// training.activation_checkpointing as a scenario spells it: selective_layer for full recomputation
-/// of every n-th layer (n > 1), else the policy's own name.
-inline const char* activation_checkpointing_name(ActivationCheckpointing policy, int every)
-{
-  switch (policy) {
-    case ActivationCheckpointing::Full:
-      return every > 1 ? "selective_layer" : "full";
-    case ActivationCheckpointing::Selective:
-      return "selective";
-    case ActivationCheckpointing::SelectiveOp:
-      return "selective_op";
-    default:
-      return "none";
+/// What backward recomputes: training.activation_checkpointing's policy with its n
+/// (training.activation_checkpointing_every, read under Full only: every n-th transformer layer,
+/// "selective_layer"; 1, every layer, "full"). A policy alone converts to it with every 1.
+struct Recomputation {
+  ActivationCheckpointing policy = ActivationCheckpointing::None;
+  int every = 1;
+
+  Recomputation(ActivationCheckpointing p = ActivationCheckpointing::None, int n = 1) : policy(p), every(n) {}
+  bool operator==(const Recomputation&) const = default;
+
+  /// Whether backward recomputes anything.
+  bool any() const { return policy != ActivationCheckpointing::None; }
+  /// Every transformer layer recomputed whole ("full").
+  bool every_layer() const { return policy == ActivationCheckpointing::Full && every <= 1; }
+  /// Whether transformer layer `block` is recomputed whole (Full, and one of its every-th).
+  bool recomputes_whole(std::size_t block) const
+  {
+    return policy == ActivationCheckpointing::Full && recomputes_block(block, every);
   }
-}
+  /// training.activation_checkpointing as a scenario spells it: selective_layer for full recomputation
+  /// of every n-th layer (n > 1), else the policy's own name.
+  const char* name() const
+  {
+    switch (policy) {
+      case ActivationCheckpointing::Full:
+        return every > 1 ? "selective_layer" : "full";
+      case ActivationCheckpointing::Selective:
+        return "selective";
+      case ActivationCheckpointing::SelectiveOp:
+        return "selective_op";
+      default:
+        return "none";
+    }
+  }
+};
 
 /// training.attention: how attention runs. sdpa (default): PyTorch's scaled_dot_product_attention
 /// (flash or memory-efficient kernel: no score matrix kept); eager: the softmax(QK^T)V of Hugging
@@ -167,11 +187,9 @@ struct TrainingSpec {
   BatchSpec batch;
   double epochs = 0;
   Precision precision = Precision::Fp32;
-  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;
-  /// Full recomputation of every n-th transformer layer only (training.activation_checkpointing
-  /// "selective_layer", n from training.activation_checkpointing_every, default 2 as torchtitan's
-  /// selective_ac_option "2"); 1: every layer ("full").
-  int activation_checkpointing_every = 1;
+  /// training.activation_checkpointing and its n: "selective_layer" is Full with n from
+  /// training.activation_checkpointing_every, default 2 as torchtitan's selective_ac_option "2".
+  Recomputation recomputation;
   ComputeSpec compute;
   /// training.host_sync "micro_step": the training loop waits for the GPU after every micro-step's
   /// backward (a `total_loss += loss.item()` in the accumulation loop, as KempnerForge's has), so

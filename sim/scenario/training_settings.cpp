@@ -159,12 +159,12 @@ TrainingSpec parse_training(const JsonReader& r)
                            describe_json(ac->json())));
     const std::string v = ac->json().is_boolean() ? (ac->as_bool() ? "full" : "none") : ac->as_choice(policies);
     policy = v;
-    t.activation_checkpointing = v == "full" || v == "selective_layer" ? ActivationCheckpointing::Full
-                                 : v == "selective"                    ? ActivationCheckpointing::Selective
-                                 : v == "selective_op"                 ? ActivationCheckpointing::SelectiveOp
-                                                                       : ActivationCheckpointing::None;
+    t.recomputation.policy = v == "full" || v == "selective_layer" ? ActivationCheckpointing::Full
+                             : v == "selective"                    ? ActivationCheckpointing::Selective
+                             : v == "selective_op"                 ? ActivationCheckpointing::SelectiveOp
+                                                                   : ActivationCheckpointing::None;
     if (v == "selective_layer")
-      t.activation_checkpointing_every = 2;  // torchtitan's default selective_ac_option, "2"
+      t.recomputation.every = 2;  // torchtitan's default selective_ac_option, "2"
   }
   if (const auto every = r.find("activation_checkpointing_every")) {
     // At most a million: more than any model's layers. 1 is every layer, as "full" (which may say so).
@@ -174,7 +174,7 @@ TrainingSpec parse_training(const JsonReader& r)
                               "\"selective_layer\" (every n-th transformer layer recomputed; 1 with \"full\"), got {} "
                               "with \"{}\"",
                               n, policy));
-    t.activation_checkpointing_every = n;
+    t.recomputation.every = n;
   }
   if (const auto optimizer = r.find("optimizer"))
     t.optimizer = optimizer->as_choice(optimizer_names());

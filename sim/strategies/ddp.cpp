@@ -165,7 +165,7 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   // steps the optimizer over the whole model.
   const LayerTimes times = with_optimizer_step(
       with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_efficiency_samples_of(scenario.strategy_options())),
-                         scenario.training.activation_checkpointing, scenario.training.activation_checkpointing_every),
+                         scenario.training.recomputation),
       scenario, static_cast<double>(model.params()), topology.gpu);
   const HostExtras extras = host_extras(topology, plan.ranks, times.step() > 0 ? batch / times.step() : 0.0);
   const LoaderSpec loader = parse_loader(scenario, model, topology, processes_per_node(topology, plan.ranks), extras);
@@ -321,9 +321,8 @@ Plan build_ddp_plan(const Scenario& scenario, const Topology& topology, const Mo
   plan.notes.push_back(!times.note.empty() ? times.note
                                            : fmt::format("compute: {}; {}", describe_compute_source(scenario),
                                                          compute_spread_note(scenario, topology.gpu)));
-  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
-    plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing,
-                                            scenario.training.activation_checkpointing_every));
+  if (scenario.training.recomputation.any())
+    plan.notes.push_back(checkpointing_note(scenario.training.recomputation));
   if (n > 1)
     plan.notes.push_back(fmt::format("{} gradient buckets ({} MiB cap, first {} MiB), AllReduce one at a time in bucket order",
                                      buckets.size(), opt.bucket_cap_mb, opt.first_bucket_mb));

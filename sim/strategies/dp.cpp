@@ -91,8 +91,7 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   const double batch = static_cast<double>(scenario.training.batch_per_gpu);
   // GPU0 alone steps the optimizer, over the whole model.
   const LayerTimes times = with_optimizer_step(
-      with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_eff), scenario.training.activation_checkpointing,
-                         scenario.training.activation_checkpointing_every),
+      with_recomputation(model, layer_times(model, scenario, topology.gpu, batch, half_eff), scenario.training.recomputation),
       scenario, static_cast<double>(model.params()), topology.gpu);
   // One process: its main thread is the GIL's one Python lane (parallel_apply's threads take turns on
   // it); autograd's per-device threads run backward's launches without the GIL, one per GPU.
@@ -235,9 +234,8 @@ Plan build_dp_plan(const Scenario& scenario, const Topology& topology, const Mod
   }
   plan.gpu_memory_bytes = topology.gpu.memory_bytes;
   plan.notes.push_back(fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology.gpu)));
-  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
-    plan.notes.push_back(checkpointing_note(scenario.training.activation_checkpointing,
-                                            scenario.training.activation_checkpointing_every));
+  if (scenario.training.recomputation.any())
+    plan.notes.push_back(checkpointing_note(scenario.training.recomputation));
   plan.notes.push_back(fmt::format(
       "DataParallel: GPU0 scatters inputs, replicates {:.1f} MiB of parameters+buffers and reduces {:.1f} MiB of "
       "gradients every iteration ({} MiB chunks); Python (one thread at a time, GIL): replicate {:.0f} us per module per "

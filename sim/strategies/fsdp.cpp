@@ -45,8 +45,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   const LayerTimes mt = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples,
                                     TensorSplit{T, opt.sequence_parallel && T > 1});
   const ShardUnits su = shard_units(model);
-  TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.activation_checkpointing};
-  tp.recompute_every = scenario.training.activation_checkpointing_every;
+  TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.recomputation};
   tp.loss_parallel = opt.loss_parallel;
   tp.gather_per_linear = opt.gather_per_linear;
   std::vector<std::vector<StagePiece>> pieces;
@@ -309,7 +308,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   // once per M micro-batches as the ranks do.
   const LayerTimes one_gpu =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples) : mt,
-                         scenario.training.activation_checkpointing, scenario.training.activation_checkpointing_every);
+                         scenario.training.recomputation);
   plan.single_gpu_iteration_s =
       one_gpu.fwd_total() + one_gpu.bwd_total() +
       (one_gpu.optimizer_s + (shard_params > 0 ? optimizer_s * static_cast<double>(model.params()) / shard_params : 0.0)) / M;

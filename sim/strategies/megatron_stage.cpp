@@ -47,15 +47,15 @@ std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int 
 
 }  // namespace
 
-std::string checkpointing_note(ActivationCheckpointing recompute, int every)
+std::string checkpointing_note(const Recomputation& recompute)
 {
-  switch (recompute) {
+  switch (recompute.policy) {
     case ActivationCheckpointing::Full:
-      if (every > 1)
+      if (recompute.every > 1)
         return fmt::format("layer-level selective recomputation (torchtitan's selective_ac_option {0}, not a Megatron-LM "
                            "option): one transformer layer in {0}, counted over the whole model, runs its forward again "
                            "before its backward, keeping only its input; the others keep what they save",
-                           every);
+                           recompute.every);
       return "full activation recomputation: each transformer layer's forward, its tensor-parallel collectives "
              "included, runs again before its backward; only layer inputs are kept";
     case ActivationCheckpointing::SelectiveOp:
@@ -230,8 +230,7 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
   const auto close = [&](std::vector<TpCollective> fwd, std::vector<TpCollective> bwd) {
     cur.after_fwd = std::move(fwd);
     cur.after_bwd = std::move(bwd);
-    if (cur_in_block && tp.recompute == ActivationCheckpointing::Full &&
-        recomputes_block(static_cast<std::size_t>(cur_block), tp.recompute_every)) {
+    if (cur_in_block && tp.recompute.recomputes_whole(static_cast<std::size_t>(cur_block))) {
       cur.recompute_s = cur.fwd_s;
       cur.recompute_collectives = true;
     }
@@ -272,9 +271,9 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
       column_bwd += times.bwd[i] / T;
     else if (column_bwd == 0)
       before_column_bwd += times.bwd[i] / T;
-    if (l.kind == "attention" && tp.recompute == ActivationCheckpointing::Selective)
+    if (l.kind == "attention" && tp.recompute.policy == ActivationCheckpointing::Selective)
       cur.recompute_s += times.fwd[i] / T;
-    if (even_matmul[i] && tp.recompute == ActivationCheckpointing::SelectiveOp)
+    if (even_matmul[i] && tp.recompute.policy == ActivationCheckpointing::SelectiveOp)
       cur.recompute_s += times.fwd[i] / T;
     const double hidden_bytes = l.activation_elems * micro * activation_bytes;
     if (T > 1 && row_parallel[i]) {
@@ -325,17 +324,17 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
   return {whole};
 }
 
-LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute, int every)
+LayerTimes with_recomputation(const Model& model, LayerTimes times, const Recomputation& recompute)
 {
-  if (recompute == ActivationCheckpointing::None)
+  if (!recompute.any())
     return times;
   // stage_pieces' rules, layer by layer (one pass: models have up to 100,000 layers).
   const StageMarks marks = stage_marks(model);
   for (std::size_t i = 0; i < times.bwd.size() && i < model.layers.size(); ++i) {
-    const bool again = recompute == ActivationCheckpointing::Full
-                           ? marks.in_block[i] && recomputes_block(static_cast<std::size_t>(marks.block[i]), every)
-                       : recompute == ActivationCheckpointing::Selective ? model.layers[i].kind == "attention"
-                                                                         : marks.even_matmul[i];
+    const bool again = recompute.policy == ActivationCheckpointing::Full
+                           ? marks.in_block[i] && recompute.recomputes_whole(static_cast<std::size_t>(marks.block[i]))
+                       : recompute.policy == ActivationCheckpointing::Selective ? model.layers[i].kind == "attention"
+                                                                                : marks.even_matmul[i];
     if (again)
       times.bwd[i] += times.fwd[i];
   }

@@ -79,7 +79,7 @@ void add_tensor_parallel_traffic(const std::vector<StagePiece>& pieces, std::map
 struct TensorParallelOptions {
   int tensor = 1;
   bool sequence_parallel = false;
-  ActivationCheckpointing recompute = ActivationCheckpointing::None;
+  Recomputation recompute;
   bool overlap_backward = false;  ///< Megatron's asynchronous backward collectives (above)
   /// The loss over each rank's share of the vocabulary (the cross entropy's three per-token
   /// AllReduces); false: the logits AllGathered whole to every rank instead (forward only: the
@@ -90,7 +90,6 @@ struct TensorParallelOptions {
   /// and each ReduceScatters its input gradient in backward), instead of one gather per block input
   /// (Megatron-LM; torchtitan's PrepareModuleInput).
   bool gather_per_linear = false;
-  int recompute_every = 1;  ///< Full: every n-th transformer layer only (recomputes_block)
 };
 
 /// What stage_pieces reads of the whole model, per layer, found once (a model has up to 100,000 layers
@@ -124,12 +123,12 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
 /// its backward, by stage_pieces' rules on one tensor rank (full: every transformer-layer row;
 /// selective: the attention cores; selective_op: every second matmul of a transformer layer): a
 /// data-parallel replica's compute under training.activation_checkpointing (torch.utils.checkpoint
-/// re-runs the forward in the backward). One pass over the layers. Unchanged with None. `every`
-/// (training.activation_checkpointing_every): under Full, every n-th transformer layer only.
-LayerTimes with_recomputation(const Model& model, LayerTimes times, ActivationCheckpointing recompute, int every = 1);
+/// re-runs the forward in the backward). One pass over the layers. Unchanged with None; under Full
+/// with `every` n, every n-th transformer layer only.
+LayerTimes with_recomputation(const Model& model, LayerTimes times, const Recomputation& recompute);
 
 /// The report's note on training.activation_checkpointing (not None); `every` > 1: selective_layer.
-std::string checkpointing_note(ActivationCheckpointing recompute, int every = 1);
+std::string checkpointing_note(const Recomputation& recompute);
 
 /// Megatron splits attention by heads, and GQA's key/value heads (query groups) too: each tensor
 /// rank holds whole ones (megatron/core/transformer/attention.py divides both by the TP size; so

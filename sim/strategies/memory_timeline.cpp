@@ -64,17 +64,17 @@ double allocator_block_bytes(double bytes)
 }
 
 MemoryContext memory_context(Precision precision, const std::string& optimizer, AttentionKernel attention,
-                             ActivationCheckpointing checkpointing, const GpuSpec& gpu, int tensor_parallel,
+                             const Recomputation& recomputation, const GpuSpec& gpu, int tensor_parallel,
                              bool sequence_parallel, bool megatron)
 {
   MemoryContext c;
   c.rules = memory_rules(precision, optimizer);
-  c.checkpointing = checkpointing;
+  c.recomputation = recomputation;
   c.autograd.precision = precision;
   c.autograd.attention = attention;
   c.autograd.fused_elementwise = megatron;
   c.autograd.megatron_loss = megatron;
-  c.autograd.selective_recompute = checkpointing == ActivationCheckpointing::Selective;
+  c.autograd.selective_recompute = recomputation.policy == ActivationCheckpointing::Selective;
   c.autograd.tensor_parallel = std::max(1, tensor_parallel);
   c.autograd.sequence_parallel = sequence_parallel && tensor_parallel > 1;
   c.workspace_bytes = cublas_workspaces(gpu.compute_capability);
@@ -104,9 +104,8 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
                              bool megatron)
 {
   const TrainingSpec& t = scenario.training;
-  MemoryContext c = memory_context(t.precision, t.optimizer, t.attention, t.activation_checkpointing, gpu,
-                                   tensor_parallel, sequence_parallel, megatron);
-  c.checkpoint_every = t.activation_checkpointing_every;
+  MemoryContext c = memory_context(t.precision, t.optimizer, t.attention, t.recomputation, gpu, tensor_parallel,
+                                   sequence_parallel, megatron);
   c.autograd.loss_bytes = t.loss_bytes;
   c.autograd.fused_loss = t.loss_kernel == LossKernel::Fused;
   c.hold_logits = t.hold_logits;
@@ -146,12 +145,12 @@ GpuMemory gpu_memory(const Model& model, const MemoryContext& ctx, const StageMe
   // (SavedTensor::received).
   std::vector<int> block_of(n, -1);
   std::vector<std::pair<std::size_t, std::size_t>> blocks;
-  const bool op_level = ctx.checkpointing == ActivationCheckpointing::SelectiveOp;
+  const bool op_level = ctx.recomputation.policy == ActivationCheckpointing::SelectiveOp;
   const auto all_blocks = transformer_layers(model);
-  if (ctx.checkpointing == ActivationCheckpointing::Full || op_level)
+  if (ctx.recomputation.policy == ActivationCheckpointing::Full || op_level)
     for (std::size_t k = 0; k < all_blocks.size(); ++k)
-      if (const auto& b = all_blocks[k]; b.first >= req.first && b.last <= req.last &&
-                                         (op_level || recomputes_block(k, ctx.checkpoint_every))) {
+      if (const auto& b = all_blocks[k];
+          b.first >= req.first && b.last <= req.last && (op_level || ctx.recomputation.recomputes_whole(k))) {
         for (std::size_t i = b.first; i < b.last; ++i)
           block_of[i - req.first] = static_cast<int>(blocks.size());
         blocks.emplace_back(b.first, b.last);

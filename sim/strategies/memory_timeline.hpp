@@ -34,8 +34,7 @@ struct MemoryShares {
 struct MemoryContext {
   MemoryRules rules;
   AutogradSettings autograd;
-  ActivationCheckpointing checkpointing = ActivationCheckpointing::None;
-  int checkpoint_every = 1;  ///< Full: every n-th transformer layer only (recomputes_block)
+  Recomputation recomputation;
   double workspace_bytes = 0;     ///< cuBLAS + cuBLASLt workspaces (per GPU generation)
   double cuda_context_bytes = 0;  ///< the CUDA context with the training kernels loaded
   /// training.hold_logits: the loop's variable keeps the last forward's logits through backward, the
@@ -50,7 +49,7 @@ MemoryContext memory_context(const Scenario& scenario, const GpuSpec& gpu, int t
                              bool sequence_parallel = false, bool megatron = false);
 /// The same without a scenario: `optimizer` one of optimizer_names() (memory.hpp).
 MemoryContext memory_context(Precision precision, const std::string& optimizer, AttentionKernel attention,
-                             ActivationCheckpointing checkpointing, const GpuSpec& gpu, int tensor_parallel = 1,
+                             const Recomputation& recomputation, const GpuSpec& gpu, int tensor_parallel = 1,
                              bool sequence_parallel = false, bool megatron = false);
 
 /// One GPU's part of the model and its work in an iteration.

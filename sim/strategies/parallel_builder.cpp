@@ -119,8 +119,7 @@ ParallelBuild::ParallelBuild(const Scenario& scenario_, const Topology& topology
     ranges = partition_balanced(model, cost, P, scenario.strategy_options());
   }
   // Megatron's tensor parallelism: backward collectives beside the GEMMs (megatron_stage.hpp).
-  TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.activation_checkpointing, cfg.tp_backward_overlap};
-  tp.recompute_every = scenario.training.activation_checkpointing_every;
+  TensorParallelOptions tp{T, cfg.sequence_parallel, scenario.training.recomputation, cfg.tp_backward_overlap};
   sc.resize(static_cast<std::size_t>(V));
   overlap_slowdown.assign(static_cast<std::size_t>(P), 0.0);
   const StageMarks marks = stage_marks(model);
@@ -185,7 +184,7 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   // it recomputes as the ranks do, and steps the optimizer over the whole model where the plan adds one.
   const LayerTimes one_gpu =
       with_recomputation(model, T > 1 ? layer_times(model, scenario, topology.gpu, b.batch, cfg.half_efficiency_samples) : b.full,
-                         scenario.training.activation_checkpointing, scenario.training.activation_checkpointing_every);
+                         scenario.training.recomputation);
   plan.single_gpu_iteration_s =
       (b.add_optimizer ? with_optimizer_step(one_gpu, scenario, static_cast<double>(model.params()), topology.gpu) : one_gpu).step();
   plan.samples_per_iteration = b.batch * D;

@@ -88,9 +88,8 @@ void add_notes(ParallelBuild& b, const LoaderSpec& loader)
     plan.notes.push_back(fmt::format("tied word embedding: its gradient ({:.3g} MB per tensor rank) is AllReduced between the "
                                      "first and last stage every iteration",
                                      b.embedding_params / T * b.grad_elem / 1e6));
-  if (b.scenario.training.activation_checkpointing != ActivationCheckpointing::None)
-    plan.notes.push_back(checkpointing_note(b.scenario.training.activation_checkpointing,
-                                            b.scenario.training.activation_checkpointing_every));
+  if (b.scenario.training.recomputation.any())
+    plan.notes.push_back(checkpointing_note(b.scenario.training.recomputation));
   // The input: one DataLoader per replica, a batch per iteration, on the host beside every process.
   plan.notes.push_back(loader.describe() + " (one DataLoader per data-parallel replica, into its first stage)");
   plan.input_seconds_per_iteration = loader.batch_seconds(b.batch);

@@ -416,9 +416,8 @@ std::pair<std::string, std::string> ShardedRun::finish(const Scenario& scenario,
   plan_.gpu_memory_bytes = topology_.gpu.memory_bytes;
   plan_.notes.push_back(
       fmt::format("compute: {}; {}", describe_compute_source(scenario), compute_spread_note(scenario, topology_.gpu)));
-  if (scenario.training.activation_checkpointing != ActivationCheckpointing::None)
-    plan_.notes.push_back(
-        checkpointing_note(scenario.training.activation_checkpointing, scenario.training.activation_checkpointing_every));
+  if (scenario.training.recomputation.any())
+    plan_.notes.push_back(checkpointing_note(scenario.training.recomputation));
   return notes;
 }
 

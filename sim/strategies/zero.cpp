@@ -39,8 +39,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   const MemoryRules mem = memory_rules(scenario);
   // Per layer, recomputation in backward.
   const LayerTimes once = layer_times(model, scenario, topology.gpu, micro, opt.half_efficiency_samples);
-  const LayerTimes mt = with_recomputation(model, once, scenario.training.activation_checkpointing,
-                                           scenario.training.activation_checkpointing_every);
+  const LayerTimes mt = with_recomputation(model, once, scenario.training.recomputation);
   const std::size_t L = model.layers.size();
   const std::vector<double>& fwd = mt.fwd;
   const std::vector<double>& bwd = mt.bwd;
@@ -125,7 +124,7 @@ Plan build_zero_plan(const Scenario& scenario, const Topology& topology, const M
   // A layer whose forward re-runs whole in backward (full recomputation, or torchtitan's op-level
   // policy, which replays the checkpointed block) is used twice there; "selective" re-runs only the
   // attention core, which has no parameters.
-  const auto ckpt = scenario.training.activation_checkpointing;
+  const ActivationCheckpointing ckpt = scenario.training.recomputation.policy;
   std::vector<bool> recomputed(L, false);
   for (std::size_t i = 0; i < L; ++i)
     recomputed[i] = (ckpt == ActivationCheckpointing::Full || ckpt == ActivationCheckpointing::SelectiveOp) && mt.bwd[i] > once.bwd[i];

@@ -245,8 +245,8 @@ TEST_CASE("layer-level selective checkpointing keeps what the blocks it leaves a
   req.last = m.layers.size();
   req.micro_batch = 4;
   const auto activations = [&](ActivationCheckpointing policy, int every) {
-    MemoryContext ctx = memory_context(Precision::Bf16, "adamw", AttentionKernel::Sdpa, policy, gpu_spec("H100"));
-    ctx.checkpoint_every = every;
+    const MemoryContext ctx =
+        memory_context(Precision::Bf16, "adamw", AttentionKernel::Sdpa, {policy, every}, gpu_spec("H100"));
     std::vector<MemoryPoint> curve;
     (void)gpu_memory(m, ctx, req, &curve);
     double most = 0;  // what forward keeps, at its end

@@ -215,20 +215,29 @@ TEST_CASE("torchtitan's layer-level selective recomputation: every n-th block re
   CHECK(recomputes_block(1, 2));
   CHECK(recomputes_block(5, 3));
   CHECK(!recomputes_block(6, 3));
+  const Recomputation every_second{ActivationCheckpointing::Full, 2};
+  CHECK(std::string(every_second.name()) == "selective_layer");
+  CHECK(!every_second.every_layer());
+  CHECK(!every_second.recomputes_whole(0));
+  CHECK(every_second.recomputes_whole(1));
+  CHECK(Recomputation(ActivationCheckpointing::Full).every_layer());
+  CHECK(std::string(Recomputation(ActivationCheckpointing::Full).name()) == "full");
+  CHECK(!Recomputation(ActivationCheckpointing::Selective, 2).recomputes_whole(1));  // whole layers under Full only
+  CHECK(!Recomputation{}.any());
+  CHECK(std::string(Recomputation{}.name()) == "none");
   const Model gpt2 = load_model("gpt2");
   const LayerTimes t = unit_times(gpt2);
   const auto blocks = transformer_layers(gpt2);
   for (const int every : {2, 3, 12, 13}) {
     CAPTURE(every);
-    const LayerTimes with = with_recomputation(gpt2, t, ActivationCheckpointing::Full, every);
+    const LayerTimes with = with_recomputation(gpt2, t, {ActivationCheckpointing::Full, every});
     const LayerTimes full = with_recomputation(gpt2, t, ActivationCheckpointing::Full);
     int recomputed = 0;
     for (std::size_t k = 0; k < blocks.size(); ++k) {
       double layers = 0, pieces = 0;
       for (std::size_t i = blocks[k].first; i < blocks[k].last; ++i)
         layers += with.bwd[i] - t.bwd[i];
-      TensorParallelOptions tp{1, false, ActivationCheckpointing::Full};
-      tp.recompute_every = every;
+      const TensorParallelOptions tp{1, false, {ActivationCheckpointing::Full, every}};
       for (const auto& p : stage_pieces(gpt2, t, blocks[k], 1, 2, tp))
         pieces += p.recompute_s;
       CHECK(layers == doctest::Approx(pieces));

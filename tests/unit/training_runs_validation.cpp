@@ -151,7 +151,7 @@ TEST_CASE("runs CSV: Megatron-LM columns become the scenario's batch and hybrid 
   CHECK(parsed.strategy_spec.stages == 8);
   CHECK(parsed.strategy_spec.data == 1);
   CHECK(parsed.training.batch.accumulation == 64);  // 64 micro-batches of 1 through the pipeline
-  CHECK(parsed.training.activation_checkpointing == ActivationCheckpointing::Selective);
+  CHECK(parsed.training.recomputation.policy == ActivationCheckpointing::Selective);
 
   // Blank cells leave the fields out: the scenario's defaults. The header may leave out batch_per_gpu.
   const auto plain = read_training_runs(
