@@ -48,13 +48,16 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   TensorParallelOptions tp{T, opt.sequence_parallel, scenario.training.recomputation};
   tp.loss_parallel = opt.loss_parallel;
   tp.gather_per_linear = opt.gather_per_linear;
+  tp.chunk_cat_s_per_byte = copy_seconds(1, topology.gpu);  // DTensor's tensor parallelism (megatron_stage.hpp)
   std::vector<std::vector<StagePiece>> pieces;
-  double compute_s = 0;
+  double compute_s = 0, chunk_cat_s = 0;
   const StageMarks marks = stage_marks(model);
   for (const auto& seg : su.segments) {
     pieces.push_back(stage_pieces(model, marks, mt, seg.layers, micro, mem.activation_bytes, tp));
-    for (const auto& p : pieces.back())
+    for (const auto& p : pieces.back()) {
       compute_s += p.fwd_s + p.bwd_s + p.recompute_s;
+      chunk_cat_s += p.chunk_cat_s;
+    }
   }
   const int S = opt.sharding == Sharding::NoShard ? 1 : opt.shard_group;  // ranks a parameter is sharded over
   // Gathered parameters: param_dtype, or float8 linears beside bf16 (gathered_bytes); ubytes: the
@@ -325,7 +328,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
   if (M > 1)
     plan.notes.push_back(fsdp_micro_steps_note(opt, M, scenario.training.host_sync_each_micro_step));
   if (T > 1)
-    plan.notes.push_back(fsdp_tensor_parallel_note(opt, T));
+    plan.notes.push_back(fsdp_tensor_parallel_note(opt, T, chunk_cat_s * M));
   if (offload) {
     const double host_bytes = shard_params * fsdp_offload_host_bytes_per_element(sbytes, mem.optimizer_bytes);
     plan.host_offload_bytes_per_node = host_bytes * node_ranks;

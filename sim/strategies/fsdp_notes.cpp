@@ -78,10 +78,16 @@ std::string fsdp_micro_steps_note(const FsdpOptions& opt, int micro_steps, bool 
                 : "");
 }
 
-std::string fsdp_tensor_parallel_note(const FsdpOptions& opt, int tensor)
+std::string fsdp_tensor_parallel_note(const FsdpOptions& opt, int tensor, double chunk_cat_s)
 {
-  return fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}", tensor,
-                     opt.sequence_parallel ? ", sequence parallel" : "");
+  std::string copies;
+  if (chunk_cat_s > 0)
+    copies = fmt::format("; DTensor's copy of the whole tensor around each AllGather and ReduceScatter (torch.cat of "
+                         "the group's chunks: NCCL works along dim 0, the tensors are sharded on the sequence or the "
+                         "vocabulary) {:.2f} ms per iteration on the compute stream",
+                         chunk_cat_s * 1e3);
+  return fmt::format("tensor parallel {} inside each data rank (torchtitan 2-D){}{}", tensor,
+                     opt.sequence_parallel ? ", sequence parallel" : "", copies);
 }
 
 }  // namespace dtsim

@@ -42,7 +42,8 @@ void add_fsdp_comm_per_iteration(const FsdpOptions& opt, const FsdpPlanFacts& f,
 std::string fsdp_plan_note(const FsdpOptions& opt, const FsdpPlanFacts& f);
 /// With more than one micro-step: which reduce, and whether the host waits after each.
 std::string fsdp_micro_steps_note(const FsdpOptions& opt, int micro_steps, bool host_sync);
-/// With tensor parallelism inside each data rank.
-std::string fsdp_tensor_parallel_note(const FsdpOptions& opt, int tensor);
+/// With tensor parallelism inside each data rank; `chunk_cat_s`: its layout copies per iteration
+/// (TensorParallelOptions::chunk_cat_s_per_byte).
+std::string fsdp_tensor_parallel_note(const FsdpOptions& opt, int tensor, double chunk_cat_s);
 
 }  // namespace dtsim

@@ -45,6 +45,30 @@ std::vector<TpCollective> boundary_of(double bytes, bool sequence_parallel, int 
   return out;
 }
 
+/// `p`'s chunk-cat copies (TensorParallelOptions::chunk_cat_s_per_byte), one per AllGather and
+/// ReduceScatter, serial with the collective on the critical path as PyTorch waits for each: the
+/// forward's in fwd_s (and in recompute_s when the re-run issues them again), the backward's in its
+/// main part.
+void add_chunk_cat_copies(StagePiece& p, double s_per_byte)
+{
+  const auto copies = [s_per_byte](const std::vector<TpCollective>& list) {
+    double s = 0;
+    for (const auto& c : list)
+      if (c.op == CollectiveOp::AllGather || c.op == CollectiveOp::ReduceScatter)
+        s += s_per_byte * c.bytes;
+    return s;
+  };
+  const double fwd = copies(p.after_fwd);
+  double bwd = copies(p.before_bwd) + copies(p.after_bwd);
+  for (const auto& b : p.beside)
+    bwd += copies({b.collective});
+  const double again = p.recompute_collectives ? fwd : 0.0;
+  p.fwd_s += fwd;
+  p.bwd_s += bwd;
+  p.recompute_s += again;
+  p.chunk_cat_s = fwd + bwd + again;
+}
+
 }  // namespace
 
 std::string checkpointing_note(const Recomputation& recompute)
@@ -304,6 +328,9 @@ std::vector<StagePiece> stage_pieces(const Model& model, const StageMarks& marks
   }
   if (!cur.name.empty())
     close({}, {});
+  if (T > 1 && tp.chunk_cat_s_per_byte > 0)
+    for (auto& p : pieces)
+      add_chunk_cat_copies(p, tp.chunk_cat_s_per_byte);
   // A piece's backward after its overlapped GEMMs (its LayerNorm) runs just before the next piece's
   // backward (the one before it in the model): one task with that one, the same time on the critical
   // path, a task fewer per piece and micro-batch (the first piece keeps its own).

@@ -66,6 +66,9 @@ struct StagePiece {
   std::vector<TpBeside> beside;          ///< overlapped with the column-parallel linear's GEMMs
   double bwd_after_s = 0;                ///< backward after them (the layers before that linear)
   std::vector<TpCollective> after_bwd;   ///< exposed, after the backward
+  /// Of fwd_s, bwd_s and recompute_s: the copies around its AllGathers and ReduceScatters
+  /// (TensorParallelOptions::chunk_cat_s_per_byte).
+  double chunk_cat_s = 0;
 
   /// Backward before the overlapped GEMMs.
   double bwd_main_s() const;
@@ -90,6 +93,16 @@ struct TensorParallelOptions {
   /// and each ReduceScatters its input gradient in backward), instead of one gather per block input
   /// (Megatron-LM; torchtitan's PrepareModuleInput).
   bool gather_per_linear = false;
+  /// PyTorch's tensor parallelism (DTensor) shards [batch, sequence, hidden] activations on the
+  /// sequence (Shard(1)) and the logits on the vocabulary, but NCCL gathers and scatters along dim 0:
+  /// PyTorch's functional collectives copy the whole tensor once around each such AllGather and
+  /// ReduceScatter, on the compute stream (torch/distributed/_functional_collectives.py:
+  /// all_gather_tensor's `torch.cat(torch.chunk(res, group_size, dim=0), dim=gather_dim)` after the
+  /// gather, reduce_scatter_tensor's `torch.cat(torch.chunk(self, group_size, dim=scatter_dim))`
+  /// before the scatter), forward and backward alike (each redistribution's backward is the other).
+  /// Seconds per byte of the whole tensor (read and written once); 0: no copies (Megatron-LM keeps
+  /// [sequence, batch, hidden] and gathers and scatters along dim 0).
+  double chunk_cat_s_per_byte = 0;
 };
 
 /// What stage_pieces reads of the whole model, per layer, found once (a model has up to 100,000 layers

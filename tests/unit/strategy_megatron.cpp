@@ -92,6 +92,52 @@ TEST_CASE("tensor parallel: two AllReduces per transformer layer each way, plus 
   CHECK(one[0].fwd_s == doctest::Approx(t.fwd_total()));
 }
 
+TEST_CASE("DTensor's tensor parallelism copies the whole tensor around each AllGather and ReduceScatter")
+{
+  const Model gpt2 = load_model("gpt2");
+  const LayerTimes t = unit_times(gpt2);
+  const StageRange whole{0, gpt2.layers.size()};
+  const double per_byte = 1e-9;
+  const auto bytes_of = [](const std::vector<TpCollective>& list) {
+    double b = 0;
+    for (const auto& c : list)
+      b += c.op == CollectiveOp::AllGather || c.op == CollectiveOp::ReduceScatter ? c.bytes : 0.0;
+    return b;
+  };
+  for (const ActivationCheckpointing policy : {ActivationCheckpointing::None, ActivationCheckpointing::Full}) {
+    CAPTURE(static_cast<int>(policy));
+    TensorParallelOptions tp{2, true, policy};
+    const auto plain = stage_pieces(gpt2, t, whole, 2, 2, tp);
+    tp.chunk_cat_s_per_byte = per_byte;
+    const auto copied = stage_pieces(gpt2, t, whole, 2, 2, tp);
+    REQUIRE(plain.size() == copied.size());
+    double total = 0;
+    for (std::size_t k = 0; k < plain.size(); ++k) {
+      const StagePiece &a = plain[k], &b = copied[k];
+      const double fwd = per_byte * bytes_of(a.after_fwd);
+      CHECK(b.fwd_s == doctest::Approx(a.fwd_s + fwd));
+      CHECK(b.recompute_s == doctest::Approx(a.recompute_s + (a.recompute_collectives ? fwd : 0.0)));
+      CHECK(b.bwd_s - b.bwd_after_s ==
+            doctest::Approx(a.bwd_s - a.bwd_after_s + per_byte * (bytes_of(a.before_bwd) + bytes_of(a.after_bwd))));
+      CHECK(b.chunk_cat_s == doctest::Approx((b.fwd_s + b.bwd_s + b.recompute_s) - (a.fwd_s + a.bwd_s + a.recompute_s)));
+      total += b.chunk_cat_s;
+    }
+    CHECK(total > 0);
+  }
+  // Without sequence parallelism the layers' collectives are AllReduces: nothing to copy (the loss
+  // parallel cross entropy's are AllReduces too).
+  TensorParallelOptions ar{2, false, ActivationCheckpointing::None};
+  ar.chunk_cat_s_per_byte = per_byte;
+  for (const auto& p : stage_pieces(gpt2, t, whole, 2, 2, ar))
+    CHECK(p.chunk_cat_s == 0);
+  // ... but the logits gathered whole (loss_parallel false) are sharded on the vocabulary: one copy.
+  ar.loss_parallel = false;
+  double logits = 0;
+  for (const auto& p : stage_pieces(gpt2, t, whole, 2, 2, ar))
+    logits += p.chunk_cat_s;
+  CHECK(logits == doctest::Approx(per_byte * 1024.0 * 50257 * 2 * 2));
+}
+
 TEST_CASE("Megatron's backward overlap: each column-parallel linear's collectives beside its GEMMs")
 {
   const Model gpt2 = load_model("gpt2");
