@@ -21,7 +21,8 @@ smallest model, leaves its larger models 10-24% slow), each run before the Megat
   model_gemms      every linear of one layer of the models in tests/data/training/fsdp_*.csv as those
                    runs had them on one GPU (no tensor split: llm-foundry's MPT with its fused Wqkv and
                    4h MLP; Llama's separate q, k, v, o, gate, up and down, GQA's narrower k and v), at
-                   8,192 tokens, forward / input-gradient / weight-gradient as above;
+                   8,192 tokens, forward / input-gradient / weight-gradient as above; the FSDP x TP
+                   runs' models also at their per-rank shapes under TP 4 and 8 (16,384 tokens);
   attention        F.scaled_dot_product_attention(is_causal=True) forward, and forward + backward, per
                    SDPA backend this torch has (flash, efficient, cudnn), bf16, for each model's heads
                    and head dimension at its sequence lengths (16,384 tokens per call, GQA's key and
@@ -67,16 +68,23 @@ MODELS = [
 # Tokens per product: the tables' micro-batches hold 8,192 to 53,248 tokens, where a GEMM's rate no longer
 # depends on m (its N x K tiles fill the GPU many times over); one size keeps the section near a minute.
 MODEL_TOKENS = [8192]
+# FSDP x TP runs of the tables (fsdp_runs_torchtitan.csv's H100 rows: TP 8 with 98,304 and 131,072 tokens per
+# rank; fsdp_runs_large.csv, fsdp_runs_kempner.csv: TP 4), timed again at their per-rank shapes (the
+# column-parallel linears' n and the row-parallel ones' k divided by the degree) with 16,384 tokens.
+MODEL_TENSOR_PARALLEL = {"llama3-8b": (4, 8), "llama3-13b": (4,), "llama-70b": (4, 8)}
+MODEL_TP_TOKENS = 16384
 
 
-def model_linears(hidden, heads, kv_heads, ffn, family):
-    """(name, n, k) of each linear of one layer, as the model's code multiplies them."""
+def model_linears(hidden, heads, kv_heads, ffn, family, t=1):
+    """(name, n, k) of each linear of one layer on one of `t` tensor ranks, as the model's code multiplies
+    them: the column-parallel linears' n and the row-parallel ones' (out_proj, o_proj, down_proj) k split."""
     kv = hidden // heads * kv_heads
     if family == "mpt":
-        return [("Wqkv", 3 * hidden, hidden), ("out_proj", hidden, hidden), ("up_proj", ffn, hidden),
-                ("down_proj", hidden, ffn)]
-    return [("q_proj", hidden, hidden), ("k_proj", kv, hidden), ("v_proj", kv, hidden), ("o_proj", hidden, hidden),
-            ("gate_proj", ffn, hidden), ("up_proj", ffn, hidden), ("down_proj", hidden, ffn)]
+        return [("Wqkv", 3 * hidden // t, hidden), ("out_proj", hidden, hidden // t), ("up_proj", ffn // t, hidden),
+                ("down_proj", hidden, ffn // t)]
+    return [("q_proj", hidden // t, hidden), ("k_proj", kv // t, hidden), ("v_proj", kv // t, hidden),
+            ("o_proj", hidden, hidden // t), ("gate_proj", ffn // t, hidden), ("up_proj", ffn // t, hidden),
+            ("down_proj", hidden, ffn // t)]
 
 
 def layer_gemms(h, t):
@@ -205,11 +213,12 @@ def main():
             doc["small_gemms"].append(time_matmul(torch, m, n, k, torch.bfloat16, args.reps))
         write_json_atomically(args.output, doc)
     for name, hidden, heads, kv_heads, ffn, family, seqs in MODELS if "models" in sections else []:
-        for m in MODEL_TOKENS:
+        shapes = [(1, m) for m in MODEL_TOKENS] + [(t, MODEL_TP_TOKENS) for t in MODEL_TENSOR_PARALLEL.get(name, ())]
+        for t, m in shapes:
             if out_of_time():
                 return
-            for linear, n, k in model_linears(hidden, heads, kv_heads, ffn, family):
-                row = {"model": name, "hidden": hidden, "tokens": m, "linear": linear}
+            for linear, n, k in model_linears(hidden, heads, kv_heads, ffn, family, t):
+                row = {"model": name, "hidden": hidden, "tensor_parallel": t, "tokens": m, "linear": linear}
                 try:
                     row["forward"] = time_matmul(torch, m, n, k, torch.bfloat16, args.reps)
                     row["input_grad"] = time_matmul(torch, m, k, n, torch.bfloat16, args.reps)
@@ -217,7 +226,7 @@ def main():
                 except Exception as e:  # noqa: BLE001 (kept in the JSON, the next shape runs)
                     row["error"] = repr(e)
                 doc["model_gemms"].append(row)
-                print(name, m, linear, {p: round(row[p]["tflops"], 1) for p in ("forward", "input_grad", "weight_grad")
+                print(name, t, m, linear, {p: round(row[p]["tflops"], 1) for p in ("forward", "input_grad", "weight_grad")
                                         if p in row}, flush=True)
             torch.cuda.empty_cache()
             write_json_atomically(args.output, doc)
