@@ -137,6 +137,20 @@ def time_matmul(torch, m, n, k, dtype, reps, per_sample=10):
             "eager_median_s": statistics.median(eager)}
 
 
+def time_linear(torch, row, m, n, k, reps, label):
+    """A linear's three products (forward m x k x n, input gradient, weight gradient) into `row`, printed
+    after `label`; an error is kept in the row and the next shape runs."""
+    try:
+        row["forward"] = time_matmul(torch, m, n, k, torch.bfloat16, reps)
+        row["input_grad"] = time_matmul(torch, m, k, n, torch.bfloat16, reps)
+        row["weight_grad"] = time_matmul(torch, k, n, m, torch.bfloat16, reps)
+    except Exception as e:  # noqa: BLE001
+        row["error"] = repr(e)
+    print(*label, {p: round(row[p]["tflops"], 1) for p in ("forward", "input_grad", "weight_grad") if p in row},
+          flush=True)
+    return row
+
+
 def sdpa_backends(torch):
     """The SDPA backends to time, by name, where this torch can force one (torch.nn.attention)."""
     try:
@@ -219,15 +233,7 @@ def main():
                 return
             for linear, n, k in model_linears(hidden, heads, kv_heads, ffn, family, t):
                 row = {"model": name, "hidden": hidden, "tensor_parallel": t, "tokens": m, "linear": linear}
-                try:
-                    row["forward"] = time_matmul(torch, m, n, k, torch.bfloat16, args.reps)
-                    row["input_grad"] = time_matmul(torch, m, k, n, torch.bfloat16, args.reps)
-                    row["weight_grad"] = time_matmul(torch, k, n, m, torch.bfloat16, args.reps)
-                except Exception as e:  # noqa: BLE001 (kept in the JSON, the next shape runs)
-                    row["error"] = repr(e)
-                doc["model_gemms"].append(row)
-                print(name, t, m, linear, {p: round(row[p]["tflops"], 1) for p in ("forward", "input_grad", "weight_grad")
-                                        if p in row}, flush=True)
+                doc["model_gemms"].append(time_linear(torch, row, m, n, k, args.reps, (name, t, m, linear)))
             torch.cuda.empty_cache()
             write_json_atomically(args.output, doc)
     for name, hidden, heads, kv_heads, ffn, family, seqs in MODELS if "attention" in sections else []:
@@ -253,15 +259,7 @@ def main():
                     return
                 for name, n, k in layer_gemms(h, t):
                     row = {"hidden": h, "tensor_parallel": t, "tokens": m, "linear": name}
-                    try:
-                        row["forward"] = time_matmul(torch, m, n, k, torch.bfloat16, args.reps)
-                        row["input_grad"] = time_matmul(torch, m, k, n, torch.bfloat16, args.reps)
-                        row["weight_grad"] = time_matmul(torch, k, n, m, torch.bfloat16, args.reps)
-                    except Exception as e:  # noqa: BLE001 (kept in the JSON, the next shape runs)
-                        row["error"] = repr(e)
-                    doc["layer_gemms"].append(row)
-                    print(h, t, m, name, {p: round(row[p]["tflops"], 1) for p in ("forward", "input_grad", "weight_grad")
-                                          if p in row}, flush=True)
+                    doc["layer_gemms"].append(time_linear(torch, row, m, n, k, args.reps, (h, t, m, name)))
                 torch.cuda.empty_cache()
                 write_json_atomically(args.output, doc)
     doc["elapsed_s"] = time.time() - t0
