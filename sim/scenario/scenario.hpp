@@ -129,7 +129,6 @@ struct Recomputation {
   int every = 1;
 
   Recomputation(ActivationCheckpointing p = ActivationCheckpointing::None, int n = 1) : policy(p), every(n) {}
-  bool operator==(const Recomputation&) const = default;
 
   /// Whether backward recomputes anything.
   bool any() const { return policy != ActivationCheckpointing::None; }
