@@ -58,11 +58,13 @@ set(DTSIM_LONG_TESTS
   cli.validate_megatron_runs  # 5.7
   cli.validate_megatron_runs_large  # 101.0
   cli.validate_megatron_weak_scaling  # 105.4
+  cli.validate_plan_from_one_run  # 4.3 (session 35, alone; validate_fsdp_runs took 5.0 then, 7.0 above)
   cli.validate_training_runs_json  # 4.8
   cli.validate_zero_runs_autotuning  # 1.7
   unit.calibration_wiring  # 37.5
   unit.collective_replay_cross_check  # 26.9
   unit.collective_symmetry  # 4.6
+  unit.efficiency_calibration  # 1.4 (session 35, alone)
   unit.memory_saved_tensors  # 15.9
   unit.nccl_cross_prediction  # 188.8
   unit.nccl_fit_recovery  # 14.1

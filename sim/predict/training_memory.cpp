@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace dtsim {
@@ -37,7 +38,7 @@ std::vector<const TrainingRun*> runs_not_fitting(const std::vector<TrainingRun>&
 {
   std::vector<const TrainingRun*> out;
   for (const auto& r : runs)
-    if (!r.predicted_fits)
+    if (!r.predicted_fits && r.measured_rate > 0)  // a run not measured is not known to have run
       out.push_back(&r);
   return out;
 }
@@ -47,10 +48,15 @@ namespace {
 std::string fits_line(const std::vector<TrainingRun>& runs)
 {
   const auto wrong = runs_not_fitting(runs);
+  const auto ran = std::count_if(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.measured_rate > 0; });
+  if (ran == 0)
+    return "";
+  if (wrong.empty() && ran == 1)
+    return "# fits: dtsim's peak fits the GPU's memory on the one run, as it ran\n";
   if (wrong.empty())
-    return fmt::format("# fits: dtsim's peak fits the GPU's memory on all {} runs, as each ran\n", runs.size());
+    return fmt::format("# fits: dtsim's peak fits the GPU's memory on all {} runs, as each ran\n", ran);
   std::string out = fmt::format("# fits: dtsim's peak exceeds the GPU's memory on {} of the {} runs, though each ran:",
-                                wrong.size(), runs.size());
+                                wrong.size(), ran);
   for (const auto* r : wrong)
     out += fmt::format(" {} ({:.1f} of {:.1f} GiB)", r->id, r->predicted_device_gib, r->capacity_gib);
   return out + "\n";
@@ -90,7 +96,7 @@ nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
   for (const auto* r : runs_not_fitting(runs))
     not_fitting.push_back({{"id", r->id}, {"device_gib", r->predicted_device_gib}, {"capacity_gib", r->capacity_gib}});
   return {{"rows", list},
-          {"runs", runs.size()},
+          {"runs", std::count_if(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.measured_rate > 0; })},
           {"not_fitting", not_fitting},
           {"compared", rows.size()},
           {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(e.median)},

@@ -23,16 +23,17 @@ struct MemoryComparison {
 /// One entry per row and measured kind, in the rows' order.
 std::vector<MemoryComparison> memory_comparisons(const std::vector<TrainingRun>& runs);
 
-/// The runs dtsim says do not fit their GPUs' memory, though each ran (the fits verdict of issue 31:
-/// right on every public configuration).
+/// The measured runs dtsim says do not fit their GPUs' memory, though each ran (the fits verdict of
+/// issue 31: right on every public configuration). Rows not measured are not judged.
 std::vector<const TrainingRun*> runs_not_fitting(const std::vector<TrainingRun>& runs);
 
 /// The table printed after the throughput table (none when no row has a memory column), then one
-/// line with the fits verdict over every run.
+/// line with the fits verdict over every measured run (none when no row is measured).
 std::string format_training_memory(const std::vector<TrainingRun>& runs);
 
 /// The same as JSON: {"rows": [...], "compared": n, "median_abs_error", "worst_abs_error"} (null
-/// figures when no row has one), "runs" and "not_fitting": [{"id", "device_gib", "capacity_gib"}].
+/// figures when no row has one), "runs" (the measured ones) and "not_fitting": [{"id", "device_gib",
+/// "capacity_gib"}].
 nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs);
 
 }  // namespace dtsim

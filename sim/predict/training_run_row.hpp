@@ -79,6 +79,9 @@ struct RunsCsvRow {
   }
 };
 
+/// The compute cell's `efficiency=calibrate` value: the efficiency validate finds (training_runs.hpp).
+inline const std::string kCalibrate = "calibrate";
+
 /// The scenario (JSON, not yet parsed) of a row: cluster, model, training and strategy from its
 /// columns; errors name the row's column.
 nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir);

@@ -50,7 +50,7 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   const auto eq = c.find('=');
   const std::string kind = c.substr(0, eq);
   if (eq == std::string::npos || (kind != "throughput" && kind != "efficiency" && kind != "step_time"))
-    row.fail("compute", fmt::format("expected throughput=SAMPLES_PER_S, efficiency=F or step_time=S, got '{}'", c));
+    row.fail("compute", fmt::format("expected throughput=SAMPLES_PER_S, efficiency=F, efficiency=calibrate or step_time=S, got '{}'", c));
   const std::string value = c.substr(eq + 1);
   if (kind == "throughput") {
     compute["single_gpu_throughput"] = row.number_in("compute", value, 1e-6, 1e9);
@@ -59,7 +59,13 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   } else {
     if (row.get("gpu").empty())
       row.fail("gpu", "compute=efficiency needs the GPU kind in the gpu column");
-    compute = {{"gpu", row.get("gpu")}, {"efficiency", row.number_in("compute", value, 1e-3, 1)}};
+    // efficiency=calibrate: found by validate on the row's measurement, or its baseline's (training_runs.cpp);
+    // 1 until then.
+    const auto given = parse_double(value);
+    if (value != kCalibrate && (!given || *given < 1e-3 || *given > 1))
+      row.fail("compute", fmt::format("expected efficiency=F with F from 0.001 to 1, or efficiency=calibrate, got '{}'", c));
+    const double efficiency = value == kCalibrate ? 1.0 : *given;
+    compute = {{"gpu", row.get("gpu")}, {"efficiency", efficiency}};
   }
   if (!row.get("compute_model").empty()) {
     if (kind != "efficiency")

@@ -1,5 +1,6 @@
 #include "sim/predict/training_runs.hpp"
 
+#include "sim/predict/efficiency_calibration.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/predict/training_run_row.hpp"
 #include "sim/util/input_error.hpp"
@@ -127,6 +128,15 @@ std::optional<std::string> next_record_line(const std::string& text, std::size_t
   return std::nullopt;
 }
 
+/// The compute cell of the row with id `id`.
+std::string rows_compute(const std::vector<RunsCsvRow>& rows, const std::string& id)
+{
+  for (const auto& r : rows)
+    if (r.get("id") == id)
+      return r.get("compute");
+  return {};
+}
+
 }  // namespace
 
 std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path)
@@ -186,6 +196,7 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
   std::set<std::string> ids;
   std::set<std::string> per_batch_times;  // ids of rows whose time was turned into samples/s by their global batch
   std::set<std::string> plain_times;      // ids of rows whose time is for the same work as their baseline's
+  std::set<std::string> with_efficiency;  // ids of rows whose compute is an efficiency (given or calibrated)
   for (const RunsCsvRow& row : rows) {
     TrainingRunRow run;
     run.id = row.get("id");
@@ -196,15 +207,21 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
       row.fail("baseline", fmt::format("expected the id of an earlier row, got '{}'", run.baseline));
     ids.insert(run.id);
     run.source = row.get("source");
-    const double measured = row.number("measured", 1e-12, 1e15);
-    const std::string unit = row.get("unit");
+    // Both blank: a run to predict, not measured.
+    const bool measured_given = !row.get("measured").empty() || !row.get("unit").empty();
+    if (measured_given && row.get("measured").empty())
+      row.fail("measured", fmt::format("expected the measured figure in {} (or measured and unit both blank: a run to "
+                                       "predict, not measured), got an empty cell",
+                                       row.get("unit")));
+    const double measured = measured_given ? row.number("measured", 1e-12, 1e15) : 0;
+    const std::string unit = measured_given ? row.get("unit") : "samples/s";
     if (unit != "samples/s" && unit != "s")
       row.fail("unit", fmt::format("expected 'samples/s' or 's', got '{}'", unit));
     run.scenario = scenario_of(row, dir);
     // A time with its global batch is a rate of samples (rows of different batches compare); without,
     // it is for the same work as its baseline's.
     const auto& training = run.scenario["training"];
-    run.measured_rate = unit != "s"                          ? measured
+    run.measured_rate = unit != "s" || !measured_given       ? measured
                         : training.contains("global_batch") ? training["global_batch"].get<double>() / measured
                                                              : 1.0 / measured;
     if (unit == "s") {
@@ -223,6 +240,21 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                    run.baseline,
                                    plain ? "this row is a time per iteration without its global batch, the baseline a rate of samples"
                                          : "the baseline is a time per iteration without its global batch, this row a rate of samples"));
+    const std::string compute = row.get("compute");
+    if (compute.rfind("efficiency=", 0) == 0)
+      with_efficiency.insert(run.id);
+    run.calibrate_efficiency = compute == "efficiency=" + kCalibrate;
+    if (run.calibrate_efficiency && run.baseline.empty() && !measured_given)
+      row.fail("measured", "expected the measured rate to calibrate the efficiency on (efficiency=calibrate on a row "
+                           "without a baseline), got an empty cell");
+    if (run.calibrate_efficiency && run.baseline.empty() && plain) {
+      row.fail("compute", "expected a rate to calibrate the efficiency on: unit samples/s, or a time with its "
+                          "global_batch (a time alone is for work this row does not state)");
+    }
+    if (run.calibrate_efficiency && !run.baseline.empty() && !with_efficiency.count(run.baseline))
+      row.fail("compute", fmt::format("expected a baseline whose compute is an efficiency to take (efficiency=F or "
+                                      "efficiency=calibrate), got the baseline '{}' with compute={}",
+                                      run.baseline, rows_compute(rows, run.baseline)));
     for (const auto& [column, field] : {std::pair{"peak_allocated_gib", &run.allocated_gib},
                                         std::pair{"peak_reserved_gib", &run.reserved_gib}})
       if (!row.get(column).empty())
@@ -244,6 +276,13 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
 }
 
 namespace {
+
+/// An error in a row's `column` (a problem of its own, not the scenario's), naming the CSV and the line.
+[[noreturn]] void fail_in_row(const TrainingRunRow& row, const std::string& column, const std::string& problem)
+{
+  const std::string csv = row.label.substr(0, row.label.rfind(" line "));
+  throw InputError(csv, "", fmt::format("{}, column {}: {}", row.label.substr(csv.size() + 1), column, problem));
+}
 
 /// An error of the scenario built from a row, as an error of the row: the CSV, the line and the
 /// column the value came from. Errors of other files (a topology, a model) are thrown as they are.
@@ -270,8 +309,6 @@ namespace {
       {"/training/compute", "compute"}, {"/training/loader/workers", "loader_workers"},
       {"/training/loader/dataset", "dataset"}, {"/training/loader", "loader_workers"},
       {"/training/optimizer", "optimizer"}, {"/strategy", "strategy"}, {"/gpus", "gpus"}};
-  const std::string csv = row.label.substr(0, row.label.rfind(" line "));
-  const std::string line = row.label.substr(csv.size() + 1);
   for (const auto& [pointer, column] : columns) {
     // A strategy member whose column the row leaves empty came from strategy_options (below).
     if (e.pointer().rfind(pointer, 0) != 0 || (pointer.rfind("/strategy/", 0) == 0 && !row.columns.count(column)))
@@ -280,8 +317,8 @@ namespace {
     // the pointer inside that object.
     const std::string inside = e.pointer().substr(pointer.size());
     if (column == "strategy" && !inside.empty() && inside != "/kind" && inside.rfind("/kind/", 0) != 0)
-      throw InputError(csv, "", fmt::format("{}, column strategy_options: at {}: {}", line, inside, e.problem()));
-    throw InputError(csv, "", fmt::format("{}, column {}: {}", line, column, e.problem()));
+      fail_in_row(row, "strategy_options", fmt::format("at {}: {}", inside, e.problem()));
+    fail_in_row(row, column, e.problem());
   }
   throw e;
 }
@@ -312,6 +349,61 @@ bool looks_like_training_runs(const std::string& text)
          std::all_of(header.cells.begin(), header.cells.end(), known_column);
 }
 
+namespace {
+
+/// The row's scenario at compute efficiency `efficiency`.
+TrainingRunRow at_efficiency(const TrainingRunRow& row, double efficiency)
+{
+  TrainingRunRow r = row;
+  r.scenario["training"]["compute"]["efficiency"] = efficiency;
+  return r;
+}
+
+Prediction predict_scenario(const TrainingRunRow& row)
+{
+  const Scenario scenario = parse_training_run(row);
+  try {
+    return predict(scenario);
+  } catch (const InputError& e) {
+    rethrow_for_row(e, row);
+  }
+}
+
+/// The row's prediction; with efficiency=calibrate, at the efficiency found on its measurement (no
+/// baseline) or its baseline's (`done` holds the earlier rows, `by_id` indexes them). Sets `run`'s
+/// efficiency fields.
+Prediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>& done,
+                       const std::map<std::string, std::size_t>& by_id, TrainingRun& run)
+{
+  const auto& compute = row.scenario["training"]["compute"];
+  if (!row.calibrate_efficiency) {
+    run.efficiency = compute.value("efficiency", 0.0);
+    return predict_scenario(row);
+  }
+  if (!row.baseline.empty()) {
+    run.efficiency = done[by_id.at(row.baseline)].efficiency;
+    return predict_scenario(at_efficiency(row, run.efficiency));
+  }
+  const EfficiencyFit fit = calibrate_efficiency(
+      [&](double e) { return predict_scenario(at_efficiency(row, e)).result.throughput_samples_per_s; },
+      row.measured_rate);
+  if (fit.outcome != EfficiencyFit::Outcome::Found)
+    fail_in_row(row, "compute",
+                fmt::format("efficiency=calibrate found no efficiency from {} to {} that meets the measured {:.6g} "
+                            "samples/s: at efficiency {} dtsim gives {:.6g}{}",
+                            kLowestEfficiency, kHighestEfficiency, row.measured_rate, fit.efficiency, fit.rate,
+                            fit.outcome == EfficiencyFit::Outcome::AboveHighest
+                                ? " (communication or the input pipeline bound dtsim's rate, or the measurement is "
+                                  "beyond the GPU's peak)"
+                                : ""));
+  run.efficiency = fit.efficiency;
+  run.efficiency_calibrated = true;
+  run.calibration_simulations = fit.simulations;
+  return predict_scenario(at_efficiency(row, fit.efficiency));
+}
+
+}  // namespace
+
 std::vector<TrainingRun> validate_training_runs(const std::string& csv_path)
 {
   return validate_training_runs(read_input_file(csv_path, "a CSV of measured training runs"), csv_path);
@@ -329,14 +421,7 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
     run.source = row.source;
     run.summary = row.summary;
     run.measured_rate = row.measured_rate;
-    const Scenario scenario = parse_training_run(row);
-    const Prediction p = [&] {
-      try {
-        return predict(scenario);
-      } catch (const InputError& e) {
-        rethrow_for_row(e, row);
-      }
-    }();
+    const Prediction p = predict_row(row, runs, by_id, run);
     run.predicted_rate = p.result.throughput_samples_per_s;
     run.input_bound = p.result.input_bound;
     run.predicted_iteration_s = p.result.iteration_time_s;
@@ -357,9 +442,12 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
     if (!run.baseline.empty()) {
       const TrainingRun& base = runs[by_id.at(run.baseline)];
       // A time is for the same work as its baseline's: the ratio of rates is the inverse ratio of times.
-      run.measured_ratio = run.measured_rate / base.measured_rate;
       run.predicted_ratio = run.predicted_rate / base.predicted_rate;
-      run.error = run.predicted_ratio / run.measured_ratio - 1;
+      run.compared = run.measured_rate > 0 && base.measured_rate > 0;
+      if (run.compared) {
+        run.measured_ratio = run.measured_rate / base.measured_rate;
+        run.error = run.predicted_ratio / run.measured_ratio - 1;
+      }
     }
     by_id[run.id] = runs.size();
     runs.push_back(run);
@@ -371,7 +459,7 @@ AbsErrorSummary compared_errors(const std::vector<TrainingRun>& runs)
 {
   std::vector<double> errors;
   for (const auto& r : runs)
-    if (!r.baseline.empty())
+    if (r.compared)
       errors.push_back(r.error);
   return summarize_abs_errors(std::move(errors));
 }
@@ -380,14 +468,31 @@ std::string format_training_runs(const std::vector<TrainingRun>& runs)
 {
   std::string out = fmt::format("{:<34} {:<34} {:>9} {:>9} {:>8}\n", "# run", "vs baseline", "measured", "dtsim", "error");
   for (const auto& r : runs) {
-    if (r.baseline.empty())
+    if (!r.compared)
       continue;
     out += fmt::format("{:<34} {:<34} {:>9.3f} {:>9.3f} {:>+7.1f}%{}\n", r.id, r.baseline, r.measured_ratio,
                        r.predicted_ratio, 100 * r.error, r.input_bound ? "  input-bound" : "");
   }
+  for (const auto& r : runs)
+    if (r.efficiency_calibrated)
+      out += fmt::format("# {}: compute efficiency {:.4f} calibrated on its measured {:.6g} samples/s ({} simulations)\n",
+                         r.id, r.efficiency, r.measured_rate, r.calibration_simulations);
+  for (const auto& r : runs) {
+    if (r.measured_rate > 0 && !r.baseline.empty() && !r.compared)
+      out += fmt::format("# {}: its baseline {} is not measured; dtsim {:.6g} samples/s, measured {:.6g}\n", r.id,
+                         r.baseline, r.predicted_rate, r.measured_rate);
+    if (r.measured_rate > 0)
+      continue;
+    out += fmt::format("# {}: not measured; dtsim {:.6g} samples/s{}{}, {}\n", r.id, r.predicted_rate,
+                       r.baseline.empty() ? "" : fmt::format(", {:.3f} x its baseline {}", r.predicted_ratio, r.baseline),
+                       r.input_bound ? ", input-bound" : "",
+                       r.predicted_fits ? fmt::format("fits ({:.1f} of {:.1f} GiB)", r.predicted_device_gib, r.capacity_gib)
+                                        : fmt::format("does not fit ({:.1f} of {:.1f} GiB)", r.predicted_device_gib,
+                                                      r.capacity_gib));
+  }
   const AbsErrorSummary e = compared_errors(runs);
   if (e.count == 0)
-    return out + "# no row has a baseline to compare with\n";
+    return out + "# no measured row has a measured baseline to compare with\n";
   return out + fmt::format("# {} compared rows: median |error| {:.1f}%, worst {:.1f}%\n", e.count, 100 * e.median,
                            100 * e.worst);
 }

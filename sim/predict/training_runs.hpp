@@ -14,8 +14,13 @@
 //                      object, RFC 4180 quoted: "{""family"": ""llama"", ""hidden"": 5120, ...}")
 //   loader_workers     as the run's script states it (blank: not stated, dtsim's assumption)
 //   dataset            models/datasets kind (blank: the model's default)
-//   compute            throughput=SAMPLES_PER_S (one GPU, measured) | efficiency=F | step_time=S
-//   measured, unit     the measured figure and "samples/s" or "s"
+//   compute            throughput=SAMPLES_PER_S (one GPU, measured) | efficiency=F | step_time=S |
+//                      efficiency=calibrate: on a row without a baseline, the efficiency at which dtsim
+//                      meets the row's measurement (efficiency_calibration.hpp; its rate must be samples/s,
+//                      or a time with its global_batch); on a row with one, its baseline's efficiency.
+//                      The calibration is the measurement's: such a baseline is compared with nothing.
+//   measured, unit     the measured figure and "samples/s" or "s"; both blank: a run not measured, predicted
+//                      only (its samples/s and, with a baseline, its ratio to it; judged on nothing)
 //   source             where the measurement was published
 // Optional columns for Megatron-LM runs (blank: not given; each as the scenario field it becomes):
 //   micro_batch, global_batch   training.micro_batch and global_batch; a row with micro_batch leaves
@@ -66,12 +71,15 @@ constexpr std::size_t kMaxTrainingRuns = 1000;
 /// One row of a runs CSV, checked: its scenario (not yet parsed: parse_scenario names `label`).
 struct TrainingRunRow {
   std::string id, baseline, source, summary;
-  double measured_rate = 0;  ///< samples/s, or 1/s for a time
+  double measured_rate = 0;  ///< samples/s, or 1/s for a time; 0: not measured (predicted only)
   nlohmann::json scenario;
   std::string label;         ///< "FILE line N", the file parse_scenario errors name
   std::set<std::string> columns;  ///< the columns whose cells this row fills (an error names one of them)
   double allocated_gib = 0;  ///< measured peak allocated memory per GPU (0: not given)
   double reserved_gib = 0;   ///< measured peak reserved memory per GPU (0: not given)
+  /// compute=efficiency=calibrate: a row without a baseline runs at the efficiency that meets its own
+  /// measurement, one with a baseline at its baseline's efficiency.
+  bool calibrate_efficiency = false;
 };
 
 /// Parses the CSV text of `csv_path` (RFC 4180 quoting, a header naming known columns, every
@@ -84,16 +92,22 @@ Scenario parse_training_run(const TrainingRunRow& row);
 
 struct TrainingRun {
   std::string id, baseline, source;
-  double measured_rate = 0;   ///< samples/s, or 1/s for a time
+  double measured_rate = 0;   ///< samples/s, or 1/s for a time; 0: not measured
   double predicted_rate = 0;  ///< samples/s
-  double measured_ratio = 0;  ///< rate / baseline's rate (0: a baseline)
+  double measured_ratio = 0;  ///< rate / baseline's rate (0: a baseline, or either not measured)
   double predicted_ratio = 0;
   double error = 0;           ///< predicted_ratio / measured_ratio - 1
+  bool compared = false;      ///< a baseline, and both it and this row measured: error is judged
   bool input_bound = false;
   /// What dtsim's iteration is made of (run's figures, seconds per steady-state iteration): its
   /// length, compute (with the part NCCL's kernels slowed, interference.hpp), communication compute
   /// did not hide, and, for sharded runs (fsdp, zero), the first GPU's collectives in flight summed
   /// over their kinds (comm_overlap.hpp).
+  /// training.compute.efficiency the row ran at (0: its compute is a measured throughput or step
+  /// time); calibrated: found by efficiency=calibrate on this row (simulations: the predictions it took).
+  double efficiency = 0;
+  bool efficiency_calibrated = false;
+  int calibration_simulations = 0;
   double predicted_iteration_s = 0, predicted_compute_s = 0, predicted_nccl_slowdown_s = 0;
   double predicted_exposed_comm_s = 0, predicted_sharded_comm_in_flight_s = 0;
   std::string summary;        ///< strategy, GPUs, model, precision
@@ -116,7 +130,7 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
 /// "measured" among them. Tells a runs CSV from a measurement log whatever the file's name.
 bool looks_like_training_runs(const std::string& text);
 
-/// Median and worst |error| over the rows that have a baseline.
+/// Median and worst |error| over the compared rows (TrainingRun::compared).
 AbsErrorSummary compared_errors(const std::vector<TrainingRun>& runs);
 
 /// The table: per row measured and predicted ratio and error; median and worst |error|.

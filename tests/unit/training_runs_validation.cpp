@@ -272,16 +272,26 @@ TEST_CASE("runs CSV: measured peak memory, the loss's dtype and kernel and the h
   CHECK(table.find("+5.0%") != std::string::npos);
   CHECK(table.find("-10.0%") != std::string::npos);
   CHECK(table.find("# 2 memory figures: median |error| 7.5%, worst 10.0%") != std::string::npos);
-  // Then the fits verdict over every run: each ran, so dtsim's peak must fit.
-  CHECK(format_training_memory({TrainingRun{}}) == "# fits: dtsim's peak fits the GPU's memory on all 1 runs, as each ran\n");
-  TrainingRun oom;
+  // Then the fits verdict over every measured run: each ran, so dtsim's peak must fit. A run not
+  // measured is not known to have run: not judged.
+  TrainingRun ran;
+  ran.measured_rate = 10;
+  CHECK(format_training_memory({ran}) == "# fits: dtsim's peak fits the GPU's memory on the one run, as it ran\n");
+  CHECK(format_training_memory({ran, ran}) == "# fits: dtsim's peak fits the GPU's memory on all 2 runs, as each ran\n");
+  TrainingRun oom = ran;
   oom.id = "big";
   oom.predicted_fits = false;
   oom.predicted_device_gib = 45.25;
   oom.capacity_gib = 40;
-  CHECK(format_training_memory({TrainingRun{}, oom}) ==
+  CHECK(format_training_memory({ran, oom}) ==
         "# fits: dtsim's peak exceeds the GPU's memory on 1 of the 2 runs, though each ran: big (45.2 of 40.0 GiB)\n");
   CHECK(training_memory_json({oom})["not_fitting"][0]["id"] == "big");
+  TrainingRun planned = oom;
+  planned.measured_rate = 0;
+  CHECK(format_training_memory({ran, planned}) == "# fits: dtsim's peak fits the GPU's memory on the one run, as it ran\n");
+  CHECK(format_training_memory({planned}).empty());
+  CHECK(training_memory_json({planned})["not_fitting"].empty());
+  CHECK(training_memory_json({planned})["runs"] == 0);
 
   CHECK(problem_of(header + "a,hgx-h100,H100-SXM,1,8,gpt2,bf16,4,64,fsdp,efficiency=0.4,,,,10,samples/s,-3,\n") ==
         "line 2, column peak_allocated_gib: expected a number from 0.001 to 1000000, got '-3'");

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""find_efficiencies.py DTSIM CSV [--gpu SUBSTRING] [--id SUBSTRING] [--range LO HI] [--halvings N]
+"""find_efficiencies.py DTSIM CSV [--gpu SUBSTRING] [--id SUBSTRING]
 
-Finds again, by bisection, the compute=efficiency=F of a runs CSV's calibration rows (rows without a
-baseline), as the CSVs' headers describe it: N halvings (default 14) of [LO, HI] (default 0.2 0.95),
-each step a one-row CSV through `DTSIM validate --json`, the efficiency raised while dtsim's rate is
-below the measured one (validate's rates: a row measured as seconds per iteration is compared as
-samples per second). Writes each found value (4 decimals) into the row and into every row judged
-against it, and leaves the rest of the file as it is. --gpu limits it to rows whose gpu column
-contains SUBSTRING, --id to rows whose id contains SUBSTRING (for a header that gives one row another
-range). Run it from the repository root when cli.calibration_rows_reproduce_measurements names stale
-rows after a model change; then update the efficiencies the CSV's header lists."""
+Finds again the compute=efficiency=F of a runs CSV's calibration rows (rows without a baseline) with
+dtsim's own calibration: those rows, their compute cell set to efficiency=calibrate, through one
+`DTSIM validate --json` (efficiency_calibration.hpp: the efficiency at which dtsim's rate meets the
+measured one, to 1e-5 of it; a row measured as seconds per iteration with its global batch is
+compared as samples per second). Writes each found value (4 decimals) into the row and into every
+row judged against it, and leaves the rest of the file as it is. --gpu limits it to rows whose gpu
+column contains SUBSTRING, --id to rows whose id contains SUBSTRING. Run it from the repository root
+when cli.calibration_rows_reproduce_measurements names stale rows after a model change; then update
+the efficiencies the CSV's header lists. (A CSV may also keep efficiency=calibrate in its rows:
+validate then finds the efficiencies on every run, at several simulations per calibration row.)"""
 import argparse
 import csv
 import io
@@ -20,16 +21,19 @@ import sys
 import tempfile
 
 
-def predicted_and_measured_rate(dtsim, header, row, directory):
+def calibrated_efficiencies(dtsim, header, rows, directory):
+    """{id: efficiency} of `rows` (calibration rows), found by `dtsim validate` on them alone."""
     with tempfile.NamedTemporaryFile("w", suffix=".csv", dir=directory, delete=False) as f:
         w = csv.DictWriter(f, header, lineterminator="\n")
         w.writeheader()
-        w.writerow(row)
+        for r in rows:
+            w.writerow(dict(r, compute="efficiency=calibrate"))
         path = f.name
     try:
-        out = subprocess.run([dtsim, "validate", path, "--json"], capture_output=True, text=True, check=True)
-        row = json.loads(out.stdout)["rows"][0]
-        return row["predicted_rate"], row["measured_rate"]  # a measured time is a rate here
+        out = subprocess.run([dtsim, "validate", path, "--json"], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(out.stderr.replace(path, "(calibration rows of the CSV)"))
+        return {r["id"]: r["efficiency"] for r in json.loads(out.stdout)["rows"]}
     finally:
         os.unlink(path)
 
@@ -40,32 +44,21 @@ def main():
     ap.add_argument("csv")
     ap.add_argument("--gpu", default="")
     ap.add_argument("--id", default="")
-    ap.add_argument("--range", nargs=2, type=float, default=[0.2, 0.95])
-    ap.add_argument("--halvings", type=int, default=14)
     a = ap.parse_args()
     lines = open(a.csv).read().split("\n")
     data = [i for i, l in enumerate(lines) if l and not l.startswith("#")]
     header = next(csv.reader([lines[data[0]]]))
     rows = {i: dict(zip(header, next(csv.reader([lines[i]])))) for i in data[1:]}
+    rows_by_id = {r["id"]: r for r in rows.values()}
     directory = os.path.dirname(os.path.abspath(a.csv))  # relative cluster and model files resolve
+    chosen = [r for r in rows.values()
+              if not r["baseline"] and a.gpu in r.get("gpu", "") and a.id in r["id"]
+              and r["compute"].startswith("efficiency=") and r["compute"] != "efficiency=calibrate"]
     found = {}
-    for r in rows.values():
-        if r["baseline"] or a.gpu not in r.get("gpu", "") or a.id not in r["id"]:
-            continue
-        if not r["compute"].startswith("efficiency="):
-            continue
-        lo, hi = a.range
-        trial = dict(r)
-        for _ in range(a.halvings):
-            mid = (lo + hi) / 2
-            trial["compute"] = f"efficiency={mid}"
-            predicted, measured = predicted_and_measured_rate(a.dtsim, header, trial, directory)
-            if predicted < measured:
-                lo = mid
-            else:
-                hi = mid
-        found[r["id"]] = f"efficiency={(lo + hi) / 2:.4f}"
-        print(f"{r['id']}: {r['compute']} -> {found[r['id']]}", file=sys.stderr)
+    if chosen:
+        for rid, e in calibrated_efficiencies(a.dtsim, header, chosen, directory).items():
+            found[rid] = f"efficiency={e:.4f}"
+            print(f"{rid}: {rows_by_id[rid]['compute']} -> {found[rid]}", file=sys.stderr)
     for i, r in rows.items():
         key = r["baseline"] or r["id"]
         if key in found:
