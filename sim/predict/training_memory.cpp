@@ -20,6 +20,12 @@ AbsErrorSummary summary_of(const std::vector<MemoryComparison>& rows)
   return summarize_abs_errors(std::move(e));
 }
 
+/// The runs measured (the others are predicted only: not known to have run).
+long measured_runs(const std::vector<TrainingRun>& runs)
+{
+  return std::count_if(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.measured_rate > 0; });
+}
+
 }  // namespace
 
 std::vector<MemoryComparison> memory_comparisons(const std::vector<TrainingRun>& runs)
@@ -48,7 +54,7 @@ namespace {
 std::string fits_line(const std::vector<TrainingRun>& runs)
 {
   const auto wrong = runs_not_fitting(runs);
-  const auto ran = std::count_if(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.measured_rate > 0; });
+  const long ran = measured_runs(runs);
   if (ran == 0)
     return "";
   if (wrong.empty() && ran == 1)
@@ -96,7 +102,7 @@ nlohmann::json training_memory_json(const std::vector<TrainingRun>& runs)
   for (const auto* r : runs_not_fitting(runs))
     not_fitting.push_back({{"id", r->id}, {"device_gib", r->predicted_device_gib}, {"capacity_gib", r->capacity_gib}});
   return {{"rows", list},
-          {"runs", std::count_if(runs.begin(), runs.end(), [](const TrainingRun& r) { return r.measured_rate > 0; })},
+          {"runs", measured_runs(runs)},
           {"not_fitting", not_fitting},
           {"compared", rows.size()},
           {"median_abs_error", rows.empty() ? nlohmann::json() : nlohmann::json(e.median)},

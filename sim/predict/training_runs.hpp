@@ -18,7 +18,6 @@
 //                      efficiency=calibrate: on a row without a baseline, the efficiency at which dtsim
 //                      meets the row's measurement (efficiency_calibration.hpp; its rate must be samples/s,
 //                      or a time with its global_batch); on a row with one, its baseline's efficiency.
-//                      The calibration is the measurement's: such a baseline is compared with nothing.
 //   measured, unit     the measured figure and "samples/s" or "s"; both blank: a run not measured, predicted
 //                      only (its samples/s and, with a baseline, its ratio to it; judged on nothing)
 //   source             where the measurement was published
@@ -99,15 +98,15 @@ struct TrainingRun {
   double error = 0;           ///< predicted_ratio / measured_ratio - 1
   bool compared = false;      ///< a baseline, and both it and this row measured: error is judged
   bool input_bound = false;
-  /// What dtsim's iteration is made of (run's figures, seconds per steady-state iteration): its
-  /// length, compute (with the part NCCL's kernels slowed, interference.hpp), communication compute
-  /// did not hide, and, for sharded runs (fsdp, zero), the first GPU's collectives in flight summed
-  /// over their kinds (comm_overlap.hpp).
   /// training.compute.efficiency the row ran at (0: its compute is a measured throughput or step
   /// time); calibrated: found by efficiency=calibrate on this row (simulations: the predictions it took).
   double efficiency = 0;
   bool efficiency_calibrated = false;
   int calibration_simulations = 0;
+  /// What dtsim's iteration is made of (run's figures, seconds per steady-state iteration): its
+  /// length, compute (with the part NCCL's kernels slowed, interference.hpp), communication compute
+  /// did not hide, and, for sharded runs (fsdp, zero), the first GPU's collectives in flight summed
+  /// over their kinds (comm_overlap.hpp).
   double predicted_iteration_s = 0, predicted_compute_s = 0, predicted_nccl_slowdown_s = 0;
   double predicted_exposed_comm_s = 0, predicted_sharded_comm_in_flight_s = 0;
   std::string summary;        ///< strategy, GPUs, model, precision
