@@ -3,6 +3,7 @@
 #include "sim/predict/efficiency_calibration.hpp"
 #include "sim/predict/predict.hpp"
 #include "sim/predict/training_run_row.hpp"
+#include "sim/scenario/scenario_model.hpp"
 #include "sim/util/input_error.hpp"
 #include "sim/util/json_reader.hpp"
 #include "sim/util/number_text.hpp"
@@ -215,15 +216,18 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                        row.get("unit")));
     const double measured = measured_given ? row.number("measured", 1e-12, 1e15) : 0;
     const std::string unit = measured_given ? row.get("unit") : "samples/s";
-    if (unit != "samples/s" && unit != "s")
-      row.fail("unit", fmt::format("expected 'samples/s' or 's', got '{}'", unit));
+    if (unit != "samples/s" && unit != "s" && unit != "tokens/s" && unit != "tokens/s/gpu")
+      row.fail("unit", fmt::format("expected 'samples/s', 's', 'tokens/s' or 'tokens/s/gpu', got '{}'", unit));
     run.scenario = scenario_of(row, dir);
     // A time with its global batch is a rate of samples (rows of different batches compare); without,
-    // it is for the same work as its baseline's.
+    // it is for the same work as its baseline's. Tokens: of the whole job, divided by the sequence
+    // length once the model is loaded (validate_training_runs).
     const auto& training = run.scenario["training"];
-    run.measured_rate = unit != "s" || !measured_given       ? measured
+    run.measured_in_tokens = unit.rfind("tokens/", 0) == 0;
+    run.measured_rate = unit == "tokens/s/gpu"              ? measured * run.scenario["gpus"].get<double>()
+                        : unit != "s" || !measured_given    ? measured
                         : training.contains("global_batch") ? training["global_batch"].get<double>() / measured
-                                                             : 1.0 / measured;
+                                                            : 1.0 / measured;
     if (unit == "s") {
       const bool per_batch = training.contains("global_batch");
       if (!run.baseline.empty() && (per_batch ? plain_times : per_batch_times).count(run.baseline))
@@ -351,6 +355,29 @@ bool looks_like_training_runs(const std::string& text)
 
 namespace {
 
+/// The row with a measurement in tokens turned into samples/s: divided by the model's seq_len.
+TrainingRunRow in_samples(const TrainingRunRow& row)
+{
+  if (!row.measured_in_tokens)
+    return row;
+  const Model model = [&] {
+    try {
+      return scenario_model(parse_training_run(row));
+    } catch (const InputError& e) {
+      rethrow_for_row(e, row);
+    }
+  }();
+  const auto seq = model.arch.find("seq_len");
+  if (seq == model.arch.end() || seq->second <= 0)
+    fail_in_row(row, "unit", fmt::format("expected a model with a sequence length (seq_len) to count its samples in "
+                                         "tokens, got the model '{}' without one (give samples/s)",
+                                         model.name));
+  TrainingRunRow r = row;
+  r.measured_rate = row.measured_rate / seq->second;
+  r.measured_in_tokens = false;
+  return r;
+}
+
 /// The row's scenario at compute efficiency `efficiency`.
 TrainingRunRow at_efficiency(const TrainingRunRow& row, double efficiency)
 {
@@ -414,7 +441,8 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
   const auto rows = read_training_runs(text, csv_path);
   std::vector<TrainingRun> runs;
   std::map<std::string, std::size_t> by_id;
-  for (const auto& row : rows) {
+  for (const TrainingRunRow& read : rows) {
+    const TrainingRunRow row = in_samples(read);
     TrainingRun run;
     run.id = row.id;
     run.baseline = row.baseline;

@@ -18,8 +18,10 @@
 //                      efficiency=calibrate: on a row without a baseline, the efficiency at which dtsim
 //                      meets the row's measurement (efficiency_calibration.hpp; its rate must be samples/s,
 //                      or a time with its global_batch); on a row with one, its baseline's efficiency.
-//   measured, unit     the measured figure and "samples/s" or "s"; both blank: a run not measured, predicted
-//                      only (its samples/s and, with a baseline, its ratio to it; judged on nothing)
+//   measured, unit     the measured figure and its unit: "samples/s" or "s", or "tokens/s" (the whole job's)
+//                      or "tokens/s/gpu" (per GPU, as torchtitan's TPS/GPU), turned into samples/s by the
+//                      model's seq_len (and the row's gpus); both blank: a run not measured, predicted only
+//                      (its samples/s and, with a baseline, its ratio to it; judged on nothing)
 //   source             where the measurement was published
 // Optional columns for Megatron-LM runs (blank: not given; each as the scenario field it becomes):
 //   micro_batch, global_batch   training.micro_batch and global_batch; a row with micro_batch leaves
@@ -71,6 +73,9 @@ constexpr std::size_t kMaxTrainingRuns = 1000;
 struct TrainingRunRow {
   std::string id, baseline, source, summary;
   double measured_rate = 0;  ///< samples/s, or 1/s for a time; 0: not measured (predicted only)
+  /// A measurement in tokens: measured_rate holds tokens/s of the whole job until validate divides it
+  /// by the model's sequence length (a named model's is known only once it is loaded).
+  bool measured_in_tokens = false;
   nlohmann::json scenario;
   std::string label;         ///< "FILE line N", the file parse_scenario errors name
   std::set<std::string> columns;  ///< the columns whose cells this row fills (an error names one of them)

@@ -173,7 +173,7 @@ TEST_CASE("a row without a measurement is predicted from its baseline's calibrat
         "line 2, column measured: expected the measured rate to calibrate the efficiency on (efficiency=calibrate on a "
         "row without a baseline), got an empty cell");
   CHECK(problem_of(kHeader + "a,,dgx-a100,A100-SXM4-80GB,1,8,gpt2,bf16,8,64,ddp,efficiency=0.5,700,\n") ==
-        "line 2, column unit: expected 'samples/s' or 's', got ''");
+        "line 2, column unit: expected 'samples/s', 's', 'tokens/s' or 'tokens/s/gpu', got ''");
   CHECK(problem_of(kHeader + "a,,dgx-a100,A100-SXM4-80GB,1,8,gpt2,bf16,8,64,ddp,efficiency=0.5,,samples/s\n") ==
         "line 2, column measured: expected the measured figure in samples/s (or measured and unit both blank: a run "
         "to predict, not measured), got an empty cell");

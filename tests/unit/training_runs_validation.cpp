@@ -372,3 +372,35 @@ TEST_CASE("a runs CSV is told from a measurement log by its header, whatever the
   CHECK_FALSE(looks_like_training_runs("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)\n"));
   CHECK_FALSE(looks_like_training_runs(""));
 }
+
+TEST_CASE("runs CSV: a measurement in tokens/s or tokens/s/gpu is samples/s by the model's sequence length")
+{
+  const std::string header = "id,baseline,cluster,gpu,nodes,gpus,model,precision,micro_batch,global_batch,strategy,"
+                             "compute,measured,unit\n";
+  const std::string llama = "\"{\"\"family\"\": \"\"llama\"\", \"\"hidden\"\": 1024, \"\"layers\"\": 2, \"\"heads\"\": 8, "
+                            "\"\"seq_len\"\": 2048, \"\"vocab\"\": 32000}\"";
+  const auto rows = read_training_runs(
+      header + "a,,hgx-h100,H100-SXM,1,8," + llama + ",bf16,2,16,fsdp,efficiency=0.4,4096,tokens/s/gpu\n" +
+          "b,a,hgx-h100,H100-SXM,2,16," + llama + ",bf16,2,32,fsdp,efficiency=0.4,61440,tokens/s\n",
+      "t.csv");
+  CHECK(rows[0].measured_in_tokens);
+  CHECK(rows[0].measured_rate == 4096.0 * 8);  // the whole job's tokens/s until the model is loaded
+  CHECK(rows[1].measured_rate == 61440);
+
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("dtsim-tokens-{}.csv", ::getpid());
+  {
+    std::ofstream(path) << header + "a,,hgx-h100,H100-SXM,1,8," + llama + ",bf16,2,16,fsdp,efficiency=0.4,4096,tokens/s/gpu\n" +
+                               "b,a,hgx-h100,H100-SXM,2,16," + llama + ",bf16,2,32,fsdp,efficiency=0.4,61440,tokens/s\n";
+  }
+  const auto runs = validate_training_runs(path.string());
+  std::filesystem::remove(path);
+  CHECK(runs[0].measured_rate == doctest::Approx(4096.0 * 8 / 2048));  // 16 samples/s
+  CHECK(runs[1].measured_rate == doctest::Approx(61440.0 / 2048));     // 30 samples/s
+  CHECK(runs[1].measured_ratio == doctest::Approx(30.0 / 16));
+
+  CHECK(problem_of(header + "a,,hgx-h100,H100-SXM,1,8,gpt2,bf16,2,16,fsdp,efficiency=0.4,4096,tokens\n") ==
+        "line 2, column unit: expected 'samples/s', 's', 'tokens/s' or 'tokens/s/gpu', got 'tokens'");
+  CHECK(predicted_problem_of(header + "a,,dgx-a100,A100-SXM4-80GB,1,8,resnet50,amp,32,256,ddp,efficiency=0.4,9000,tokens/s\n") ==
+        "line 2, column unit: expected a model with a sequence length (seq_len) to count its samples in tokens, got the "
+        "model 'resnet50' without one (give samples/s)");
+}
