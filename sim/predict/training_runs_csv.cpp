@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -121,15 +122,6 @@ std::optional<std::string> next_record_line(const std::string& text, std::size_t
   return std::nullopt;
 }
 
-/// The compute cell of the row with id `id`.
-std::string rows_compute(const std::vector<RunsCsvRow>& rows, const std::string& id)
-{
-  for (const auto& r : rows)
-    if (r.get("id") == id)
-      return r.get("compute");
-  return {};
-}
-
 }  // namespace
 
 std::vector<TrainingRunRow> read_training_runs(const std::string& text, const std::string& csv_path)
@@ -186,19 +178,19 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
 
   const std::string dir = std::filesystem::path(csv_path).parent_path().string();
   std::vector<TrainingRunRow> out;
-  std::set<std::string> ids;
+  std::map<std::string, std::string> compute_of;  // the compute cell of every earlier row, by id
   std::set<std::string> per_batch_times;  // ids of rows whose time was turned into samples/s by their global batch
   std::set<std::string> plain_times;      // ids of rows whose time is for the same work as their baseline's
-  std::set<std::string> with_efficiency;  // ids of rows whose compute is an efficiency (given or calibrated)
   for (const RunsCsvRow& row : rows) {
     TrainingRunRow run;
     run.id = row.get("id");
-    if (run.id.empty() || ids.count(run.id))
+    if (run.id.empty() || compute_of.count(run.id))
       row.fail("id", fmt::format("expected a unique, non-empty id, got '{}'", run.id));
     run.baseline = row.get("baseline");
-    if (!run.baseline.empty() && !ids.count(run.baseline))
+    if (!run.baseline.empty() && !compute_of.count(run.baseline))
       row.fail("baseline", fmt::format("expected the id of an earlier row, got '{}'", run.baseline));
-    ids.insert(run.id);
+    const std::string compute = row.get("compute");
+    compute_of[run.id] = compute;
     run.source = row.get("source");
     // Both blank: a run to predict, not measured.
     const bool measured_given = !row.get("measured").empty() || !row.get("unit").empty();
@@ -236,9 +228,6 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
                                    run.baseline,
                                    plain ? "this row is a time per iteration without its global batch, the baseline a rate of samples"
                                          : "the baseline is a time per iteration without its global batch, this row a rate of samples"));
-    const std::string compute = row.get("compute");
-    if (compute.rfind("efficiency=", 0) == 0)
-      with_efficiency.insert(run.id);
     run.calibrate_efficiency = compute == "efficiency=" + kCalibrate;
     if (run.calibrate_efficiency && run.baseline.empty() && !measured_given)
       row.fail("measured", "expected the measured rate to calibrate the efficiency on (efficiency=calibrate on a row "
@@ -247,10 +236,10 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
       row.fail("compute", "expected a rate to calibrate the efficiency on: unit samples/s, or a time with its "
                           "global_batch (a time alone is for work this row does not state)");
     }
-    if (run.calibrate_efficiency && !run.baseline.empty() && !with_efficiency.count(run.baseline))
+    if (run.calibrate_efficiency && !run.baseline.empty() && compute_of[run.baseline].rfind("efficiency=", 0) != 0)
       row.fail("compute", fmt::format("expected a baseline whose compute is an efficiency to take (efficiency=F or "
                                       "efficiency=calibrate), got the baseline '{}' with compute={}",
-                                      run.baseline, rows_compute(rows, run.baseline)));
+                                      run.baseline, compute_of[run.baseline]));
     for (const auto& [column, field] : {std::pair{"peak_allocated_gib", &run.allocated_gib},
                                         std::pair{"peak_reserved_gib", &run.reserved_gib}})
       if (!row.get(column).empty())

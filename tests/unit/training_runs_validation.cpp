@@ -237,6 +237,16 @@ TEST_CASE("runs CSV: bad Megatron-LM cells name the CSV, the line and the column
                    "efficiency=0.5,18.13,s,test\n") ==
         "line 3, column global_batch: expected a global_batch in both this time and its baseline 'sel', or in neither "
         "(a time with its global batch is compared as samples/s)");
+  // Ids: unique, and a baseline names an earlier row.
+  const std::string ids_header = "id,baseline,cluster,gpu,nodes,gpus,model,precision,batch_per_gpu,strategy,compute,measured,unit\n";
+  CHECK(problem_of(ids_header + "a,,dgx-a100,A100-SXM4-80GB,1,8,gpt2,fp16,4,ddp,efficiency=0.5,10,samples/s\n"
+                                "a,,dgx-a100,A100-SXM4-80GB,2,16,gpt2,fp16,4,ddp,efficiency=0.5,19,samples/s\n") ==
+        "line 3, column id: expected a unique, non-empty id, got 'a'");
+  CHECK(problem_of(ids_header + ",,dgx-a100,A100-SXM4-80GB,1,8,gpt2,fp16,4,ddp,efficiency=0.5,10,samples/s\n") ==
+        "line 2, column id: expected a unique, non-empty id, got ''");
+  CHECK(problem_of(ids_header + "a,b,dgx-a100,A100-SXM4-80GB,1,8,gpt2,fp16,4,ddp,efficiency=0.5,10,samples/s\n"
+                                "b,,dgx-a100,A100-SXM4-80GB,2,16,gpt2,fp16,4,ddp,efficiency=0.5,19,samples/s\n") ==
+        "line 2, column baseline: expected the id of an earlier row, got 'b'");
   // schedule is for pipeline and hybrid only.
   CHECK(problem_of("id,cluster,nodes,gpus,model,precision,batch_per_gpu,strategy,schedule,compute,measured,unit\n"
                    "a,dgx-a100,1,8,gpt2,fp16,4,ddp,1f1b,throughput=10,10,samples/s\n") ==
