@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace dtsim {
 
@@ -13,10 +14,18 @@ EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at,
                                    double relative_tolerance)
 {
   EfficiencyFit fit;
+  // The evaluated point whose rate came closest to the measurement: what a Found fit reports, so
+  // that its efficiency is one the caller has simulated.
+  double best_x = 0, best_g = std::numeric_limits<double>::infinity();
   // g(x) = log(rate(e^x) / measured): negative while dtsim is slower than the measurement.
   const auto g = [&](double x) {
     ++fit.simulations;
-    return std::log(rate_at(std::exp(x)) / measured_rate);
+    const double gx = std::log(rate_at(std::exp(x)) / measured_rate);
+    if (std::fabs(gx) < std::fabs(best_g)) {
+      best_x = x;
+      best_g = gx;
+    }
+    return gx;
   };
   double lo = std::log(kLowestEfficiency), hi = std::log(kHighestEfficiency);
   double g_hi = g(hi);
@@ -49,17 +58,15 @@ EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at,
     fit.rate = measured_rate * std::exp(g_lo);
     return fit;
   }
-  double x = lo;
   if (g_lo < 0 && g_hi > 0) {
     std::uintmax_t max_iter = 40;  // TOMS 748 needs a few; a bound in case the rate is not smooth
     const auto close_enough = [&](double a, double b) { return std::fabs(b - a) <= relative_tolerance; };
-    const auto [a, b] = boost::math::tools::toms748_solve(g, lo, hi, g_lo, g_hi, close_enough, max_iter);
-    x = (a + b) / 2;
-  } else if (g_hi == 0) {
-    x = hi;
+    // The bracket it ends on has both ends evaluated, the root between them: the end nearer the
+    // measurement (or a point evaluated earlier that came nearer still) is within the tolerance.
+    (void)boost::math::tools::toms748_solve(g, lo, hi, g_lo, g_hi, close_enough, max_iter);
   }
-  fit.efficiency = std::exp(x);
-  fit.rate = measured_rate;
+  fit.efficiency = std::exp(best_x);
+  fit.rate = measured_rate * std::exp(best_g);
   return fit;
 }
 

@@ -19,13 +19,15 @@ constexpr double kHighestEfficiency = 1.0;
 struct EfficiencyFit {
   enum class Outcome { Found, BelowLowest, AboveHighest };
   Outcome outcome = Outcome::Found;
-  double efficiency = 0;  ///< the root (Found), or the bound that came closest
+  double efficiency = 0;  ///< Found: the simulated efficiency whose rate came nearest the measurement (the root, to
+                          ///< the tolerance); else the bound that came closest
   double rate = 0;        ///< dtsim's rate there (Found: the measured one, to the tolerance)
   int simulations = 0;    ///< predictions made
 };
 
 /// The efficiency e in [kLowestEfficiency, kHighestEfficiency] at which rate_at(e) equals
-/// `measured_rate`, to `relative_tolerance` of e. BelowLowest: even the lowest efficiency is faster
+/// `measured_rate`, to `relative_tolerance` of e: always one rate_at was called with, so a caller
+/// that keeps what it computed there need not compute it again. BelowLowest: even the lowest efficiency is faster
 /// than measured; AboveHighest: the highest is slower (communication or the input pipeline bound
 /// the run's rate in dtsim, or the measurement is beyond the GPU's peak).
 EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at, double measured_rate,

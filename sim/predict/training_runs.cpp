@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -111,11 +112,20 @@ TrainingRunRow at_efficiency(const TrainingRunRow& row, double efficiency)
   return r;
 }
 
-Prediction predict_scenario(const TrainingRunRow& row)
+/// What validate reads of a row's prediction: its result and memory, not the plan's tasks or the
+/// simulation's spans (a calibration keeps one while it makes the next).
+struct RowPrediction {
+  RunResult result;
+  std::vector<GpuMemory> memory;  ///< per GPU, as Plan::memory
+  double gpu_memory_bytes = 0;    ///< the cluster GPU's capacity
+};
+
+RowPrediction predict_scenario(const TrainingRunRow& row)
 {
   const Scenario scenario = parse_training_run(row);
   try {
-    return predict(scenario);
+    Prediction p = predict(scenario);
+    return {std::move(p.result), std::move(p.plan.memory), p.topology.gpu.memory_bytes};
   } catch (const InputError& e) {
     rethrow_for_row(e, row);
   }
@@ -124,7 +134,7 @@ Prediction predict_scenario(const TrainingRunRow& row)
 /// The row's prediction; with efficiency=calibrate, at the efficiency found on its measurement (no
 /// baseline) or its baseline's (`done` holds the earlier rows, `by_id` indexes them). Sets `run`'s
 /// efficiency fields.
-Prediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>& done,
+RowPrediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>& done,
                        const std::map<std::string, std::size_t>& by_id, TrainingRun& run)
 {
   const auto& compute = row.scenario["training"]["compute"];
@@ -136,8 +146,21 @@ Prediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>
     run.efficiency = done[by_id.at(row.baseline)].efficiency;
     return predict_scenario(at_efficiency(row, run.efficiency));
   }
+  // The solver reports the efficiency it simulated whose rate came nearest the measurement: the
+  // prediction kept from there is the row's.
+  double kept_efficiency = 0;
+  RowPrediction kept;
   const EfficiencyFit fit = calibrate_efficiency(
-      [&](double e) { return predict_scenario(at_efficiency(row, e)).result.throughput_samples_per_s; },
+      [&](double e) {
+        RowPrediction p = predict_scenario(at_efficiency(row, e));
+        const double rate = p.result.throughput_samples_per_s;
+        if (kept_efficiency == 0 || std::fabs(std::log(rate / row.measured_rate)) <
+                                        std::fabs(std::log(kept.result.throughput_samples_per_s / row.measured_rate))) {
+          kept_efficiency = e;
+          kept = std::move(p);
+        }
+        return rate;
+      },
       row.measured_rate);
   if (fit.outcome != EfficiencyFit::Outcome::Found)
     fail_in_row(row, "compute",
@@ -151,7 +174,7 @@ Prediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>
   run.efficiency = fit.efficiency;
   run.efficiency_calibrated = true;
   run.calibration_simulations = fit.simulations;
-  return predict_scenario(at_efficiency(row, fit.efficiency));
+  return fit.efficiency == kept_efficiency ? std::move(kept) : predict_scenario(at_efficiency(row, fit.efficiency));
 }
 
 }  // namespace
@@ -174,7 +197,7 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
     run.source = row.source;
     run.summary = row.summary;
     run.measured_rate = row.measured_rate;
-    const Prediction p = predict_row(row, runs, by_id, run);
+    const RowPrediction p = predict_row(row, runs, by_id, run);
     run.predicted_rate = p.result.throughput_samples_per_s;
     run.input_bound = p.result.input_bound;
     run.predicted_iteration_s = p.result.iteration_time_s;
@@ -185,13 +208,13 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
       run.predicted_sharded_comm_in_flight_s += c.in_flight_s;
     run.measured_allocated_gib = row.allocated_gib;
     run.measured_reserved_gib = row.reserved_gib;
-    for (const auto& m : p.plan.memory) {
+    for (const auto& m : p.memory) {
       run.predicted_allocated_gib = std::max(run.predicted_allocated_gib, m.total() / kGiB);
       run.predicted_reserved_gib = std::max(run.predicted_reserved_gib, m.peak_reserved / kGiB);
       run.predicted_device_gib = std::max(run.predicted_device_gib, m.device_used / kGiB);
     }
     run.predicted_fits = p.result.memory_fits;
-    run.capacity_gib = p.topology.gpu.memory_bytes / kGiB;
+    run.capacity_gib = p.gpu_memory_bytes / kGiB;
     if (!run.baseline.empty()) {
       const TrainingRun& base = runs[by_id.at(run.baseline)];
       // A time is for the same work as its baseline's: the ratio of rates is the inverse ratio of times.

@@ -12,10 +12,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 using namespace dtsim;
 
@@ -44,6 +46,15 @@ TEST_CASE("calibrate_efficiency: the root of rate(e) = measured, to its toleranc
   CHECK(fit.outcome == EfficiencyFit::Outcome::BelowLowest);
   CHECK(fit.efficiency == kLowestEfficiency);
   CHECK(fit.rate == doctest::Approx(0.2));
+
+  // The efficiency found is one the rate was simulated at (validate keeps that prediction), the one
+  // whose rate came nearest the measurement.
+  std::vector<double> called;
+  fit = calibrate_efficiency([&](double e) { called.push_back(e); return with_comm(e); }, 0.4);
+  CHECK(std::find(called.begin(), called.end(), fit.efficiency) != called.end());
+  for (const double e : called)
+    CHECK(std::fabs(std::log(with_comm(e) / 0.4)) >= std::fabs(std::log(fit.rate / 0.4)));
+  CHECK(static_cast<int>(called.size()) == fit.simulations);
 
   // A rate that is not smooth (steps of a discrete simulation): still a root inside the step.
   fit = calibrate_efficiency([](double e) { return std::floor(1000 * e) / 10; }, 42.05);
