@@ -27,9 +27,9 @@ struct EfficiencyFit {
 
 /// The efficiency e in [kLowestEfficiency, kHighestEfficiency] at which rate_at(e) equals
 /// `measured_rate`, to `relative_tolerance` of e: always one rate_at was called with, so a caller
-/// that keeps what it computed there need not compute it again. BelowLowest: even the lowest efficiency is faster
-/// than measured; AboveHighest: the highest is slower (communication or the input pipeline bound
-/// the run's rate in dtsim, or the measurement is beyond the GPU's peak).
+/// that keeps what it computed there need not compute it again. BelowLowest: even the lowest
+/// efficiency is faster than measured; AboveHighest: the highest is slower (communication or the
+/// input pipeline bound the run's rate in dtsim, or the measurement is beyond the GPU's peak).
 EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at, double measured_rate,
                                    double relative_tolerance = 1e-5);
 

@@ -135,7 +135,7 @@ RowPrediction predict_scenario(const TrainingRunRow& row)
 /// baseline) or its baseline's (`done` holds the earlier rows, `by_id` indexes them). Sets `run`'s
 /// efficiency fields.
 RowPrediction predict_row(const TrainingRunRow& row, const std::vector<TrainingRun>& done,
-                       const std::map<std::string, std::size_t>& by_id, TrainingRun& run)
+                          const std::map<std::string, std::size_t>& by_id, TrainingRun& run)
 {
   const auto& compute = row.scenario["training"]["compute"];
   if (!row.calibrate_efficiency) {
