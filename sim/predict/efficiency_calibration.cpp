@@ -10,6 +10,11 @@
 
 namespace dtsim {
 
+double calibration_distance(double rate, double measured_rate)
+{
+  return std::fabs(std::log(rate / measured_rate));
+}
+
 EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at, double measured_rate,
                                    double relative_tolerance)
 {
@@ -20,8 +25,9 @@ EfficiencyFit calibrate_efficiency(const std::function<double(double)>& rate_at,
   // g(x) = log(rate(e^x) / measured): negative while dtsim is slower than the measurement.
   const auto g = [&](double x) {
     ++fit.simulations;
-    const double gx = std::log(rate_at(std::exp(x)) / measured_rate);
-    if (std::fabs(gx) < std::fabs(best_g)) {
+    const double rate = rate_at(std::exp(x));
+    const double gx = std::log(rate / measured_rate);
+    if (calibration_distance(rate, measured_rate) < std::fabs(best_g)) {
       best_x = x;
       best_g = gx;
     }

@@ -25,6 +25,10 @@ struct EfficiencyFit {
   int simulations = 0;    ///< predictions made
 };
 
+/// How far a rate is from the measured one as the solver weighs it, |log(rate / measured)|: the
+/// simulated efficiency nearest by it is the one a Found fit reports.
+double calibration_distance(double rate, double measured_rate);
+
 /// The efficiency e in [kLowestEfficiency, kHighestEfficiency] at which rate_at(e) equals
 /// `measured_rate`, to `relative_tolerance` of e: always one rate_at was called with, so a caller
 /// that keeps what it computed there need not compute it again. BelowLowest: even the lowest

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <map>
 #include <string>
 #include <utility>
@@ -154,8 +153,8 @@ RowPrediction predict_row(const TrainingRunRow& row, const std::vector<TrainingR
       [&](double e) {
         RowPrediction p = predict_scenario(at_efficiency(row, e));
         const double rate = p.result.throughput_samples_per_s;
-        if (kept_efficiency == 0 || std::fabs(std::log(rate / row.measured_rate)) <
-                                        std::fabs(std::log(kept.result.throughput_samples_per_s / row.measured_rate))) {
+        if (kept_efficiency == 0 || calibration_distance(rate, row.measured_rate) <
+                                        calibration_distance(kept.result.throughput_samples_per_s, row.measured_rate)) {
           kept_efficiency = e;
           kept = std::move(p);
         }
@@ -174,6 +173,7 @@ RowPrediction predict_row(const TrainingRunRow& row, const std::vector<TrainingR
   run.efficiency = fit.efficiency;
   run.efficiency_calibrated = true;
   run.calibration_simulations = fit.simulations;
+  // Kept by the solver's own measure, so the same point; simulated again only were they ever to differ.
   return fit.efficiency == kept_efficiency ? std::move(kept) : predict_scenario(at_efficiency(row, fit.efficiency));
 }
 
