@@ -17,10 +17,12 @@ Conventions (shared by every generator in this folder):
     next layer, in order (what autograd saves for them: sim/strategies/saved_tensors.cpp):
     "relu_" (in-place ReLU), "relu", "add_" (in-place residual add), "add" (residual add into a new
     tensor), "dropout", "gelu", "gelu_tanh" (GELU, tanh approximation), "silu", "mul" (times the
-    previous layer's output, SwiGLU), "tanh";
+    previous layer's output, SwiGLU), "tanh", "rotary" (rotary positions on a query or key
+    projection: nothing large saved; its eager kernels are timed by dtsim's roofline);
   * input (optional): the layer whose output this one reads, when it is not the layer before it
     (a ResNet downsample reads its block's input; BERT's key and value read the query's input);
-  * op (optional): which operation a pooling layer is, "max" or "avg".
+  * op (optional): which operation a pooling layer is, "max" or "avg"; "rms" on a layernorm that is
+    an RMSNorm.
 """
 
 import json

@@ -55,9 +55,10 @@ def add_layernorm(t, name, hidden, tokens, bias=True, then=None):
 
 
 def add_rmsnorm(t, name, hidden, tokens):
-    """RMSNorm (Zhang & Sennrich 2019): one weight, no bias, no mean.  Kind "layernorm": for dtsim
-    it is the same thing (a normalisation of `hidden` elements per token, no matrix product)."""
-    t.add(name, "layernorm", [hidden], 0, hidden * tokens)
+    """RMSNorm (Zhang & Sennrich 2019): one weight, no bias, no mean.  Kind "layernorm" with op "rms":
+    its memory is a LayerNorm's (a normalisation of `hidden` elements per token, no matrix product);
+    its eager kernels are not (dtsim's roofline)."""
+    t.add(name, "layernorm", [hidden], 0, hidden * tokens, op="rms")
 
 
 def add_embedding(t, name, rows, hidden, tokens, then=None):
@@ -181,8 +182,9 @@ def llama(name, source, hidden, layers, heads, seq, vocab, ffn=None, kv_heads=No
         t.begin_block(p)
         add_rmsnorm(t, f"{p}.input_layernorm", hidden, seq)
         norm = t.layers[-1]["name"]
-        add_linear(t, f"{p}.self_attn.q_proj", hidden, hidden, seq, bias=False)
-        add_linear(t, f"{p}.self_attn.k_proj", hidden, kv_width, seq, bias=False, input=norm)
+        # rotary positions (Su et al. 2021) on the queries and the keys
+        add_linear(t, f"{p}.self_attn.q_proj", hidden, hidden, seq, bias=False, then=["rotary"])
+        add_linear(t, f"{p}.self_attn.k_proj", hidden, kv_width, seq, bias=False, then=["rotary"], input=norm)
         add_linear(t, f"{p}.self_attn.v_proj", hidden, kv_width, seq, bias=False, input=norm)
         add_attention_core(t, f"{p}.self_attn.core", hidden, seq)
         add_linear(t, f"{p}.self_attn.o_proj", hidden, hidden, seq, bias=False, then=["add"])

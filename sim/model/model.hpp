@@ -23,12 +23,14 @@ struct Layer {
   /// what crosses it. Equals `name` when the layer is a block of its own. Blocks are contiguous.
   std::string block;
   /// Parameter-free operations its output goes through before the next layer, in order ("relu_",
-  /// "add", "dropout", "gelu_tanh", ...: kLayerThenOps); what autograd saves for them is
+  /// "add", "dropout", "gelu_tanh", "rotary" (rotary position embedding of a query or key
+  /// projection, Su et al. 2021), ...: kLayerThenOps); what autograd saves for them is
   /// sim/strategies/saved_tensors.cpp's. Empty when none.
   std::vector<std::string> then;
   /// The layer whose output this one reads; "" = the layer before it (the model's input for the first).
   std::string input;
-  /// A pooling layer's operation: "max" or "avg" ("" for other kinds: "max").
+  /// A pooling layer's operation: "max" or "avg" ("" for other kinds: "max"); a layernorm's "rms"
+  /// when it is an RMSNorm (Zhang & Sennrich 2019: no mean, no bias), which runs other kernels.
   std::string op;
 
   std::int64_t params() const;

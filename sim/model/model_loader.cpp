@@ -58,8 +58,13 @@ Layer read_layer(const JsonReader& in)
       layer.then.push_back(op.as_choice(kLayerThenOps));
   if (auto input = in.find("input"))
     layer.input = non_empty_string(*input);
-  if (auto op = in.find("op"))
-    layer.op = op->as_choice({"max", "avg"});
+  if (auto op = in.find("op")) {
+    layer.op = op->as_choice({"max", "avg", "rms"});
+    const char* kind = layer.op == "rms" ? "layernorm" : "pool";
+    if (layer.kind != kind)
+      op->fail(fmt::format("expected op \"{}\" only on a layer of kind \"{}\", got kind \"{}\"", layer.op, kind,
+                           layer.kind));
+  }
   return layer;
 }
 
@@ -97,7 +102,7 @@ void read_layers(const JsonReader& in, Model& model)
 
 // sim/strategies/saved_tensors.cpp says what autograd saves for each.
 const std::vector<std::string> kLayerThenOps = {"relu_", "relu", "add_", "add",  "dropout",
-                                                "gelu",  "gelu_tanh", "silu", "mul", "tanh"};
+                                                "gelu",  "gelu_tanh", "silu", "mul", "tanh", "rotary"};
 
 Model parse_model(const nlohmann::json& doc, const std::string& file, const std::string& expected_name)
 {

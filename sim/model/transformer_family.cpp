@@ -77,8 +77,13 @@ public:
       params.push_back(hidden);
     add(std::move(name), "layernorm", std::move(params), 0, static_cast<double>(hidden) * static_cast<double>(tokens));
   }
-  /// RMSNorm (Zhang & Sennrich 2019): one weight; kind "layernorm", which means the same to dtsim.
-  void rmsnorm(std::string name, std::int64_t hidden, std::int64_t tokens) { layernorm(std::move(name), hidden, tokens, false); }
+  /// RMSNorm (Zhang & Sennrich 2019): one weight; kind "layernorm" with op "rms" (its memory is a
+  /// LayerNorm's; its eager kernels are not, sim/strategies/roofline.cpp).
+  void rmsnorm(std::string name, std::int64_t hidden, std::int64_t tokens)
+  {
+    layernorm(std::move(name), hidden, tokens, false);
+    model_.layers.back().op = "rms";
+  }
   void embedding(std::string name, std::int64_t rows, std::int64_t hidden, std::int64_t tokens)
   {
     add(std::move(name), "embedding", {rows * hidden}, 0, static_cast<double>(hidden) * static_cast<double>(tokens));
@@ -196,7 +201,9 @@ void llama_layers(TableBuilder& t, const TransformerSpec& m, std::int64_t kv_wid
     t.rmsnorm(p + ".input_layernorm", h, s);
     std::string norm = t.last_name();
     t.linear(p + ".self_attn.q_proj", h, h, s, false);
+    t.then({"rotary"});  // rotary positions (Su et al. 2021) on the queries and the keys
     t.linear(p + ".self_attn.k_proj", h, kv_width, s, false);
+    t.then({"rotary"});
     t.input(norm);
     t.linear(p + ".self_attn.v_proj", h, kv_width, s, false);
     t.input(norm);

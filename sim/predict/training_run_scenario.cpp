@@ -110,13 +110,15 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
     training["optimizer"] = row.get("optimizer");
   if (!row.get("attention").empty())
     training["attention"] = row.get("attention");
-  for (const char* column : {"attention_kernel", "loss_dtype", "loss_kernel", "host_sync"})
+  for (const char* column : {"attention_kernel", "loss_dtype", "loss_kernel", "norm_kernel", "host_sync"})
     if (!row.get(column).empty())
       training[column] = row.get(column);
-  if (const std::string hold = row.get("hold_logits"); hold == "true" || hold == "false")
-    training["hold_logits"] = hold == "true";
-  else if (!hold.empty())
-    training["hold_logits"] = hold;  // refused by training_settings.cpp, naming the column
+  for (const char* column : {"hold_logits", "compile"}) {
+    if (const std::string flag = row.get(column); flag == "true" || flag == "false")
+      training[column] = flag == "true";
+    else if (!flag.empty())
+      training[column] = flag;  // refused by training_settings.cpp, naming the column
+  }
 
   nlohmann::json strategy = {{"kind", row.required("strategy", "single, ddp or dp")}};
   // The strategy's own options, each only where that strategy has it (hybrid: Megatron-LM's).

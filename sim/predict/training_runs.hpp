@@ -49,6 +49,8 @@
 //                      below auto's 64 GPUs; the measurement's own settings are the other columns)
 //   host_sync          training.host_sync: step (default) | micro_step (the loop waits for the GPU each micro-step)
 //   hold_logits        training.hold_logits: false (default) | true (the loop keeps the logits until the next forward)
+//   compile            training.compile: false (default) | true (torch.compile: the roofline fuses elementwise kernels)
+//   norm_kernel        training.norm_kernel: eager (default) | fused (one RMSNorm kernel, for the roofline)
 // Optional columns of measured memory (GiB = 2^30 bytes, per GPU, the largest over the GPUs):
 //   peak_allocated_gib torch.cuda.max_memory_allocated, as the run's logs give it
 //   peak_reserved_gib  torch.cuda.max_memory_reserved (torchtitan's "memory" figure)

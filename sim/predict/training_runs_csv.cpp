@@ -34,8 +34,8 @@ const std::vector<std::string> kColumns = {"id",      "baseline",      "cluster"
                                            "strategy_options", "optimizer",
                                            // compute=efficiency's time model (training.compute.model) and the
                                            // attention kernel it times (training.attention); the loss's dtype
-                                           "compute_model", "attention", "attention_kernel", "loss_dtype", "loss_kernel",
-                                           "host_sync", "hold_logits",
+                                           "compute_model", "attention", "attention_kernel", "loss_dtype", "loss_kernel", "norm_kernel",
+                                           "host_sync", "hold_logits", "compile",
                                            // simulation.ranks: folding a symmetric run (a simulator setting)
                                            "ranks",
                                            // measured peak memory per GPU (training_memory.hpp)

@@ -202,6 +202,11 @@ struct TrainingSpec {
   /// logits.float()), 2 for bf16 or fp16 (F.cross_entropy on a half-precision model's output as it is).
   double loss_bytes = 4;
   LossKernel loss_kernel = LossKernel::Eager;
+  /// training.norm_kernel: how an RMSNorm runs: eager (default; one ATen kernel per operation, as
+  /// torchtitan's "rmsnorm", fms's LayerNormParameterized and Hugging Face's LlamaRMSNorm write it)
+  /// or fused (one kernel: torchtitan's "fused_rmsnorm" Triton kernel, Apex's, Transformer Engine's).
+  /// Timed by the roofline compute model only (roofline.hpp); LayerNorm is one kernel either way.
+  bool fused_rmsnorm = false;
   /// training.hold_logits: the training loop keeps the model's output (the logits the loss reads) in
   /// a variable until the next forward's output replaces it, through backward, the optimizer step and
   /// the next forward (KempnerForge's scripts/train.py: `logits = model(input_ids)`, never deleted).
@@ -209,6 +214,11 @@ struct TrainingSpec {
   /// "need to free it before bwd to avoid peaking memory"; Hugging Face's compute_loss returns the
   /// loss alone; Megatron-LM's forward_step returns the loss).
   bool hold_logits = false;
+  /// training.compile: the model runs under torch.compile, whose Inductor fuses its elementwise
+  /// operations (RMSNorm, rotary embeddings, activations, residual adds) into generated kernels. The
+  /// roofline compute model times them as fused kernels (roofline.hpp); the "flops" model's
+  /// efficiency, measured on a run, already holds whatever compile did. Memory is not changed.
+  bool compile = false;
 };
 
 /// One --set override: "training.compute.single_gpu_throughput=367".

@@ -129,7 +129,8 @@ TrainingSpec parse_training(const JsonReader& r)
 {
   r.reject_unknown({"dataset_samples", "batch_per_gpu", "micro_batch", "global_batch", "epochs", "precision", "compute",
                     "loader", "optimizer", "activation_checkpointing", "activation_checkpointing_every", "attention",
-                    "loss_dtype", "loss_kernel", "host_sync", "attention_kernel", "hold_logits"});
+                    "loss_dtype", "loss_kernel", "host_sync", "attention_kernel", "hold_logits", "compile",
+                    "norm_kernel"});
   TrainingSpec t;
   t.dataset_samples = r.at("dataset_samples").as_positive_int();
   if (r.has("batch_per_gpu") && r.has("micro_batch"))
@@ -206,6 +207,10 @@ TrainingSpec parse_training(const JsonReader& r)
     t.host_sync_each_micro_step = sync->as_choice({"step", "micro_step"}) == "micro_step";
   if (const auto hold = r.find("hold_logits"))
     t.hold_logits = hold->as_bool();
+  if (const auto compile = r.find("compile"))
+    t.compile = compile->as_bool();
+  if (const auto kernel = r.find("norm_kernel"))
+    t.fused_rmsnorm = kernel->as_choice({"eager", "fused"}) == "fused";
   t.compute = parse_compute(r.at("compute"));
   return t;
 }

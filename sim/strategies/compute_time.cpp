@@ -95,8 +95,10 @@ LayerTimes layer_times(const Model& model, const Scenario& scenario, const GpuSp
         rs.element_bytes = p == Precision::Fp32 || p == Precision::Tf32 ? 4 : 2;
         rs.attention = scenario.training.attention;
         rs.attention_rate = attention_rate_factor(scenario.training, gpu);
-        // Megatron-LM (hybrid) fuses its elementwise kernels, as memory_timeline's `megatron`
-        rs.fused_elementwise = scenario.strategy_spec.kind == StrategyKind::Hybrid;
+        // Megatron-LM (hybrid) fuses its elementwise kernels, as memory_timeline's `megatron`;
+        // torch.compile's Inductor fuses them too (training.compile)
+        rs.fused_elementwise = scenario.strategy_spec.kind == StrategyKind::Hybrid || scenario.training.compile;
+        rs.fused_rmsnorm = scenario.training.fused_rmsnorm;
         rs.split = split;
         LayerTimes r = roofline_layer_times(model, rs, samples);
         if (half_efficiency_samples > 0)
@@ -134,9 +136,10 @@ std::string describe_compute_source(const Scenario& scenario)
                          scenario.training.batch.measured_at);
     case ComputeSpec::Source::Flops:
       if (spec.model == ComputeSpec::Model::Roofline)
-        return fmt::format("roofline per kernel: FLOPs at {:.0f}% of the {} peak, bytes at {:.1f}% of its HBM bandwidth",
+        return fmt::format("roofline per kernel: FLOPs at {:.0f}% of the {} peak, bytes at {:.1f}% of its HBM bandwidth{}",
                            spec.efficiency * 100, spec.gpu.empty() ? "cluster GPU's" : spec.gpu,
-                           100 * roofline_memory_efficiency(spec));
+                           100 * roofline_memory_efficiency(spec),
+                           scenario.training.compile ? "; elementwise kernels fused by torch.compile" : "");
       return fmt::format("model FLOPs at {:.0f}% of the {} peak", spec.efficiency * 100,
                          spec.gpu.empty() ? "cluster GPU's" : spec.gpu);
     case ComputeSpec::Source::Profile:

@@ -14,6 +14,31 @@ namespace {
 
 /// A dropout's bool mask: one byte per element (ATen native_dropout).
 constexpr double kMaskBytes = 1;
+/// The fp32 of the eager RMSNorm's and rotary embedding's upcast (`x.float()`).
+constexpr double kFp32Bytes = 4;
+
+/// A cast between the element type and fp32 (`x.float()`, `.type_as(x)`): read one, write the other;
+/// no kernel when the activations are fp32 already (`Tensor.float()` returns the tensor itself).
+double cast_bytes(double e) { return e == kFp32Bytes ? 0 : e + kFp32Bytes; }
+
+/// An eager RMSNorm per element, as torchtitan's RMSNorm, fms's LayerNormParameterized
+/// (use_high_precision_pow) and Hugging Face's LlamaRMSNorm write it:
+///   y = weight * (xf * rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x),  xf = x.float()
+/// one ATen kernel per operation (the per-token mean, add and rsqrt are 1/hidden of the bytes).
+///   forward: cast up, pow (read f, write f), mean (read f), x * rsqrt (read f, write f), cast down,
+///            * weight (read e, write e)
+///   backward (derivatives.yaml): * weight: dx = dy w (2 e) and dw = sum(dy y) (3 e + e); cast down's
+///            cast back; x * r: dx = dy r (2 f) and dr = sum(dy x) (3 f + f); mean: the expanded
+///            gradient / hidden (write f); pow: dy * (2 x.pow(1)) (pow 2 f, mul 2 f, mul 3 f); the two
+///            gradients of xf summed (3 f); the upcast's cast back.
+/// bf16: 36 B forward and 92 B backward per element, against the fused kernel's 4 and 6.
+KernelWork eager_rmsnorm(double e, bool backward)
+{
+  const double f = kFp32Bytes;
+  if (!backward)
+    return {0, cast_bytes(e) + 2 * f + f + 2 * f + cast_bytes(e) + 2 * e};
+  return {0, (2 * e + 4 * e) + cast_bytes(e) + (2 * f + 4 * f) + f + (2 * f + 2 * f + 3 * f) + 3 * f + cast_bytes(e)};
+}
 
 bool keeps_input(const std::string& op)
 {
@@ -37,6 +62,7 @@ KernelWork then_chain(const std::vector<std::string>& ops, double e, bool fused,
         bytes += backward ? 3 * e : e;  // forward: the other operand; backward: both saved, a second gradient
       else if (backward && keeps_input(op))
         bytes += e;
+      // "rotary": its reads and writes are the chain's own
     }
     return {0, bytes};
   }
@@ -49,6 +75,14 @@ KernelWork then_chain(const std::vector<std::string>& ops, double e, bool fused,
       bytes += backward ? 5 * e : 3 * e;
     else if (keeps_input(op))
       bytes += backward ? 3 * e : 2 * e;
+    else if (op == "rotary")
+      // torchtitan's apply_rotary_emb: x.float() viewed as complex pairs, times the (cached) complex
+      // frequencies, .type_as(x): cast up, complex mul (read f, write f), cast down; backward the same
+      // three (the product's gradient is dy times the conjugate frequencies). Other forms move about
+      // as much or more, not told apart: Hugging Face's rotate_half (q cos + rotate_half(q) sin, five
+      // kernels in e) 10 e; fms's adjusted_qk (a broadcast fp32 product of twice the elements, summed)
+      // about 36 B forward.
+      bytes += cast_bytes(e) + 2 * kFp32Bytes + cast_bytes(e);
   }
   return {0, bytes};
 }
@@ -130,8 +164,13 @@ LayerTimes roofline_layer_times(const Model& model, const RooflineSettings& s, d
       }
     } else if (l.kind == "layernorm") {
       const double elems = samples * out * whole;
-      fwd = sec({0, 2 * e * elems});
-      bwd = sec({0, 3 * e * elems});
+      if (l.op == "rms" && !s.fused_elementwise && !s.fused_rmsnorm) {  // an eager RMSNorm: one kernel per operation
+        fwd = sec({0, eager_rmsnorm(e, false).bytes * elems});
+        bwd = sec({0, eager_rmsnorm(e, true).bytes * elems});
+      } else {  // one kernel (F.layer_norm, or a fused / compiled RMSNorm)
+        fwd = sec({0, 2 * e * elems});
+        bwd = sec({0, 3 * e * elems});
+      }
       out_share = whole;
     } else if (l.kind == "embedding") {
       const double elems = samples * out;  // every rank writes the whole lookup (masked to its vocabulary)

@@ -22,12 +22,19 @@
 //                and their dropout (2 e + 1 per score each way) when the model has dropout;
 //                "sdpa": one fused kernel (4 s^2 d FLOPs, q k v o), backward twice its FLOPs, at
 //                the GEMMs' FLOP rate x training.attention_kernel's factor (attention_rate.hpp)
-//   layernorm    read x, write y: 2 e per element; backward reads x and dy, writes dx: 3 e
+//   layernorm    read x, write y: 2 e per element; backward reads x and dy, writes dx: 3 e; an
+//                RMSNorm (op "rms") run eagerly (training.norm_kernel "eager", not fused_elementwise)
+//                is its seven ATen kernels with an fp32 upcast: 36 B forward, 92 B backward per bf16
+//                element (roofline.cpp)
 //   embedding    a gather, read and write each row: 2 e per element; backward 3 e
 //   then ops     fused (Megatron's bias_gelu and bias_dropout_add jit fusions, as memory_timeline's
 //                `megatron`): a layer's whole `then` chain is one kernel that reads its input once
 //                (plus a residual per add, an operand per mul) and writes its output once (plus a
 //                mask per dropout); unfused: each op its own kernel, as listed in roofline.cpp
+//                (a rotary embedding, "rotary": cast to fp32, complex multiply, cast back, 20 B per
+//                bf16 element each way; fused, only the chain's read and write)
+//                fused_elementwise: Megatron-LM's own fusions, or torch.compile (training.compile),
+//                whose Inductor fuses the elementwise ops and the RMSNorm into generated kernels
 //   other kinds  one kernel of the layer's FLOPs over its input, output and weights; backward two
 //                such kernels (FLOPs) or one reading x and dy and writing dx (no FLOPs)
 // Backward's residual gradients are summed where the residual forks: one add (3 e) per "add".
@@ -87,7 +94,8 @@ struct RooflineSettings {
   double element_bytes = 2;   ///< activations' bytes per element
   AttentionKernel attention = AttentionKernel::Sdpa;
   double attention_rate = 1.0;  ///< the sdpa kernel's FLOP rate over the GEMMs' (attention_rate.hpp)
-  bool fused_elementwise = false;  ///< Megatron-LM's fused elementwise kernels
+  bool fused_elementwise = false;  ///< Megatron-LM's fused elementwise kernels, or torch.compile's
+  bool fused_rmsnorm = false;      ///< an RMSNorm as one kernel (training.norm_kernel "fused")
   TensorSplit split;
 };
 

@@ -31,6 +31,8 @@ sets = [
     (DDP, "training.loss_kernel", ["liger", "1"]),
     (DDP, "training.host_sync", ["always", "1"]),
     (DDP, "training.hold_logits", ["yes", "1"]),
+    (DDP, "training.compile", ["yes", "1"]),
+    (DDP, "training.norm_kernel", ["triton", "1"]),
     (DDP, "training.loader.workers", ["-1", "100000", "1.5", "4294967297"]),
     (DDP, "training.loader.per_sample_ms", ["-1", "\"4\""]),
     (DDP, "training.loader.affinity", ["numa", "1"]),

@@ -121,6 +121,7 @@ model_cases = {
     "model_input_later_layer": (["layers", 0, "input"], "net2"),
     "model_input_unknown_layer": (["layers", 2, "input"], "net9"),
     "model_pool_op_unknown": (["layers", 1, "op"], "median"),
+    "model_rms_op_on_linear": (["layers", 0, "op"], "rms"),
 }
 for name, (path, value) in model_cases.items():
     write(name + ".json", mutated(model, path, value))
