@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much a training step slows while an NCCL-like kernel runs beside it, measured on one GPU.
 
-    python3 calibration/bench/nccl_interference.py -o interference.json
+    python3 calibration/bench/nccl_interference.py -o interference.json [--workload resnet50|gemm]
 
 dtsim models compute beside an AllReduce as losing (1 - m) x channels / SMs + m x 3 x bus bytes/s /
 HBM bandwidth of its rate (sim/strategies/interference.hpp). This program checks both terms on a
@@ -12,6 +12,13 @@ touches), paced to a given bus rate with the GPU's global timer; torchvision Res
 another stream meanwhile. Settings: channels 8..32, bus rate 0 (SMs held, no traffic) up to
 unpaced. Each step time is the median of the steps run while the kernel was in flight; the
 baseline is measured between settings. Needs torch, torchvision, cupy and a CUDA GPU.
+
+--workload gemm times a transformer layer's twelve bf16 GEMMs instead of ResNet-50's convolutions (issue
+31: FSDP's single-node runs behave as if their AllGathers hid almost nothing; a cuBLAS kernel sized to
+the SM count may need a second wave when NCCL holds some SMs, where the linear SM share says
+channels / SMs): per --gemm-shapes h:m, QKV (n 3h, k h), attention output (n h, k h), MLP up (n 4h, k h)
+and down (n h, k 4h) with m tokens, each forward (X W), input gradient (dY W^T) and weight gradient
+(X^T dY), torch.matmul, repeated --gemm-repeat times per step. Needs torch and cupy.
 """
 import argparse
 import statistics
@@ -63,19 +70,47 @@ extern "C" __global__ void nccl_like(const float4* a, const float4* b, float4* c
 """
 
 
+def gemm_layer_step(h, m, repeat):
+    """One step: a transformer layer's twelve bf16 GEMMs (forward, input and weight gradient of QKV,
+    attention output, MLP up and down, m tokens), `repeat` times; returns a function (not synchronised)."""
+    import torch
+    dev = torch.device("cuda", 0)
+    bf16 = torch.bfloat16
+    shapes = [(3 * h, h), (h, h), (4 * h, h), (h, 4 * h)]  # (n, k) of each linear
+    ops = []
+    for n, k in shapes:
+        x = torch.randn(m, k, device=dev, dtype=bf16)
+        w = torch.randn(k, n, device=dev, dtype=bf16)
+        dy = torch.randn(m, n, device=dev, dtype=bf16)
+        ops.append((x, w, dy))
+
+    def step():
+        for _ in range(repeat):
+            for x, w, dy in ops:
+                torch.matmul(x, w)        # forward
+                torch.matmul(dy, w.t())   # input gradient
+                torch.matmul(x.t(), dy)   # weight gradient
+    return step
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--steps", type=int, default=24, help="training steps per setting")
     ap.add_argument("--tf32-first", action="store_true", help="measure the TF32 model before the AMP one")
     ap.add_argument("--buffer-mb", type=int, default=768, help="each of the kernel's three buffers (above L2)")
+    ap.add_argument("--workload", choices=["resnet50", "gemm"], default="resnet50")
+    ap.add_argument("--gemm-shapes", default="4096:8192,2048:16384,8192:4096",
+                    help="h:m pairs (hidden size, tokens) for --workload gemm")
+    ap.add_argument("--gemm-repeat", type=int, default=4, help="layers per step for --workload gemm")
     args = ap.parse_args()
     try:
         import cupy
         import torch
-        import torchvision  # noqa: F401 (checked here, used by resnet_training)
+        if args.workload == "resnet50":
+            import torchvision  # noqa: F401 (checked here, used by resnet_training)
     except ImportError as e:
-        sys.exit(f"nccl_interference.py: needs torch, torchvision and cupy ({e})")
+        sys.exit(f"nccl_interference.py: needs torch, cupy (and torchvision for resnet50) ({e})")
     if not torch.cuda.is_available():
         print("nccl_interference.py: no CUDA device", file=sys.stderr)
         sys.exit(3)
@@ -108,11 +143,21 @@ def main():
                "buffer_MiB": args.buffer_mb, "torch": torch.__version__, "cupy": cupy.__version__, "models": []}
     settings = [(8, 0.0), (16, 0.0), (32, 0.0), (16, 100.0), (16, 200.0), (16, 400.0), (32, 400.0),
                 (16, -1.0), (32, -1.0)]
-    order = [("resnet50", "amp", True, 256), ("resnet50", "tf32", False, 128)]
-    if args.tf32_first:
-        order.reverse()
+    if args.workload == "gemm":
+        order = []
+        for pair in args.gemm_shapes.split(","):
+            h, m = (int(v) for v in pair.split(":"))
+            order.append((f"gemm-h{h}-m{m}", "bf16", False, m))
+    else:
+        order = [("resnet50", "amp", True, 256), ("resnet50", "tf32", False, 128)]
+        if args.tf32_first:
+            order.reverse()
     for name, precision, channels_last, batch in order:
-        train_step = resnet50_step(precision, channels_last, batch, name=name)
+        if args.workload == "gemm":
+            h = int(name.split("-h")[1].split("-")[0])
+            train_step = gemm_layer_step(h, batch, args.gemm_repeat)
+        else:
+            train_step = resnet50_step(precision, channels_last, batch, name=name)
         main = torch.cuda.Stream()
 
         def steps(count):
@@ -138,7 +183,8 @@ def main():
             again = statistics.median(steps(args.steps // 2))
             base = (base + again) / 2
             step = statistics.median(times[2:])
-            rows.append({"channels": channels, "bus_GBps_asked": None if bus < 0 else bus,
+            rows.append({"channels": channels, "linear_sm_share": channels / sms,
+                         "bus_GBps_asked": None if bus < 0 else bus,
                          "bus_GBps_achieved": moved / seconds / 1e9, "kernel_seconds": seconds,
                          "kernel_outlived_steps": overlapped, "first_steps_s": times[:2], "step_s": step, "baseline_step_s": again,
                          "slowdown": step / again - 1})
