@@ -13,6 +13,8 @@
 #include <doctest/doctest.h>
 
 #include <numeric>
+#include <string>
+#include <utility>
 
 using namespace dtsim;
 
@@ -37,6 +39,16 @@ Layer layernorm(const std::string& name, double hidden, double tokens)
   l.param_tensors = {static_cast<std::int64_t>(hidden), static_cast<std::int64_t>(hidden)};
   l.activation_elems = hidden * tokens;
   return l;
+}
+
+/// A model of one layer fed `input_elems` elements per sample.
+Model one_layer_model(const std::string& name, double input_elems, Layer layer)
+{
+  Model m;
+  m.name = name;
+  m.input_elems = input_elems;
+  m.layers = {std::move(layer)};
+  return m;
 }
 
 RooflineSettings settings(int tensor = 1, bool sequence_parallel = false)
@@ -73,10 +85,7 @@ TEST_CASE("roofline: a kernel takes the longer of its FLOPs and its bytes")
 
 TEST_CASE("roofline: a pure GEMM layer keeps the FLOP source's time (forward, and backward 2 x forward)")
 {
-  Model m;
-  m.name = "one-gemm";
-  m.input_elems = 8192 * 2048;
-  m.layers = {linear("fc", 8192, 8192, 2048)};
+  const Model m = one_layer_model("one-gemm", 8192 * 2048, linear("fc", 8192, 8192, 2048));
   const double samples = 4;
   const LayerTimes t = roofline_layer_times(m, settings(), samples);
   const double flops_time = samples * m.layers[0].fwd_flops / 100e12;  // FLOPs / (peak x efficiency)
@@ -89,11 +98,8 @@ TEST_CASE("roofline: a pure GEMM layer keeps the FLOP source's time (forward, an
 
 TEST_CASE("roofline: a pure elementwise layer takes bytes / bandwidth")
 {
-  Model m;
-  m.name = "one-norm";
   const double hidden = 4096, tokens = 2048, samples = 2;
-  m.input_elems = hidden * tokens;
-  m.layers = {layernorm("ln", hidden, tokens)};
+  Model m = one_layer_model("one-norm", hidden * tokens, layernorm("ln", hidden, tokens));
   const double elems = samples * hidden * tokens;
   const LayerTimes t = roofline_layer_times(m, settings(), samples);
   CHECK(t.fwd[0] == doctest::Approx(2 * 2 * elems / 1e12));  // read x, write y, 2 B each
@@ -123,11 +129,8 @@ TEST_CASE("roofline: a pure elementwise layer takes bytes / bandwidth")
 
 TEST_CASE("roofline: an eager RMSNorm is its seven kernels with an fp32 upcast; fused, one read and one write")
 {
-  Model m;
-  m.name = "one-rmsnorm";
   const double hidden = 4096, tokens = 2048, samples = 2;
-  m.input_elems = hidden * tokens;
-  m.layers = {layernorm("norm", hidden, tokens)};
+  Model m = one_layer_model("one-rmsnorm", hidden * tokens, layernorm("norm", hidden, tokens));
   m.layers[0].op = "rms";
   const double elems = samples * hidden * tokens;
   RooflineSettings eager = settings();
