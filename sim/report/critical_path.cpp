@@ -2,13 +2,55 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <map>
+#include <vector>
 
 namespace dtsim {
+
+namespace {
+
+/// A wait shorter than this is the simulation's rounding, not a gap.
+constexpr double kGapTolerance_s = 1e-9;
+
+/// Per collective of the graph (TaskGraph::collectives, in task order): the dependency from outside
+/// it that finished last, over all its ranks' tasks. A replayed collective (collective_replay.hpp)
+/// starts on every rank at the join of all its ranks' start dependencies, which the graph does not
+/// hold: a rank's own start dependency may have ended long before, and the walk below continues at
+/// the rank that joined last instead, as the full simulation's chain does through the collective's
+/// transfers. -1 where none.
+std::vector<int> last_external_dependency(const TaskGraph& graph, const std::vector<Span>& spans)
+{
+  std::vector<int> out;
+  for (const CollectiveRange& c : graph.collectives()) {
+    int last = -1;
+    for (int id = c.first; id < c.end; ++id)
+      for (const int dep : graph[id].after)
+        if (c.relative(dep) < 0 && (last < 0 || spans[static_cast<std::size_t>(dep)].end > spans[static_cast<std::size_t>(last)].end))
+          last = dep;
+    out.push_back(last);
+  }
+  return out;
+}
+
+/// The index of the collective holding task `id` (-1: none); `collectives` sorted by first task.
+int collective_of(const std::vector<CollectiveRange>& collectives, int id)
+{
+  const auto after = std::upper_bound(collectives.begin(), collectives.end(), id,
+                                      [](int task, const CollectiveRange& c) { return task < c.first; });
+  if (after == collectives.begin())
+    return -1;
+  const auto k = std::prev(after);
+  return id < k->end ? static_cast<int>(k - collectives.begin()) : -1;
+}
+
+}  // namespace
 
 std::vector<CriticalPart> critical_path_by_category(const Plan& plan, const std::vector<Span>& spans)
 {
   const auto iterations = static_cast<int>(plan.iteration_end.size());
+  const auto& collectives = plan.graph.collectives();
+  const std::vector<int> joined_last = last_external_dependency(plan.graph, spans);
   std::map<TaskCategory, double, BySpelling> total;
   int measured = 0;
   for (int it = std::max(1, plan.warmup_iterations); it < iterations; ++it, ++measured) {
@@ -25,6 +67,13 @@ std::vector<CriticalPart> critical_path_by_category(const Plan& plan, const std:
       for (const int dep : plan.graph[current].after)
         if (last < 0 || spans[static_cast<std::size_t>(dep)].end > spans[static_cast<std::size_t>(last)].end)
           last = dep;
+      const int k = collective_of(collectives, current);
+      if (k >= 0 && (last < 0 || collectives[static_cast<std::size_t>(k)].relative(last) < 0) &&
+          (last < 0 || spans[static_cast<std::size_t>(last)].end < s.start - kGapTolerance_s)) {
+        const int joined = joined_last[static_cast<std::size_t>(k)];
+        if (joined >= 0 && (last < 0 || spans[static_cast<std::size_t>(joined)].end > spans[static_cast<std::size_t>(last)].end))
+          last = joined;
+      }
       current = last;
     }
   }
