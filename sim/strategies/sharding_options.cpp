@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace dtsim {
 
@@ -96,10 +97,14 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
     f.version = static_cast<int>(v->as_int_in(1, 2));
   // FSDP1-only arguments: FSDP2 (fully_shard) has no such parameter; its behaviour is fixed
   // (explicit backward prefetch of one unit, implicit forward prefetch, two AllGathers in flight).
-  for (const char* key : {"backward_prefetch", "forward_prefetch", "limit_all_gathers"})
+  const std::pair<const char*, const char*> fsdp1_only[] = {
+      {"backward_prefetch", "it prefetches one unit ahead in backward"},
+      {"forward_prefetch", "it gathers each unit at its pre-forward, the next one's AllGather overlapping this one's forward"},
+      {"limit_all_gathers", "it keeps at most two AllGathers' outputs in flight"}};
+  for (const auto& [key, instead] : fsdp1_only)
     if (f.version == 2 && o.has(key))
-      o.at(key).fail(fmt::format("expected no {} with FSDP version 2 (fully_shard has no such argument: it prefetches "
-                                 "one unit ahead in backward); set strategy.version 1 to use it", key));
+      o.at(key).fail(fmt::format("expected no {} with FSDP version 2 (fully_shard has no such argument: {}); set "
+                                 "strategy.version 1 to use it", key, instead));
   f.reshard_after_forward = f.sharding == Sharding::FullShard || f.sharding == Sharding::HybridShard;
   if (const auto r = o.find("reshard_after_forward")) {
     if (f.sharding == Sharding::NoShard)
@@ -111,7 +116,10 @@ FsdpOptions parse_fsdp_options(const Scenario& scenario, int data, int tensor, i
       f.reshard_after_forward = true;
     } else {
       if (!r->json().is_boolean())
-        r->fail(f.version == 2 ? "expected true, false or a number of ranks (version 2)" : "expected true or false");
+        r->fail(fmt::format("{}, got {}",
+                            f.version == 2 ? "expected true, false or a number of ranks (version 2)"
+                                           : "expected true or false (a number of ranks is FSDP version 2's)",
+                            r->json().dump()));
       f.reshard_after_forward = r->as_bool();
     }
     // SHARD_GRAD_OP is FULL_SHARD without the re-shard after forward (FSDP1's _runtime_utils.py:
