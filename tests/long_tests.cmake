@@ -15,6 +15,7 @@ set(DTSIM_LONG_TESTS
   cli.calibrate_settings_above_tables  # 1.3
   cli.calibrate_subset_two_tables  # 1.3
   cli.calibration_rows_reproduce_measurements  # 49.2
+  cli.compare_batches_differ  # 1.8
   cli.compare_offloads  # 1.5
   cli.compare_own_strategy_keeps_settings  # 2.9
   cli.compare_stage3_member_zero3_only  # 1.2

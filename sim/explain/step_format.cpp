@@ -94,7 +94,13 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
     out += fmt::format("dtsim explain {}: {}\n", h.strategy, title != titles.end() ? title->second : h.strategy);
   out += fmt::format("{} on {} x {} ({}), batch {} per {}, {}\n", h.model, h.gpus, h.gpu, h.cluster, h.batch_per_gpu,
                      h.strategy == "pipeline" ? "pipeline" : h.strategy == "hybrid" ? "replica" : "GPU", h.precision);
-  out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n\n";
+  out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n";
+  if (plan.folded_from_gpus > 0)
+    out += fmt::format("ranks folded (simulation.ranks \"auto\" folds from 64 GPUs): each row is one representative GPU of the "
+                       "{}; its collectives run as their simulated times, without the transfers, bytes and links (--gpus 32 or "
+                       "fewer lists them)\n",
+                       plan.folded_from_gpus);
+  out += "\n";
   const std::string head = fmt::format("{:>3}   {:<38} {:<22} {:>10} {:<12} {:>9} {:>9}\n", "#", "step", "who",
                                        "MB", "links", "start ms", "time ms");
   int number = 0;
@@ -112,8 +118,11 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
   for (const auto& u : t.per_gpu)
     out += fmt::format("  {:<10} {:>10.2f} {:>12.2f} {:>10.3f} {:>10.3f}\n", u.device, u.bytes_sent / 1e6,
                        u.bytes_received / 1e6, u.busy_s * 1e3, u.idle_s * 1e3);
-  out += fmt::format("\nPer parameter update: {} steps move data between GPUs (☆), {} GPU-to-GPU transfers\n",
-                     t.inter_gpu_steps, t.inter_gpu_transfers);
+  if (plan.folded_from_gpus > 0)
+    out += "\nPer parameter update: the GPU-to-GPU transfers are not listed (ranks folded)\n";
+  else
+    out += fmt::format("\nPer parameter update: {} steps move data between GPUs (☆), {} GPU-to-GPU transfers\n",
+                       t.inter_gpu_steps, t.inter_gpu_transfers);
   if (!plan.comm_per_iteration.empty()) {
     out += "Payload per iteration (the tensors one group's calls are made on, summed over its calls):";
     for (const auto& c : plan.comm_per_iteration)

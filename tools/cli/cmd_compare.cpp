@@ -13,8 +13,12 @@
 #include "sim/util/text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace dtsim::cli {
 
@@ -87,6 +91,21 @@ int run_compare(const CompareArgs& a)
                  r.value("host_step_s", 0.0), r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
                  r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0),
                  fmt::format("{:.1f}{}", peak / (1024.0 * 1024 * 1024), fits ? "" : " NO FIT"));
+    }
+    // A strategy of other data-parallel degree trains another global batch where the scenario gives only
+    // the micro-batch (zero3 has no tensor parallelism: 8 x the replicas of fsdp x TP 8): its samples/s
+    // and days are then not those of the same training, and the table says so.
+    std::vector<double> batches;
+    for (const auto& r : rows)
+      if (const double b = r.value("global_batch", 0.0); b > 0 && std::find(batches.begin(), batches.end(), b) == batches.end())
+        batches.push_back(b);
+    if (batches.size() > 1) {
+      std::vector<std::string> each;
+      for (const auto& r : rows)
+        each.push_back(fmt::format("{} {}", r.value("strategy", r.value("scenario", "")), r.value("global_batch", 0.0)));
+      fmt::print("note: the rows train different global batches ({}): to compare one training, give training.global_batch "
+                 "and a training.micro_batch whose product with each row's replicas divides it\n",
+                 fmt::join(each, ", "));
     }
   }
   return 0;

@@ -144,7 +144,8 @@ void add_explain_command(CLI::App& app, Action& action)
                                           {"precision", a->precision}, {"iteration_s", table.iteration_s},
                                           {"once", rows_json(table.once)}, {"steps", rows_json(table.steps)},
                                           {"inter_gpu_steps", table.inter_gpu_steps},
-                                          {"inter_gpu_transfers", table.inter_gpu_transfers}, {"per_gpu", per_gpu}}
+                                          {"inter_gpu_transfers", table.inter_gpu_transfers},
+                                          {"folded_from_gpus", p.plan.folded_from_gpus}, {"per_gpu", per_gpu}}
                                 .dump(2));
         return 0;
       }
