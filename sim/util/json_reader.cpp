@@ -282,6 +282,12 @@ std::int64_t JsonReader::as_int() const
     const double v = value_->get<double>();
     if (std::isfinite(v) && std::floor(v) == v && std::abs(v) < 9e15)
       return static_cast<std::int64_t>(v);
+    // A whole number beyond 2^53 written with a fraction or an exponent is not one integer but the nearest
+    // double: refused as too large for that spelling, not as "not an integer".
+    if (std::isfinite(v) && std::floor(v) == v)
+      fail(fmt::format("expected an integer; written with an exponent or a fraction at most 9e15 (digits alone up to "
+                       "9223372036854775807), got {}",
+                       describe_json(*value_)));
   }
   fail(fmt::format("expected an integer, got {}", describe_json(*value_)));
 }

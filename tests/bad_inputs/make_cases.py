@@ -643,6 +643,9 @@ for i, v in enumerate(["0", "-2", "1.5", "\"8\"", "16777217"]):
     case(f"batch_micro_bad_{i}", "seed-4gpu-ddp.json", "/training/micro_batch", f"run {DDP} {MICRO}={v}")
 for i, v in enumerate(["0", "30", "2.5", "true"]):  # 30 is no multiple of 4 x 4 GPUs
     case(f"batch_global_bad_{i}", "seed-4gpu-ddp.json", "/training/global_batch", f"run {DDP} {MICRO}=4 --set training.global_batch={v}")
+# a whole number beyond 2^53 spelt with an exponent: refused as too large for that spelling
+case("batch_global_exponent_huge", "seed-4gpu-ddp.json", "/training/global_batch",
+     f"run {DDP} {MICRO}=4 --set training.global_batch=128e15")
 case("batch_global_too_many_steps", "seed-4gpu-ddp.json", "/training/global_batch",
      f"run {DDP} {MICRO}=1 --set training.global_batch=8192")
 case("batch_global_vs_accumulation", "seed-4gpu-ddp.json", "/strategy/gradient_accumulation",
