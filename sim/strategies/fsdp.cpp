@@ -249,13 +249,20 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         const bool begins = u != 0 && last_segment[static_cast<std::size_t>(u)] == s;
         if (begins) {
           gather_for_backward(next, false);
-          if (opt.backward_prefetch == BackwardPrefetch::Pre)
+          if (opt.backward_prefetch == BackwardPrefetch::Pre && opt.version == 1)
             gather_for_backward(next + 1, false);
           if (gather_backward)
             run.wait_for(back_gathered[static_cast<std::size_t>(u)]);
           if (fsdp2_copies && opt.reshard_after_forward)
             run.compute_all(gc.copy_out_s[static_cast<std::size_t>(u)], "copy-out " + name + " (backward)",
                             TaskCategory::FsdpCopyBackward);
+          // FSDP2's pre_backward runs unshard, wait_for_unshard and only then _backward_prefetch, and in
+          // backward wait_for_unshard makes the AllGather streams wait for this unit's copy-out at once
+          // (_fsdp_param_group.py: "in backward, we free the all-gather result immediately after the current
+          // copy-out"): the next unit's AllGather queues behind it. (The root's prefetch of the last block,
+          // above, waits only for the forward's copy-outs: it may run beside the last blocks' forward.)
+          if (opt.backward_prefetch == BackwardPrefetch::Pre && opt.version == 2)
+            gather_for_backward(next + 1, true);
           ++next;
         }
         run.pieces(pieces[si], true, tp_groups, name);
