@@ -96,9 +96,9 @@ std::string format_step_table(const ExplainHeader& h, const StepTable& t, const 
                      h.strategy == "pipeline" ? "pipeline" : h.strategy == "hybrid" ? "replica" : "GPU", h.precision);
   out += "☆ = data sent from one GPU to another; bytes are what crosses the links (payload + protocol overhead)\n";
   if (plan.folded_from_gpus > 0)
-    out += fmt::format("ranks folded (simulation.ranks \"auto\" folds from 64 GPUs): each row is one representative GPU of the "
-                       "{}; its collectives run as their simulated times, without the transfers, bytes and links (--gpus 32 or "
-                       "fewer lists them)\n",
+    out += fmt::format("ranks folded (simulation.ranks \"auto\" folds large runs): each row is one representative GPU of the "
+                       "{}; its collectives run as their simulated times, without the transfers, bytes and links (fewer GPUs "
+                       "list them)\n",
                        plan.folded_from_gpus);
   out += "\n";
   const std::string head = fmt::format("{:>3}   {:<38} {:<22} {:>10} {:<12} {:>9} {:>9}\n", "#", "step", "who",

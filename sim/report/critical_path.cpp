@@ -13,25 +13,41 @@ namespace {
 /// A wait shorter than this is the simulation's rounding, not a gap.
 constexpr double kGapTolerance_s = 1e-9;
 
-/// Per collective of the graph (TaskGraph::collectives, in task order): the dependency from outside
-/// it that finished last, over all its ranks' tasks. A replayed collective (collective_replay.hpp)
-/// starts on every rank at the join of all its ranks' start dependencies, which the graph does not
-/// hold: a rank's own start dependency may have ended long before, and the walk below continues at
-/// the rank that joined last instead, as the full simulation's chain does through the collective's
-/// transfers. -1 where none.
-std::vector<int> last_external_dependency(const TaskGraph& graph, const std::vector<Span>& spans)
-{
-  std::vector<int> out;
-  for (const CollectiveRange& c : graph.collectives()) {
-    int last = -1;
-    for (int id = c.first; id < c.end; ++id)
-      for (const int dep : graph[id].after)
-        if (c.relative(dep) < 0 && (last < 0 || spans[static_cast<std::size_t>(dep)].end > spans[static_cast<std::size_t>(last)].end))
-          last = dep;
-    out.push_back(last);
+/// Of a collective of the graph: the dependency from outside it that finished last, over all its
+/// ranks' tasks. A replayed collective (collective_replay.hpp) starts on every rank at the join of all
+/// its ranks' start dependencies, which the graph does not hold: a rank's own start dependency may have
+/// ended long before, and the walk below continues at the rank that joined last instead, as the full
+/// simulation's chain does through the collective's transfers. -1 where none. Asked only where the walk
+/// meets such a gap (never in an unreplayed run), and kept per collective.
+class LastExternalDependency {
+ public:
+  LastExternalDependency(const TaskGraph& graph, const std::vector<Span>& spans)
+      : graph_(graph), spans_(spans), known_(graph.collectives().size(), kUnknown)
+  {
   }
-  return out;
-}
+
+  int of(int collective)
+  {
+    int& last = known_[static_cast<std::size_t>(collective)];
+    if (last != kUnknown)
+      return last;
+    const CollectiveRange& c = graph_.collectives()[static_cast<std::size_t>(collective)];
+    last = -1;
+    for (int id = c.first; id < c.end; ++id)
+      for (const int dep : graph_[id].after)
+        if (c.relative(dep) < 0 && (last < 0 || end(dep) > end(last)))
+          last = dep;
+    return last;
+  }
+
+ private:
+  static constexpr int kUnknown = -2;
+  double end(int task) const { return spans_[static_cast<std::size_t>(task)].end; }
+
+  const TaskGraph& graph_;
+  const std::vector<Span>& spans_;
+  std::vector<int> known_;
+};
 
 /// The index of the collective holding task `id` (-1: none); `collectives` sorted by first task.
 int collective_of(const std::vector<CollectiveRange>& collectives, int id)
@@ -50,7 +66,7 @@ std::vector<CriticalPart> critical_path_by_category(const Plan& plan, const std:
 {
   const auto iterations = static_cast<int>(plan.iteration_end.size());
   const auto& collectives = plan.graph.collectives();
-  const std::vector<int> joined_last = last_external_dependency(plan.graph, spans);
+  LastExternalDependency joined_last(plan.graph, spans);
   std::map<TaskCategory, double, BySpelling> total;
   int measured = 0;
   for (int it = std::max(1, plan.warmup_iterations); it < iterations; ++it, ++measured) {
@@ -70,7 +86,7 @@ std::vector<CriticalPart> critical_path_by_category(const Plan& plan, const std:
       const int k = collective_of(collectives, current);
       if (k >= 0 && (last < 0 || collectives[static_cast<std::size_t>(k)].relative(last) < 0) &&
           (last < 0 || spans[static_cast<std::size_t>(last)].end < s.start - kGapTolerance_s)) {
-        const int joined = joined_last[static_cast<std::size_t>(k)];
+        const int joined = joined_last.of(k);
         if (joined >= 0 && (last < 0 || spans[static_cast<std::size_t>(joined)].end > spans[static_cast<std::size_t>(last)].end))
           last = joined;
       }

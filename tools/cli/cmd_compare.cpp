@@ -33,6 +33,28 @@ struct CompareArgs {
   int jobs = 1;
 };
 
+// Under --strategies, a strategy of other data-parallel degree trains another global batch where the
+// scenario gives only the micro-batch (zero3 has no tensor parallelism: 8 x the replicas of fsdp x TP 8):
+// its samples/s and days are then not those of the same training, and the table says so. (Scenarios
+// compared side by side may differ in batch on purpose: more GPUs at the same batch per GPU, so only
+// --strategies prints it.)
+void print_batch_note(const std::vector<nlohmann::json>& rows)
+{
+  std::vector<double> batches;
+  for (const auto& r : rows)
+    if (const double b = r.value("global_batch", 0.0);
+        b > 0 && std::find(batches.begin(), batches.end(), b) == batches.end())
+      batches.push_back(b);
+  if (batches.size() <= 1)
+    return;
+  std::vector<std::string> each;
+  for (const auto& r : rows)
+    each.push_back(fmt::format("{} {}", r.value("strategy", ""), r.value("global_batch", 0.0)));
+  fmt::print("note: the rows train different global batches ({}): to compare one training, give training.global_batch "
+             "and a training.micro_batch whose product with each row's replicas divides it\n",
+             fmt::join(each, ", "));
+}
+
 int run_compare(const CompareArgs& a)
 {
   if (!a.html.empty())
@@ -92,23 +114,8 @@ int run_compare(const CompareArgs& a)
                  r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0),
                  fmt::format("{:.1f}{}", peak / (1024.0 * 1024 * 1024), fits ? "" : " NO FIT"));
     }
-    // Under --strategies, a strategy of other data-parallel degree trains another global batch where the
-    // scenario gives only the micro-batch (zero3 has no tensor parallelism: 8 x the replicas of fsdp x TP 8):
-    // its samples/s and days are then not those of the same training, and the table says so. (Scenarios
-    // compared side by side may differ in batch on purpose: more GPUs at the same batch per GPU.)
-    std::vector<double> batches;
-    for (const auto& r : rows)
-      if (const double b = r.value("global_batch", 0.0);
-          !a.strategies.empty() && b > 0 && std::find(batches.begin(), batches.end(), b) == batches.end())
-        batches.push_back(b);
-    if (batches.size() > 1) {
-      std::vector<std::string> each;
-      for (const auto& r : rows)
-        each.push_back(fmt::format("{} {}", r.value("strategy", ""), r.value("global_batch", 0.0)));
-      fmt::print("note: the rows train different global batches ({}): to compare one training, give training.global_batch "
-                 "and a training.micro_batch whose product with each row's replicas divides it\n",
-                 fmt::join(each, ", "));
-    }
+    if (!a.strategies.empty())
+      print_batch_note(rows);
   }
   return 0;
 }
