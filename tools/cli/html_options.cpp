@@ -138,6 +138,8 @@ std::vector<std::string> strategy_list(const std::string& text, const std::strin
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
       throw InputError(flag, "", fmt::format("expected strategies among {} separated by commas, got '{}'",
                                              fmt::join(kinds, ", "), kind));
+    if (std::find(out.begin(), out.end(), kind) != out.end())  // two identical rows: surely a slip
+      throw InputError(flag, "", fmt::format("strategy '{}' given twice (each is compared once)", kind));
     out.push_back(kind);
   }
   return out;
