@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <memory>
 
 namespace dtsim::cli {
@@ -98,8 +99,9 @@ int run_report(const ReportArgs& a)
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const bool scaling = i < counts.size();
     if (outcomes[i].exit_code != 0) {
-      fmt::print(stderr, "dtsim report: the scaling curve's point at {} GPU{} left out: {}\n", counts[i],
-                 counts[i] == 1 ? "" : "s", outcomes[i].error);
+      const std::string left_out = fmt::format("dtsim report: the scaling curve's point at {} GPU{} left out: {}\n",
+                                               counts[i], counts[i] == 1 ? "" : "s", outcomes[i].error);
+      std::fputs(left_out.c_str(), stderr);  // no throw where stderr cannot be written (main.cpp's say)
       continue;
     }
     (scaling ? in.scaling : in.compared).push_back(outcomes[i].result);

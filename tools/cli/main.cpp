@@ -22,6 +22,18 @@
 #include <string>
 #include <system_error>
 
+namespace {
+
+/// One line on standard error. A stderr that cannot be written (closed, a full disk, the reader of
+/// `2>&1 | head` gone) loses the line but not the exit code: fmt::print would throw there, and a throw
+/// from a handler below would abort the process.
+void say(const std::string& line)
+{
+  std::fputs(line.c_str(), stderr);
+}
+
+}  // namespace
+
 int main(int argc, char** argv)
 {
   // A reader that goes away (dtsim ... | head) is a write that fails, reported below as any other
@@ -63,8 +75,8 @@ int main(int argc, char** argv)
     names.push_back(sub->get_name());
   if (argc > 1 && argv[1][0] != '-' && std::find(names.begin(), names.end(), argv[1]) == names.end()) {
     const auto near = dtsim::closest_name(argv[1], names);
-    fmt::print(stderr, "dtsim: command line: unknown command '{}'{} (commands: {})\n", argv[1],
-               near ? fmt::format(", did you mean '{}'?", *near) : "", fmt::join(names, ", "));
+    say(fmt::format("dtsim: command line: unknown command '{}'{} (commands: {})\n", argv[1],
+                    near ? fmt::format(", did you mean '{}'?", *near) : "", fmt::join(names, ", ")));
     return 2;
   }
   try {
@@ -76,7 +88,7 @@ int main(int argc, char** argv)
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "dtsim: command line: {}\n", dtsim::one_line(e.what()));
+    say(fmt::format("dtsim: command line: {}\n", dtsim::one_line(e.what())));
     return 2;
   }
 
@@ -86,22 +98,22 @@ int main(int argc, char** argv)
   const auto stdout_failed = [] {
     const int err = errno;
     dtsim::remove_created_outputs();  // the command failed: what it wrote for it goes too
-    fmt::print(stderr, "dtsim: standard output: writing failed{}\n", err != 0 ? std::string(": ") + std::strerror(err) : "");
+    say(fmt::format("dtsim: standard output: writing failed{}\n", err != 0 ? std::string(": ") + std::strerror(err) : ""));
     return 2;
   };
   int rc = 0;
   try {
     rc = action ? action() : 0;
   } catch (const dtsim::InputError& e) {
-    fmt::print(stderr, "dtsim: {}\n", e.what());
+    say(fmt::format("dtsim: {}\n", e.what()));
     return 2;
   } catch (const std::system_error& e) {
     if (std::ferror(stdout))
       return stdout_failed();
-    fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
+    say(fmt::format("dtsim: internal error: {}\n", dtsim::one_line(e.what())));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dtsim: internal error: {}\n", dtsim::one_line(e.what()));
+    say(fmt::format("dtsim: internal error: {}\n", dtsim::one_line(e.what())));
     return 1;
   }
   errno = 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,9 +42,12 @@ public:
       return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double eta = finished ? elapsed / static_cast<double>(finished) * static_cast<double>(total_ - finished) : 0;
-    fmt::print(stderr, "\rdtsim: {}/{} points done, {:.0f} s elapsed, ETA {:.0f} s   ", finished, total_, elapsed, eta);
+    // fputs: progress that cannot be shown (stderr closed) is no reason to stop (fmt::print would throw)
+    const std::string progress =
+        fmt::format("\rdtsim: {}/{} points done, {:.0f} s elapsed, ETA {:.0f} s   ", finished, total_, elapsed, eta);
+    std::fputs(progress.c_str(), stderr);
     if (finished == total_)
-      fmt::print(stderr, "\n");
+      std::fputs("\n", stderr);
   }
 
 private:
