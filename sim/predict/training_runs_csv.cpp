@@ -135,6 +135,11 @@ std::vector<TrainingRunRow> read_training_runs(const std::string& text, const st
     // Cells are printed back (ids, summaries): text, not terminal escapes or broken bytes.
     if (has_control_character(line))
       throw InputError(csv_path, "", fmt::format("line {}: a control character (expected text)", n));
+    // An invisible byte-order mark past the file's start (files joined, or written line by line with one each)
+    // would stick to a cell: "expected the id of an earlier row, got 'a1'" of a row whose id reads 'a1'.
+    if (line.find("\xEF\xBB\xBF") != std::string::npos)
+      throw InputError(csv_path, "", fmt::format("line {}: a byte-order mark (U+FEFF) inside the file (expected one at "
+                                                 "most, at the very start)", n));
     try {
       (void)nlohmann::json(line).dump();  // nlohmann refuses to write what is not UTF-8
     } catch (const nlohmann::json::exception&) {
