@@ -1,5 +1,6 @@
 // See training_run_row.hpp.
 #include "sim/predict/training_run_row.hpp"
+#include "sim/topology/topology_spec.hpp"
 
 #include "sim/util/json_reader.hpp"
 #include "sim/util/text.hpp"
@@ -43,7 +44,7 @@ nlohmann::json scenario_of(const RunsCsvRow& row, const std::string& csv_dir)
   if (!row.get("gpu").empty())
     cluster["gpu"] = row.get("gpu");
   if (!row.get("host_cores").empty())
-    cluster["host"] = {{"cores", row.integer("host_cores", 1, 100000)}};
+    cluster["host"] = {{"cores", row.integer("host_cores", 1, kMaxHostCores)}};
 
   nlohmann::json compute;
   const std::string c = row.get("compute");

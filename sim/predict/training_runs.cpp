@@ -63,6 +63,9 @@ namespace {
     const std::string inside = e.pointer().substr(pointer.size());
     if (column == "strategy" && !inside.empty() && inside != "/kind" && inside.rfind("/kind/", 0) != 0)
       fail_in_row(row, "strategy_options", fmt::format("at {}: {}", inside, e.problem()));
+    // A member the strategy needs (zero's "stage") is one the strategy_options object must give.
+    if (column == "strategy" && inside.empty() && e.problem().rfind("missing member", 0) == 0)
+      fail_in_row(row, "strategy_options", e.problem());
     fail_in_row(row, column, e.problem());
   }
   throw e;

@@ -316,10 +316,8 @@ TopologySpec read_topology_spec(const LayeredJson& layers, const std::string& na
   // The host's CPU cores, shared by the DataLoader workers and the training processes.
   if (auto cores = layers.find({"host", "cores"})) {
     s.host_cores = positive_int(*cores);
-    // The most cores of one node: 8 sockets x 60 (Xeon Platinum 8490H) or 2 x 192 (EPYC 9965) are
-    // below 512; 4096 leaves room and keeps the shares of a core meaningful.
-    if (s.host_cores > 4096)
-      cores->fail(fmt::format("expected at most 4096 CPU cores per node, got {}", s.host_cores));
+    if (s.host_cores > kMaxHostCores)
+      cores->fail(fmt::format("expected at most {} CPU cores per node, got {}", kMaxHostCores, s.host_cores));
     if (auto cpu = layers.find({"host", "cpu"}))
       s.host_cpu = cpu->as_string();
     if (auto tpc = layers.find({"host", "threads_per_core"})) {

@@ -28,6 +28,11 @@ struct NvLinkPair {
   int lanes = 1;
 };
 
+/// The most CPU cores of one node a topology (host.cores) or a runs CSV (host_cores) may give: 8 sockets x 60
+/// (Xeon Platinum 8490H) or 2 x 192 (EPYC 9965) are below 512; 4096 leaves room and keeps the shares of a
+/// core meaningful.
+inline constexpr int kMaxHostCores = 4096;
+
 struct TopologySpec {
   std::string name;
   int nodes = 1;

@@ -321,6 +321,7 @@ runs_cases = {
     "runs_workers_fraction": dict(loader_workers="2.5"), "runs_dataset_unknown": dict(dataset="imagenet-png"),
     "runs_baseline_unknown": dict(baseline="nobody"), "runs_baseline_self": dict(baseline="eight"),
     "runs_id_duplicate": dict(id="base"), "runs_id_empty": dict(id=""),
+    "runs_zero_no_stage": dict(strategy="zero"),
 }
 for name, kw in runs_cases.items():
     write(name + ".csv", runs_with(**kw))
