@@ -325,12 +325,7 @@ Prediction predict_scenario(const Scenario& s)
   r.single_gpu_memory_bytes = std::max(whole.total(), whole.device_used);
   r.single_gpu_fits = !(p.topology.gpu.memory_bytes > 0) || whole.device_used <= p.topology.gpu.memory_bytes;
   // A bubble is a pipeline's: elsewhere idle time is waiting for input or communication, shown per GPU.
-  if (r.pipeline_stages > 1) {
-    double idle = 0;
-    for (const auto& u : r.per_gpu)
-      idle += u.idle_s;
-    r.bubble_fraction = r.per_gpu.empty() ? 0 : idle / static_cast<double>(r.per_gpu.size()) / r.iteration_time_s;
-  }
+  account_pipeline_bubble(r);
   return p;
 }
 

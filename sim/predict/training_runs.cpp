@@ -208,6 +208,7 @@ std::vector<TrainingRun> validate_training_runs(const std::string& text, const s
     run.predicted_compute_s = p.result.compute_time_s;
     run.predicted_nccl_slowdown_s = p.result.nccl_slowdown_s;
     run.predicted_exposed_comm_s = p.result.exposed_comm_time_s;
+    run.predicted_pipeline_bubble_s = p.result.pipeline_bubble_s;
     for (const auto& c : p.result.comm_overlap)
       run.predicted_sharded_comm_in_flight_s += c.in_flight_s;
     run.measured_allocated_gib = row.allocated_gib;

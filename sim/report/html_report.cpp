@@ -85,18 +85,22 @@ std::string stacked_bar(const std::string& title, const std::vector<std::pair<st
 
 std::string breakdown_section(const RunResult& r)
 {
-  const std::vector<std::pair<std::string, double>> parts = {
-      {"compute", r.compute_time_s},
-      {"exposed communication", r.exposed_comm_time_s},
-      {"waiting for the slowest GPU", r.straggler_wait_s},
-      {"waiting for input", r.input_wait_s},
-      {"optimizer step on the host", r.host_step_s}};
+  std::vector<std::pair<std::string, double>> parts = {{"compute", r.compute_time_s},
+                                                       {"exposed communication", r.exposed_comm_time_s}};
+  std::vector<std::string> colours = {svg::colour_of("forward"), svg::colour_of("allreduce")};
+  if (r.pipeline_stages > 1) {
+    parts.emplace_back("pipeline bubble", r.pipeline_bubble_s);
+    colours.emplace_back("#d9d9d9");
+  }
+  parts.insert(parts.end(), {{"waiting for the slowest GPU", r.straggler_wait_s},
+                             {"waiting for input", r.input_wait_s},
+                             {"optimizer step on the host", r.host_step_s}});
+  colours.insert(colours.end(), {"#bab0ac", svg::colour_of("input"), svg::colour_of("optimizer")});
   std::string out = "<h2>One iteration</h2>";
-  out += stacked_bar(fmt::format("iteration {} = compute + exposed communication + waiting + input{}", ms(r.iteration_time_s),
+  out += stacked_bar(fmt::format("iteration {} = compute + exposed communication + {}waiting + input{}", ms(r.iteration_time_s),
+                                 r.pipeline_stages > 1 ? "pipeline bubble + " : "",
                                  r.host_step_s > 0 ? " + host optimizer step" : ""),
-                     parts, {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac", svg::colour_of("input"),
-                             svg::colour_of("optimizer")},
-                     "steady state, busiest GPU");
+                     parts, colours, "steady state, busiest GPU");
   out += fmt::format("<p class=\"note\">The first GPU's communication is in flight {} of the iteration; {} of it is hidden behind "
                      "compute{}. Mean of {} simulated iterations after {} warm-up (spread {:.2f}%).</p>",
                      ms(r.comm_time_s), ms(std::max(0.0, r.comm_time_s - r.exposed_comm_time_s)),

@@ -59,6 +59,7 @@ nlohmann::json json_report(const RunResult& r)
       {"comm_time_s", r.comm_time_s},
       {"straggler_wait_s", r.straggler_wait_s},
       {"exposed_comm_time_s", r.exposed_comm_time_s},
+      {"pipeline_bubble_s", r.pipeline_stages > 1 ? nlohmann::json(r.pipeline_bubble_s) : nlohmann::json()},
       {"host_step_s", r.host_step_s},
       {"input_time_s", r.input_time_s},
       {"input_wait_s", r.input_wait_s},

@@ -191,12 +191,12 @@ std::string per_gpu_text(const RunResult& r)
       out += fmt::format("  ... ({} more stages)\n", r.stages.size() - stage_rows);
   }
   if (r.pipeline_stages > 1 && r.virtual_stages > 1)
-    out += fmt::format("  pipeline bubble: {:.1f}% of the GPUs' time idle ({} stages of {} chunks, {} micro-batches; "
+    out += fmt::format("  pipeline bubble: {:.1f}% of the stages' time waiting ({} stages of {} chunks, {} micro-batches; "
                        "ideal (p-1)/(v m+p-1) = {:.1f}%)\n",
                        100 * r.bubble_fraction, r.pipeline_stages, r.virtual_stages, r.microbatches,
                        100.0 * (r.pipeline_stages - 1) / (r.virtual_stages * r.microbatches + r.pipeline_stages - 1));
   else if (r.pipeline_stages > 1)
-    out += fmt::format("  pipeline bubble: {:.1f}% of the GPUs' time idle ({} stages, {} micro-batches; ideal "
+    out += fmt::format("  pipeline bubble: {:.1f}% of the stages' time waiting ({} stages, {} micro-batches; ideal "
                        "(p-1)/(m+p-1) = {:.1f}%)\n",
                        100 * r.bubble_fraction, r.pipeline_stages, r.microbatches,
                        100.0 * (r.pipeline_stages - 1) / (r.microbatches + r.pipeline_stages - 1));

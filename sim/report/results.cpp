@@ -116,4 +116,23 @@ void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& r)
   r.ideal_linear_total_days = r.single_gpu_total_days / r.gpus;
 }
 
+void account_pipeline_bubble(RunResult& r)
+{
+  if (r.stages.empty() || !(r.iteration_time_s > 0))
+    return;
+  double waiting = 0, communication = 0;
+  for (const StageUsage& s : r.stages) {
+    waiting += s.waiting_s;
+    communication += s.tensor_parallel_s + s.pipeline_s + s.data_parallel_s;
+  }
+  const auto stages = static_cast<double>(r.stages.size());
+  r.bubble_fraction = waiting / stages / r.iteration_time_s;
+  // Of the idle time analyse() left (iteration - compute - straggler wait - input - host step), the
+  // stages' communication outside their compute (the stage table's TP, PP and DP columns, averaged) is
+  // communication nothing hid; the rest is the stages waiting for each other, the bubble.
+  const double idle = r.exposed_comm_time_s;
+  r.exposed_comm_time_s = std::min(communication / stages, idle);
+  r.pipeline_bubble_s = idle - r.exposed_comm_time_s;
+}
+
 }  // namespace dtsim

@@ -91,6 +91,9 @@ std::string text_report(const RunResult& r)
   for (const auto& c : r.comm_overlap)
     line(fmt::format("    {:<22} {:>12.6f} s   on the critical path, of {:.6f} s in flight on the first GPU ({:.0f}% hidden)",
                      c.category, c.exposed_s, c.in_flight_s, c.in_flight_s > 0 ? 100 * (1 - c.exposed_s / c.in_flight_s) : 100.0));
+  if (r.pipeline_stages > 1)
+    line(fmt::format("  pipeline bubble          {:>12.6f} s   (stages waiting for each other beyond the wait for the slowest: fill and drain)",
+                     r.pipeline_bubble_s));
   if (r.input_time_s > 0)
     line(fmt::format("  waiting for input        {:>12.6f} s   (the DataLoader needs {:.6f} s per batch{})", r.input_wait_s,
                      r.input_time_s,

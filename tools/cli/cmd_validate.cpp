@@ -70,6 +70,7 @@ nlohmann::json training_runs_json(const std::string& file, const std::vector<Tra
                     {"predicted_compute_s", r.predicted_compute_s},
                     {"predicted_nccl_slowdown_s", r.predicted_nccl_slowdown_s},
                     {"predicted_exposed_comm_s", r.predicted_exposed_comm_s},
+                    {"predicted_pipeline_bubble_s", r.predicted_pipeline_bubble_s},
                     {"predicted_sharded_comm_in_flight_s", r.predicted_sharded_comm_in_flight_s},
                     {"predicted_allocated_gib", r.predicted_allocated_gib}, {"predicted_reserved_gib", r.predicted_reserved_gib},
                     {"predicted_device_gib", r.predicted_device_gib}, {"capacity_gib", r.capacity_gib}});
