@@ -1,4 +1,5 @@
 #include "sim/report/html_tables.hpp"
+#include "sim/report/json_report.hpp"
 
 #include "sim/report/memory_report.hpp"
 #include "sim/report/results.hpp"
@@ -40,6 +41,7 @@ RunResult figures_of(const nlohmann::json& j)
   r.iteration_time_s = j.value("iteration_time_s", 0.0);
   r.compute_time_s = j.value("compute_time_s", 0.0);
   r.exposed_comm_time_s = j.value("exposed_comm_time_s", 0.0);
+  r.pipeline_bubble_s = pipeline_bubble_of(j).value_or(0.0);
   r.host_step_s = j.value("host_step_s", 0.0);
   r.input_wait_s = j.value("input_wait_s", 0.0);
   r.nccl_slowdown_s = j.value("nccl_slowdown_s", 0.0);
@@ -71,6 +73,21 @@ std::string memory_cells(const nlohmann::json& result)
                      m.fits ? "<td>yes</td>" : "<td class=\"nofit\">NO FIT</td>");
 }
 
+/// Whether a table of these results has a pipeline bubble column: some result is pipelined.
+bool any_bubble(const std::vector<nlohmann::json>& results)
+{
+  return std::any_of(results.begin(), results.end(), [](const auto& j) { return pipeline_bubble_of(j).has_value(); });
+}
+
+/// A result's pipeline bubble cell (empty without a pipeline); nothing where the table has no such column.
+std::string bubble_cell(const nlohmann::json& result, bool column)
+{
+  if (!column)
+    return "";
+  const auto b = pipeline_bubble_of(result);
+  return fmt::format("<td>{}</td>", b ? ms(*b) : "");
+}
+
 std::string value_text(const nlohmann::json& v)
 {
   return v.is_string() ? v.get<std::string>() : v.dump();
@@ -81,18 +98,23 @@ std::string value_text(const nlohmann::json& v)
 std::string compare_section(const std::vector<nlohmann::json>& compared)
 {
   const std::vector<RunResult> runs = figures_of(compared);
+  // The pipeline bubble (the stages waiting for each other) has its column and bar segment where a row
+  // is pipelined, as compare's bubble_s.
+  const bool bubble = any_bubble(compared);
   std::string out = "<h2>Strategies compared</h2>";
   // memory/GPU and fits: the busiest GPU's device memory and the verdict, compare's memory_GiB.
-  out += "<table><tr><th>strategy</th><th>GPUs</th><th>iteration</th><th>compute</th><th>exposed comm</th><th>waiting</th>"
-         "<th>samples/s</th><th>speedup</th><th>efficiency</th><th>total</th><th>memory/GPU</th><th>fits</th></tr>";
+  out += fmt::format("<table><tr><th>strategy</th><th>GPUs</th><th>iteration</th><th>compute</th><th>exposed comm</th>{}"
+                     "<th>waiting</th><th>samples/s</th><th>speedup</th><th>efficiency</th><th>total</th><th>memory/GPU</th>"
+                     "<th>fits</th></tr>",
+                     bubble ? "<th>pipeline bubble</th>" : "");
   double longest = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     longest = std::max(longest, r.iteration_time_s);
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td>"
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{:.1f}</td><td>{:.2f}x</td>"
                        "<td>{:.1f}%</td><td>{}</td>{}</tr>",
                        escape(r.strategy), r.gpus, ms(r.iteration_time_s), ms(r.compute_time_s), ms(r.exposed_comm_time_s),
-                       ms(r.straggler_wait_s), r.throughput_samples_per_s, r.speedup_vs_1gpu, r.scaling_efficiency * 100,
+                       bubble_cell(compared[i], bubble), ms(r.straggler_wait_s), r.throughput_samples_per_s, r.speedup_vs_1gpu, r.scaling_efficiency * 100,
                        days_or_hours(r.total_time_days), memory_cells(compared[i]));
   }
   out += "</table>";
@@ -101,17 +123,24 @@ std::string compare_section(const std::vector<nlohmann::json>& compared)
   out += fmt::format("<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
                      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"strategies\">",
                      num(label_w + bar_w + 140), num(height));
-  out += svg::text(label_w, 16, "iteration time: compute + exposed communication + waiting", "class=\"chart-title\"");
-  const std::vector<std::string> colours = {svg::colour_of("forward"), svg::colour_of("allreduce"), "#bab0ac"};
+  out += svg::text(label_w, 16,
+                   bubble ? "iteration time: compute + exposed communication + pipeline bubble + waiting"
+                          : "iteration time: compute + exposed communication + waiting",
+                   "class=\"chart-title\"");
+  // The pipeline bubble's grey is the one-run report's (html_report.cpp's breakdown).
+  const std::vector<std::string> colours = {svg::colour_of("forward"), svg::colour_of("allreduce"), "#d9d9d9", "#bab0ac"};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     const double y = top + row_h * static_cast<double>(i);
     out += svg::text(label_w - 6, y + 15, r.strategy, "text-anchor=\"end\"");
     double x = label_w;
     // Waiting: for the slowest GPU, and for input or the host's optimizer step where there is any.
-    const double parts[] = {r.compute_time_s, r.exposed_comm_time_s, r.straggler_wait_s + r.input_wait_s + r.host_step_s};
-    const char* names[] = {"compute", "exposed communication", "waiting"};
-    for (int k = 0; k < 3; ++k) {
+    const double parts[] = {r.compute_time_s, r.exposed_comm_time_s, r.pipeline_bubble_s,
+                            r.straggler_wait_s + r.input_wait_s + r.host_step_s};
+    const char* names[] = {"compute", "exposed communication", "pipeline bubble", "waiting"};
+    for (int k = 0; k < 4; ++k) {
+      if (k == 2 && !bubble)
+        continue;
       const double w = longest > 0 ? parts[k] / longest * bar_w : 0;
       out += svg::rect(x, y + 3, w, row_h - 8, colours[static_cast<std::size_t>(k)],
                        fmt::format("{} {}: {}", r.strategy, names[k], ms(parts[k])));
@@ -120,8 +149,10 @@ std::string compare_section(const std::vector<nlohmann::json>& compared)
     out += svg::text(x + 6, y + 15, ms(r.iteration_time_s));
   }
   double lx = label_w;
-  const char* names[] = {"compute", "exposed communication", "waiting for the slowest GPU"};
-  for (int k = 0; k < 3; ++k) {
+  const char* names[] = {"compute", "exposed communication", "pipeline bubble", "waiting for the slowest GPU"};
+  for (int k = 0; k < 4; ++k) {
+    if (k == 2 && !bubble)
+      continue;
     out += svg::rect(lx, height - 20, 11, 11, colours[static_cast<std::size_t>(k)]);
     out += svg::text(lx + 15, height - 10, names[k]);
     lx += 40 + 6.4 * static_cast<double>(std::string(names[k]).size());
@@ -135,7 +166,9 @@ std::string scaling_section(std::vector<nlohmann::json> rows)
   const std::vector<RunResult> points = figures_of(rows);
   svg::Series speedup{"simulated", {}, {}, "#e15759"}, ideal{"ideal linear", {}, {}, "#888", true};
   svg::Series efficiency{"simulated", {}, {}, "#4e79a7"}, full{"ideal (100%)", {}, {}, "#888", true};
-  std::string table = "<table><tr><th>GPUs</th><th>nodes</th><th>iteration</th><th>exposed comm</th><th>samples/s</th>"
+  const bool bubble = any_bubble(rows);
+  std::string table = std::string("<table><tr><th>GPUs</th><th>nodes</th><th>iteration</th><th>exposed comm</th>") +
+                      (bubble ? "<th>pipeline bubble</th>" : "") + "<th>samples/s</th>"
                       "<th>speedup</th><th>efficiency</th><th>total</th><th>ideal linear</th><th>memory/GPU</th>"
                       "<th>fits</th></tr>";
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -148,9 +181,10 @@ std::string scaling_section(std::vector<nlohmann::json> rows)
     efficiency.y.push_back(r.scaling_efficiency * 100);
     full.x.push_back(r.gpus);
     full.y.push_back(100);
-    table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td><td>{:.1f}%</td>"
+    table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>{}<td>{:.1f}</td><td>{:.2f}x</td><td>{:.1f}%</td>"
                          "<td>{}</td><td>{}</td>{}</tr>",
-                         r.gpus, r.nodes_used, ms(r.iteration_time_s), ms(r.exposed_comm_time_s), r.throughput_samples_per_s,
+                         r.gpus, r.nodes_used, ms(r.iteration_time_s), ms(r.exposed_comm_time_s), bubble_cell(rows[i], bubble),
+                         r.throughput_samples_per_s,
                          r.speedup_vs_1gpu, r.scaling_efficiency * 100, days_or_hours(r.total_time_days),
                          days_or_hours(r.ideal_linear_total_days), memory_cells(rows[i]));
   }
@@ -228,17 +262,21 @@ std::string sweep_section(const std::vector<std::string>& varied, const std::vec
   for (const auto& f : varied)
     if (f != "gpus")  // has its own column
       out += "<th>" + escape(f) + "</th>";
-  out += "<th>GPUs</th><th>iteration</th><th>exposed comm</th><th>samples/s</th><th>efficiency</th><th>total days</th>"
-         "<th>memory/GPU</th><th>fits</th></tr>";
+  std::vector<nlohmann::json> results;
+  for (const auto& p : points)
+    results.push_back(p.result);
+  const bool bubble = any_bubble(results);
+  out += std::string("<th>GPUs</th><th>iteration</th><th>exposed comm</th>") + (bubble ? "<th>pipeline bubble</th>" : "") +
+         "<th>samples/s</th><th>efficiency</th><th>total days</th><th>memory/GPU</th><th>fits</th></tr>";
   for (const auto& p : points) {
     out += "<tr>";
     for (const auto& f : varied)
       if (f != "gpus")
         out += "<td>" + escape(p.values.contains(f) ? value_text(p.values.at(f)) : "") + "</td>";
     const auto& r = p.result;
-    out += fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.3f}</td>{}</tr>",
+    out += fmt::format("<td>{}</td><td>{}</td><td>{}</td>{}<td>{:.1f}</td><td>{:.1f}%</td><td>{:.3f}</td>{}</tr>",
                        r.value("gpus", 0), ms(r.value("iteration_time_s", 0.0)), ms(r.value("exposed_comm_time_s", 0.0)),
-                       r.value("throughput_samples_per_s", 0.0), r.value("scaling_efficiency", 0.0) * 100,
+                       bubble_cell(r, bubble), r.value("throughput_samples_per_s", 0.0), r.value("scaling_efficiency", 0.0) * 100,
                        r.value("total_time_days", 0.0), memory_cells(r));
   }
   return out + "</table>";

@@ -107,4 +107,12 @@ nlohmann::json json_report(const RunResult& r)
   return out;
 }
 
+std::optional<double> pipeline_bubble_of(const nlohmann::json& report)
+{
+  const auto b = report.find("pipeline_bubble_s");
+  if (b == report.end() || !b->is_number())
+    return std::nullopt;
+  return b->get<double>();
+}
+
 }  // namespace dtsim

@@ -7,6 +7,7 @@
 #include "tools/cli/sweep_runner.hpp"
 
 #include "sim/report/html_report.hpp"
+#include "sim/report/json_report.hpp"
 #include "sim/report/memory_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
@@ -98,18 +99,25 @@ int run_compare(const CompareArgs& a)
     fmt::print("{}\n", nlohmann::json{{"runs", rows}}.dump(2));
   } else {
     // host_s: an offloaded optimizer's step on the host's cores, the GPU idle (neither exposed nor waiting).
-    fmt::print("{:<28} {:<13} {:>5} {:>13} {:>13} {:>13} {:>13} {:>11} {:>11} {:>8} {:>10} {:>12} {:>14}\n", "scenario",
-               "strategy", "gpus", "iteration_s", "compute_s", "exposed_s", "waiting_s", "host_s", "samples/s", "speedup",
-               "efficiency", "total_days", "memory_GiB");
+    // bubble_s, where a row is pipelined: its stages waiting for each other (run's "pipeline bubble"),
+    // neither communication nor compute; empty on the rows without a pipeline.
+    const bool bubble_column =
+        std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
+    fmt::print("{:<28} {:<13} {:>5} {:>13} {:>13} {:>13} {}{:>13} {:>11} {:>11} {:>8} {:>10} {:>12} {:>14}\n", "scenario",
+               "strategy", "gpus", "iteration_s", "compute_s", "exposed_s", bubble_column ? fmt::format("{:>13} ", "bubble_s") : "",
+               "waiting_s", "host_s", "samples/s", "speedup", "efficiency", "total_days", "memory_GiB");
     for (const auto& r : rows) {
       // The busiest GPU's device memory, what the fits verdict weighs, as sweep's memory_GiB and the
       // HTML table's memory/GPU (memory_report.hpp: device_memory_of).
       const DeviceMemoryFigures mem = device_memory_of(r);
       const double peak = mem.busiest_bytes;
       const bool fits = mem.fits;
-      fmt::print("{:<28} {:<13} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {:>13.6f} {:>11.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f} {:>14}\n",
+      const auto bubble = pipeline_bubble_of(r);
+      const std::string bubble_cell =
+          !bubble_column ? "" : bubble ? fmt::format("{:>13.6f} ", *bubble) : fmt::format("{:>13} ", "");
+      fmt::print("{:<28} {:<13} {:>5} {:>13.6f} {:>13.6f} {:>13.6f} {}{:>13.6f} {:>11.6f} {:>11.1f} {:>8.2f} {:>9.1f}% {:>12.3f} {:>14}\n",
                  r.value("scenario", ""), r.value("strategy", ""), r.value("gpus", 0), r.value("iteration_time_s", 0.0),
-                 r.value("compute_time_s", 0.0), r.value("exposed_comm_time_s", 0.0), r.value("straggler_wait_s", 0.0),
+                 r.value("compute_time_s", 0.0), r.value("exposed_comm_time_s", 0.0), bubble_cell, r.value("straggler_wait_s", 0.0),
                  r.value("host_step_s", 0.0), r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
                  r.value("scaling_efficiency", 0.0) * 100, r.value("total_time_days", 0.0),
                  fmt::format("{:.1f}{}", peak / (1024.0 * 1024 * 1024), fits ? "" : " NO FIT"));

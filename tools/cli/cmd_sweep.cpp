@@ -9,6 +9,7 @@
 #include "tools/cli/sweep_runner.hpp"
 
 #include "sim/report/html_report.hpp"
+#include "sim/report/json_report.hpp"
 #include "sim/report/memory_report.hpp"
 #include "sim/util/atomic_file.hpp"
 #include "sim/util/input_error.hpp"
@@ -118,21 +119,23 @@ void write_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       csv += csv_field(c) + ",";
     csv += "gpus,nodes,iteration_time_s,compute_time_s,comm_time_s,exposed_comm_time_s,"
            "throughput_samples_per_s,speedup_vs_1gpu,scaling_efficiency,epoch_time_s,total_time_days,"
-           "ideal_linear_total_days,host_step_s,memory_GiB,fits\n";
+           "ideal_linear_total_days,host_step_s,memory_GiB,fits,pipeline_bubble_s\n";
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const auto& c : columns)
         csv += csv_field(cell(values[i].value(c, nlohmann::json()))) + ",";
       const auto& r = rows[i];
       // memory_GiB and fits as the text table shows them (device_memory_of); empty where a result has none.
+      // pipeline_bubble_s (last, added after the others): empty where the point has no pipeline.
       const DeviceMemoryFigures mem = device_memory_of(r);
-      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{}\n", r.value("gpus", 0),
+      const auto bubble = pipeline_bubble_of(r);
+      csv += fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{}\n", r.value("gpus", 0),
                          r.value("nodes_used", 0), r.value("iteration_time_s", 0.0), r.value("compute_time_s", 0.0),
                          r.value("comm_time_s", 0.0), r.value("exposed_comm_time_s", 0.0),
                          r.value("throughput_samples_per_s", 0.0), r.value("speedup_vs_1gpu", 0.0),
                          r.value("scaling_efficiency", 0.0), r.value("epoch_time_s", 0.0), r.value("total_time_days", 0.0),
                          r.value("ideal_linear_total_days", 0.0), r.value("host_step_s", 0.0),
                          mem.known ? fmt::format("{:.4f}", mem.busiest_bytes / (1024.0 * 1024 * 1024)) : "",
-                         mem.known ? (mem.fits ? "yes" : "no") : "");
+                         mem.known ? (mem.fits ? "yes" : "no") : "", bubble ? fmt::format("{:.9g}", *bubble) : "");
     }
     outputs.emplace_back(args.csv, csv);
   }
@@ -173,9 +176,13 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       fmt::print("{:>{}} ", c, std::max<std::size_t>(c.size(), 8));
     // host_s, only where an offloaded optimizer steps on the host (the GPU idle, not exposed communication).
     const bool host_column = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.value("host_step_s", 0.0) > 0; });
-    fmt::print("{:>6} {:>6} {:>14} {:>14} {}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
-               "exposed_comm_s", host_column ? fmt::format("{:>10} ", "host_s") : "", "samples/s", "speedup", "efficiency",
-               "total_days", "memory_GiB", "fits");
+    // bubble_s, where a point is pipelined: its stages waiting for each other (run's "pipeline bubble").
+    const bool bubble_column =
+        std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
+    fmt::print("{:>6} {:>6} {:>14} {:>14} {}{}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
+               "exposed_comm_s", bubble_column ? fmt::format("{:>10} ", "bubble_s") : "",
+               host_column ? fmt::format("{:>10} ", "host_s") : "", "samples/s", "speedup", "efficiency", "total_days",
+               "memory_GiB", "fits");
     // The batch fields: a sweep over one of them says the largest value whose every GPU fits; with
     // other fields varied too, for each combination of their values (a batch that fits at one
     // seq_len may not at another).
@@ -199,9 +206,12 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       const double used = mem.busiest_bytes;
       const bool fits = mem.fits;
       host_weighed = host_weighed || mem.host_weighed;
-      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {}{:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
+      const auto bubble = pipeline_bubble_of(r);
+      const std::string bubble_cell =
+          !bubble_column ? "" : bubble ? fmt::format("{:>10.6f} ", *bubble) : fmt::format("{:>10} ", "");
+      fmt::print("{:>6} {:>6} {:>14.6f} {:>14.6f} {}{}{:>14.1f} {:>10.2f} {:>9.1f}% {:>12.3f} {:>11.2f} {:>4}\n",
                  r.value("gpus", 0), r.value("nodes_used", 0), r.value("iteration_time_s", 0.0),
-                 r.value("exposed_comm_time_s", 0.0),
+                 r.value("exposed_comm_time_s", 0.0), bubble_cell,
                  host_column ? fmt::format("{:>10.6f} ", r.value("host_step_s", 0.0)) : "", r.value("throughput_samples_per_s", 0.0),
                  r.value("speedup_vs_1gpu", 0.0), r.value("scaling_efficiency", 0.0) * 100,
                  r.value("total_time_days", 0.0), used / (1024.0 * 1024 * 1024), fits ? "yes" : "no");
