@@ -176,7 +176,7 @@ std::string per_gpu_text(const RunResult& r)
   if (shown < r.per_gpu.size())
     out += fmt::format("  ... ({} more GPUs)\n", r.per_gpu.size() - shown);
   if (!r.stages.empty()) {
-    out += fmt::format("\nPer pipeline stage, one iteration (its first GPU; ms; each column outside the ones before it)\n");
+    out += fmt::format("\nPer pipeline stage, one iteration (its slowest GPU; ms; each column outside the ones before it)\n");
     out += fmt::format("  {:>5} {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "stage", "GPU", "forward",
                        "backward", "recompute", "optimizer", "TP comm", "PP sends", "DP comm", "waiting");
     const std::size_t stage_rows = r.stages.size() <= 16 ? r.stages.size() : 8;
@@ -191,12 +191,12 @@ std::string per_gpu_text(const RunResult& r)
       out += fmt::format("  ... ({} more stages)\n", r.stages.size() - stage_rows);
   }
   if (r.pipeline_stages > 1 && r.virtual_stages > 1)
-    out += fmt::format("  pipeline bubble: {:.1f}% of the stages' time waiting ({} stages of {} chunks, {} micro-batches; "
+    out += fmt::format("  pipeline bubble: {:.1f}% of the iteration ({} stages of {} chunks, {} micro-batches; "
                        "ideal (p-1)/(v m+p-1) = {:.1f}%)\n",
                        100 * r.bubble_fraction, r.pipeline_stages, r.virtual_stages, r.microbatches,
                        100.0 * (r.pipeline_stages - 1) / (r.virtual_stages * r.microbatches + r.pipeline_stages - 1));
   else if (r.pipeline_stages > 1)
-    out += fmt::format("  pipeline bubble: {:.1f}% of the stages' time waiting ({} stages, {} micro-batches; ideal "
+    out += fmt::format("  pipeline bubble: {:.1f}% of the iteration ({} stages, {} micro-batches; ideal "
                        "(p-1)/(m+p-1) = {:.1f}%)\n",
                        100 * r.bubble_fraction, r.pipeline_stages, r.microbatches,
                        100.0 * (r.pipeline_stages - 1) / (r.microbatches + r.pipeline_stages - 1));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -120,19 +121,23 @@ void account_pipeline_bubble(RunResult& r)
 {
   if (r.stages.empty() || !(r.iteration_time_s > 0))
     return;
-  double waiting = 0, communication = 0;
+  double communication = 0, least_waiting = std::numeric_limits<double>::infinity();
   for (const StageUsage& s : r.stages) {
-    waiting += s.waiting_s;
     communication += s.tensor_parallel_s + s.pipeline_s + s.data_parallel_s;
+    least_waiting = std::min(least_waiting, s.waiting_s);
   }
   const auto stages = static_cast<double>(r.stages.size());
-  r.bubble_fraction = waiting / stages / r.iteration_time_s;
-  // Of the idle time analyse() left (iteration - compute - straggler wait - input - host step), the
-  // stages' communication outside their compute (the stage table's TP, PP and DP columns, averaged) is
-  // communication nothing hid; the rest is the stages waiting for each other, the bubble.
-  const double idle = r.exposed_comm_time_s;
-  r.exposed_comm_time_s = std::min(communication / stages, idle);
-  r.pipeline_bubble_s = idle - r.exposed_comm_time_s;
+  // Every stage of a pipeline waits for the fill and the drain, (p-1) micro-batch slots in 1F1B,
+  // (p-1)/v with v chunks; the stages with less compute than the slowest wait besides for it, on every
+  // micro-batch of the steady state. So the bubble is the waiting every stage has, the least of the
+  // stage table's (with balanced stages all wait alike, (p-1)/(m+p-1) of the iteration); the
+  // communication outside compute is the stages' mean of the TP, PP and DP columns; what analyse() left
+  // beyond compute, input and the host step and beyond those two is the waiting for the slowest stage.
+  const double open = r.exposed_comm_time_s + r.straggler_wait_s;
+  r.pipeline_bubble_s = std::clamp(least_waiting, 0.0, open);
+  r.exposed_comm_time_s = std::min(communication / stages, open - r.pipeline_bubble_s);
+  r.straggler_wait_s = open - r.pipeline_bubble_s - r.exposed_comm_time_s;
+  r.bubble_fraction = r.pipeline_bubble_s / r.iteration_time_s;
 }
 
 }  // namespace dtsim

@@ -50,7 +50,7 @@ struct RunResult {
   double comm_time_s = 0;        ///< time with at least one of the first GPU's collectives or transfers under way (device_communication.hpp)
   double straggler_wait_s = 0;   ///< slowest GPU's compute minus the mean (jitter, imbalance)
   double exposed_comm_time_s = 0; ///< iteration - compute - straggler wait - input wait - host step - pipeline bubble
-  double pipeline_bubble_s = 0;   ///< pipelines only: the stages waiting for each other (account_pipeline_bubble)
+  double pipeline_bubble_s = 0;   ///< pipelines only: the waiting every stage has, fill and drain (account_pipeline_bubble)
   /// The optimizer step on the host's cores (ZeRO-Offload, FSDP's CPU offload): the first GPU's host
   /// work per iteration, idle time that is neither communication nor input (0: none).
   double host_step_s = 0;
@@ -99,7 +99,7 @@ struct RunResult {
   std::vector<StageUsage> stages;  ///< per pipeline stage (stage_usage.hpp); empty without one
   int microbatches = 1;
   int virtual_stages = 1;
-  double bubble_fraction = 0;   ///< pipelines only: the stages' mean waiting share of one iteration (stage_usage.hpp)
+  double bubble_fraction = 0;   ///< pipelines only: pipeline_bubble_s's share of one iteration (account_pipeline_bubble)
   /// The whole model at batch_per_gpu on one GPU (weights, gradients, optimizer state, activations;
   /// memory.hpp): when it exceeds one GPU, the single-GPU figures are arithmetic only.
   double single_gpu_memory_bytes = 0;
@@ -131,11 +131,14 @@ struct RunResult {
 /// `result` arrives with the descriptive fields and training sizes filled; this fills the rest.
 void analyse(const Plan& plan, const std::vector<Span>& spans, RunResult& result);
 
-/// Pipelines, once `result.stages` is filled: of the idle time analyse() counted as exposed
-/// communication, only the stages' mean communication outside their compute (stage_usage.hpp's TP, PP
-/// and DP columns) stays there; the rest, the stages waiting for each other, is `pipeline_bubble_s`, and
-/// `bubble_fraction` the stages' mean waiting share of the iteration. Before, the bubble read as
-/// communication nothing hid.
+/// Pipelines, once `result.stages` is filled: the time analyse() left beyond compute, input and the host
+/// step (its straggler wait and exposed communication) is split by the stage table (stage_usage.hpp):
+/// `pipeline_bubble_s` the waiting every stage has (fill and drain: the least of the stages' waiting),
+/// exposed communication the stages' mean communication outside compute (TP, PP and DP columns), the
+/// straggler wait the rest (the other stages waiting for the slowest stage's compute); `bubble_fraction`
+/// the bubble's share of the iteration. Until session 40 the bubble read as communication nothing hid;
+/// in session 40 the bubble was all waiting beyond analyse()'s straggler wait, none where the stages'
+/// communication exceeded that (interleaved schedules).
 void account_pipeline_bubble(RunResult& result);
 
 }  // namespace dtsim

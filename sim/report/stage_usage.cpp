@@ -52,16 +52,33 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
   const int measured = static_cast<int>(plan.iteration_end.size()) - plan.warmup_iterations;
   if (plan.stage_devices.size() < 2 || measured <= 0)
     return out;
-  std::vector<int> stage_of(topology.devices().size(), -1);
-  for (std::size_t s = 0; s < plan.stage_devices.size(); ++s)
-    stage_of[static_cast<std::size_t>(plan.stage_devices[s])] = static_cast<int>(s);
-  std::vector<std::array<std::vector<Span>, Parts>> parts(plan.stage_devices.size());
   const auto& tasks = plan.graph.tasks();
-  for (std::size_t i = 0; i < tasks.size(); ++i) {
+  const auto steady_compute = [&](std::size_t i) {
     const Task& t = tasks[i];
-    if (t.iteration < plan.warmup_iterations || static_cast<int>(i) <= plan.setup_end || t.kind != TaskKind::Compute)
+    return t.iteration >= plan.warmup_iterations && static_cast<int>(i) > plan.setup_end && t.kind == TaskKind::Compute &&
+           t.device >= 0;
+  };
+  // Each stage's GPU with the most compute: with step-time jitter its stage runs at that rank's pace
+  // (the tensor-parallel collectives wait for it), and its waiting is the stage's, not its peers' wait
+  // for a slower rank; a folded plan's representative runs at its slowest image's pace, so the two agree.
+  std::vector<double> compute_of(topology.devices().size(), 0.0);
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    if (steady_compute(i) && part_of(tasks[i].category, false) != Parts)
+      compute_of[static_cast<std::size_t>(tasks[i].device)] += spans[i].end - spans[i].start;
+  std::vector<int> device_of(plan.stage_devices);
+  for (std::size_t s = 0; s < device_of.size() && s < plan.stage_gpus.size(); ++s)
+    for (const int g : plan.stage_gpus[s])
+      if (compute_of[static_cast<std::size_t>(g)] > compute_of[static_cast<std::size_t>(device_of[s])])
+        device_of[s] = g;
+  std::vector<int> stage_of(topology.devices().size(), -1);
+  for (std::size_t s = 0; s < device_of.size(); ++s)
+    stage_of[static_cast<std::size_t>(device_of[s])] = static_cast<int>(s);
+  std::vector<std::array<std::vector<Span>, Parts>> parts(device_of.size());
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (!steady_compute(i))
       continue;
-    const int s = t.device >= 0 ? stage_of[static_cast<std::size_t>(t.device)] : -1;
+    const Task& t = tasks[i];
+    const int s = stage_of[static_cast<std::size_t>(t.device)];
     const Part p = part_of(t.category, false);
     if (s >= 0 && p != Parts)
       parts[static_cast<std::size_t>(s)][p].push_back(spans[i]);
@@ -70,8 +87,8 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
   // collective's start-up on its rank (NCCL's launch and per-hop latency, a delay in the collective's
   // category: sim/collectives/collective.cpp), when the rank is in that communication rather than
   // waiting; and each collective from its last rank's join to the GPU's result (device_communication.hpp).
-  for (std::size_t s = 0; s < plan.stage_devices.size(); ++s) {
-    const int device = plan.stage_devices[s];
+  for (std::size_t s = 0; s < device_of.size(); ++s) {
+    const int device = device_of[s];
     const auto counted = [&](const Task& t, int id) {
       return t.iteration >= plan.warmup_iterations && id > plan.setup_end && (is_communication(t) || is_collective_startup(t)) &&
              (t.kind != TaskKind::Transfer || (t.src == device && t.dst != device)) && part_of(t.category, true) != Parts;
@@ -82,7 +99,7 @@ std::vector<StageUsage> stage_usage(const Topology& topology, const Plan& plan, 
   for (std::size_t s = 0; s < parts.size(); ++s) {
     StageUsage u;
     u.stage = static_cast<int>(s);
-    u.device = topology.device(plan.stage_devices[s]).name;
+    u.device = topology.device(device_of[s]).name;
     auto& p = parts[s];
     std::vector<Span> covered;  // compute first, then communication outside it, in this order
     u.forward_s = added_length(covered, p[Forward]);

@@ -1,7 +1,8 @@
 // Per pipeline stage, where one of its GPUs spends a steady-state iteration: forward, backward,
 // recomputation, tensor-parallel collectives, pipeline sends, data-parallel and embedding
 // gradient collectives, the optimizer, and the rest, waiting (the bubble and stragglers). Read off
-// the first GPU of each stage (Plan::stage_devices; every GPU of a stage runs the same schedule).
+// each stage's GPU with the most compute (Plan::stage_gpus; every GPU of a stage runs the same
+// schedule, and with step-time jitter the stage keeps its slowest GPU's pace).
 #pragma once
 
 #include "sim/plan/task_graph.hpp"

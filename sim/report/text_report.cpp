@@ -84,7 +84,8 @@ std::string text_report(const RunResult& r)
     line(fmt::format("    slowed beside NCCL     {:>12.6f} s   (part of compute: kernels sharing SMs and HBM with NCCL's collectives)",
                      r.nccl_slowdown_s));
   line(fmt::format("  communication            {:>12.6f} s   (time the first GPU has a collective or transfer under way)", r.comm_time_s));
-  line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   (its compute over the mean)", r.straggler_wait_s));
+  line(fmt::format("  waiting for slowest GPU  {:>12.6f} s   ({})", r.straggler_wait_s,
+                   r.pipeline_stages > 1 ? "the other stages waiting for the slowest stage's compute" : "its compute over the mean"));
   if (r.host_step_s > 0)
     line(fmt::format("  optimizer step on host   {:>12.6f} s   (the GPU idle while the CPU steps: offloaded optimizer)", r.host_step_s));
   line(fmt::format("  exposed communication    {:>12.6f} s   (not hidden behind compute)", r.exposed_comm_time_s));
@@ -92,7 +93,7 @@ std::string text_report(const RunResult& r)
     line(fmt::format("    {:<22} {:>12.6f} s   on the critical path, of {:.6f} s in flight on the first GPU ({:.0f}% hidden)",
                      c.category, c.exposed_s, c.in_flight_s, c.in_flight_s > 0 ? 100 * (1 - c.exposed_s / c.in_flight_s) : 100.0));
   if (r.pipeline_stages > 1)
-    line(fmt::format("  pipeline bubble          {:>12.6f} s   (stages waiting for each other beyond the wait for the slowest: fill and drain)",
+    line(fmt::format("  pipeline bubble          {:>12.6f} s   (fill and drain: the waiting every stage has)",
                      r.pipeline_bubble_s));
   if (r.input_time_s > 0)
     line(fmt::format("  waiting for input        {:>12.6f} s   (the DataLoader needs {:.6f} s per batch{})", r.input_wait_s,

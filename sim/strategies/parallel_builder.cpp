@@ -173,8 +173,13 @@ Plan build_parallel_plan(const Scenario& scenario, const Topology& topology, con
   plan.virtual_stages = cfg.virtual_stages;
   ParallelBuild b(scenario, topology, model, cfg, collectives, plan);
   const int D = b.D, P = b.P, T = b.T, M = b.M, C = b.C;
-  for (int s = 0; s < P; ++s)
+  for (int s = 0; s < P; ++s) {
     plan.stage_devices.push_back(b.dev(0, s, 0));
+    auto& gpus = plan.stage_gpus.emplace_back();
+    for (int d = 0; d < D; ++d)
+      for (int t = 0; t < T; ++t)
+        gpus.push_back(b.dev(d, s, t));
+  }
 
   double busiest = 0;
   for (const double c : b.stage_compute)

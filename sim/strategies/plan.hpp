@@ -83,7 +83,10 @@ struct Plan {
   /// topology's host.memory_bytes.
   double host_offload_bytes_per_node = 0;
   int pipeline_stages = 1;              ///< > 1: the report shows the bubble
-  std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the report's per-stage rows)
+  std::vector<int> stage_devices;       ///< per pipeline stage, its first GPU (the timeline's rows)
+  /// Per pipeline stage, its GPUs: the report's per-stage row reads the one with the most compute (with
+  /// step-time jitter the stage runs at its slowest rank's pace; a folded plan's representative is it).
+  std::vector<std::vector<int>> stage_gpus;
   int microbatches = 1;
   int virtual_stages = 1;               ///< model chunks per GPU (> 1: interleaved 1F1B)
   /// > 0: a folded plan (folded_comms.hpp): `ranks` are representatives of this many GPUs, each
