@@ -600,7 +600,9 @@ for d in sorted(os.listdir(os.path.join(HERE, "files"))):
                 "collect_result_gpus_string": "/gpus", "collect_result_time_string": "/iteration_time_s",
                 "collect_result_scenario_number": "/scenario", "collect_manifest_unknown_member": "/extra",
                 "collect_points_duplicate_id": "/points/1/id", "collect_values_not_varied": "/points/0/values/training.epochs",
-                "collect_result_time_negative": "/iteration_time_s"}
+                "collect_result_time_negative": "/iteration_time_s", "collect_result_no_members": "/",
+                "collect_result_no_time": "/", "collect_result_gpus_zero": "/gpus",
+                "collect_result_time_zero": "/iteration_time_s"}
     case("sweep_" + d, file, pointers.get(d, "-"), f"sweep --collect {F}{d} --csv @OUT@")
 case("sweep_collect_missing", "tests/bad_inputs/files/absent", "-", "sweep --collect tests/bad_inputs/files/absent")
 case("sweep_collect_file", "README.md", "-", "sweep --collect README.md")

@@ -530,6 +530,11 @@ collect_dir("collect_points_duplicate_id", manifest_with(points=[{"id": "0000", 
                                                                  {"id": "0000", "values": {"gpus": 2}}]), {"0000": RESULT})
 collect_dir("collect_values_not_varied", manifest_with(points=[{"id": "0000", "values": {"training.epochs": 4}}]), {"0000": RESULT})
 collect_dir("collect_result_time_negative", MANIFEST, {"0000": dict(RESULT, iteration_time_s=-1)})
+# A result without the figures (helper-58: `{}` was collected as a point of 0 GPUs and 0 s that fits).
+collect_dir("collect_result_no_members", MANIFEST, {"0000": {}})
+collect_dir("collect_result_no_time", MANIFEST, {"0000": {k: v for k, v in RESULT.items() if k != "iteration_time_s"}})
+collect_dir("collect_result_gpus_zero", MANIFEST, {"0000": dict(RESULT, gpus=0)})
+collect_dir("collect_result_time_zero", MANIFEST, {"0000": dict(RESULT, iteration_time_s=0)})
 
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
 

@@ -274,24 +274,28 @@ void emit_sweep(const std::string& dir, const std::string& scenario, const std::
 
 namespace {
 
-/// A point's result as `dtsim run --json` writes it: an object whose figures the outputs read have
-/// their types (numbers finite, counts integers that fit an int).
+/// A point's result as `dtsim run --json` writes it: an object with the figures the outputs read, of
+/// their types (numbers finite, counts integers that fit an int). Each is required (a result without
+/// them, `{}`, read as a point of 0 GPUs and 0 s that fits); straggler_wait_s and input_wait_s, which
+/// results of older versions lack, are checked where present.
 void check_result(const nlohmann::json& doc, const std::string& file)
 {
   const JsonReader r(doc, file);
   if (!r.is_object())
     r.fail(fmt::format("expected the object `dtsim run --json` writes, got {}", describe_json(doc)));
   for (const char* key : {"scenario", "strategy", "topology"})
+    (void)r.at(key).as_string();
+  (void)r.at("gpus").as_int_in(1, 1 << 30);
+  (void)r.at("nodes_used").as_int_in(0, 1 << 30);
+  if (!(r.at("iteration_time_s").as_non_negative() > 0))
+    r.at("iteration_time_s").fail("expected an iteration time above 0 s, got 0");
+  for (const char* key : {"compute_time_s", "comm_time_s", "exposed_comm_time_s", "throughput_samples_per_s",
+                          "speedup_vs_1gpu", "scaling_efficiency", "epoch_time_s", "total_time_days",
+                          "ideal_linear_total_days"})
+    (void)r.at(key).as_non_negative();  // times, rates and ratios: never below 0
+  for (const char* key : {"straggler_wait_s", "input_wait_s"})
     if (auto v = r.find(key))
-      (void)v->as_string();
-  for (const char* key : {"gpus", "nodes_used"})
-    if (auto v = r.find(key))
-      (void)v->as_int_in(0, 1 << 30);
-  for (const char* key : {"iteration_time_s", "compute_time_s", "comm_time_s", "exposed_comm_time_s", "straggler_wait_s",
-                          "input_wait_s", "throughput_samples_per_s", "speedup_vs_1gpu", "scaling_efficiency",
-                          "epoch_time_s", "total_time_days", "ideal_linear_total_days"})
-    if (auto v = r.find(key))
-      (void)v->as_non_negative();  // times, rates and ratios: never below 0
+      (void)v->as_non_negative();
 }
 
 }  // namespace
