@@ -199,6 +199,7 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
         if (sharded && u < U && gathered[static_cast<std::size_t>(u)].empty())
           gathered[static_cast<std::size_t>(u)] = tasks.gather(u, false, "forward", kept);
       };
+      std::vector<int> last_copy_out;  // FSDP2: the forward's last copy-out, per rank
       for (std::size_t s = 0; s < su.segments.size(); ++s) {
         const int u = su.segments[s].unit;
         const auto& name = su.units[static_cast<std::size_t>(u)].name;
@@ -208,12 +209,23 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
             gather_forward(su.segments[s + 1].unit);
           if (sharded)
             run.wait_for(gathered[static_cast<std::size_t>(u)]);
-          if (fsdp2_copies)
+          if (fsdp2_copies) {
             run.compute_all(gc.copy_out_s[static_cast<std::size_t>(u)], "copy-out " + name, TaskCategory::FsdpCopy);
+            last_copy_out = run.compute_last_all();
+          }
         }
         run.pieces(pieces[s], false, tp_groups, name);
         if (sharded && u != 0 && opt.reshard_after_forward && last_segment[static_cast<std::size_t>(u)] == static_cast<int>(s))
           tasks.free_after(run.compute_last_all());
+      }
+      // FSDP2's root post_forward frees the last all-gather result: the copy-in and all-gather streams
+      // wait for the event recorded after its copy-out (_fsdp_state.py _post_forward, "[Note:
+      // Overlapping all-gather copy-in and all-gather]"), so the backward's first AllGather (the root's
+      // prefetch of the last block) runs beside the loss, never before the last block's forward has
+      // its parameters (it ran from the copy-out of the block before: helper-58).
+      if (fsdp2_copies && sharded && !last_copy_out.empty()) {
+        run.stream_waits_for(ShardedRun::Stream::CopyIn, last_copy_out);
+        run.stream_waits_for(ShardedRun::Stream::Shard, last_copy_out);
       }
       // Backward: units in reverse; each unit's AllGather (or its prefetch), backward, ReduceScatter.
       std::vector<std::vector<int>> back_gathered(static_cast<std::size_t>(U));
@@ -260,7 +272,8 @@ Plan build_fsdp_plan(const Scenario& scenario, const Topology& topology, const M
           // backward wait_for_unshard makes the AllGather streams wait for this unit's copy-out at once
           // (_fsdp_param_group.py: "in backward, we free the all-gather result immediately after the current
           // copy-out"): the next unit's AllGather queues behind it. (The root's prefetch of the last block,
-          // above, waits only for the forward's copy-outs: it may run beside the last blocks' forward.)
+          // above, waits only for the forward's last copy-out: it may run beside the last block's forward
+          // and the loss.)
           if (opt.backward_prefetch == BackwardPrefetch::Pre && opt.version == 2)
             gather_for_backward(next + 1, true);
           ++next;

@@ -443,6 +443,32 @@ TEST_CASE("FSDP's forward AllGathers wait for the rate limiter: a unit's gather 
   }
 }
 
+TEST_CASE("FSDP2's first backward AllGather waits for the forward's last copy-out (the root's post_forward)")
+{
+  // _fsdp_state.py _post_forward of the root frees the last all-gather result: the copy-in and
+  // all-gather streams wait for the event recorded after the last block's copy-out. The root's
+  // backward prefetch of the last block (its copy-in) follows it; it followed the copy-out of the
+  // block before (helper-58: the AllGather ran before the last block's forward had its parameters).
+  const Plan p = four_micro_steps_on_8(fsdp({{"version", 2}}));
+  const auto& tasks = p.graph.tasks();
+  int checked = 0;
+  for (const Task& t : tasks) {
+    const std::string name = t.name.get();
+    if (t.category != TaskCategory::FsdpCopyIn || t.device != p.ranks[0] || t.iteration != 1 ||
+        name.find("transformer layer 11 (backward)") == std::string::npos)
+      continue;
+    bool waits = false;
+    for (const int d : t.after) {
+      const Task& before = tasks[static_cast<std::size_t>(d)];
+      waits = waits || (before.category == TaskCategory::FsdpCopy && before.name.get().find("copy-out transformer layer 11") == 0 &&
+                        before.name.get().find("(backward)") == std::string::npos);
+    }
+    CHECK_MESSAGE(waits, name);
+    ++checked;
+  }
+  CHECK(checked == 4);  // one per micro-step
+}
+
 TEST_CASE("FSDP1's passes on the post-backward stream: cast and divide before each reduction, the shard after it")
 {
   // default_hooks.py: f doubled from 1 while f divides the world and world / f > f (so 4 for 6 ranks).
