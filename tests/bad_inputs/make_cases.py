@@ -602,7 +602,7 @@ for d in sorted(os.listdir(os.path.join(HERE, "files"))):
                 "collect_points_duplicate_id": "/points/1/id", "collect_values_not_varied": "/points/0/values/training.epochs",
                 "collect_result_time_negative": "/iteration_time_s", "collect_result_no_members": "/",
                 "collect_result_no_time": "/", "collect_result_gpus_zero": "/gpus",
-                "collect_result_time_zero": "/iteration_time_s"}
+                "collect_result_time_zero": "/iteration_time_s", "collect_result_other_point": "/gpus"}
     case("sweep_" + d, file, pointers.get(d, "-"), f"sweep --collect {F}{d} --csv @OUT@")
 case("sweep_collect_missing", "tests/bad_inputs/files/absent", "-", "sweep --collect tests/bad_inputs/files/absent")
 case("sweep_collect_file", "README.md", "-", "sweep --collect README.md")

@@ -535,6 +535,7 @@ collect_dir("collect_result_no_members", MANIFEST, {"0000": {}})
 collect_dir("collect_result_no_time", MANIFEST, {"0000": {k: v for k, v in RESULT.items() if k != "iteration_time_s"}})
 collect_dir("collect_result_gpus_zero", MANIFEST, {"0000": dict(RESULT, gpus=0)})
 collect_dir("collect_result_time_zero", MANIFEST, {"0000": dict(RESULT, iteration_time_s=0)})
+collect_dir("collect_result_other_point", MANIFEST, {"0000": dict(RESULT, gpus=8)})
 
 print("wrote", len(os.listdir(OUT)), "files to", OUT)
 

@@ -342,6 +342,14 @@ CollectedSweep collect_sweep(const std::string& dir)
     out.values.push_back(values.json());
     out.results.push_back(load_json_file(result.string()));
     check_result(out.results.back(), result.string());
+    // A point's GPU count is in its result: another point's result (a copy, a job's output sent to the
+    // wrong file) is refused where the counts differ.
+    if (const auto g = values.json().find("gpus"); g != values.json().end() && g->is_number_integer() &&
+                                                   out.results.back().at("gpus").get<long long>() != g->get<long long>())
+      JsonReader(out.results.back(), result.string())
+          .at("gpus")
+          .fail(fmt::format("expected the {} GPUs of point {} (manifest.json), got {}: the result of another point?",
+                            g->get<long long>(), id, out.results.back().at("gpus").get<long long>()));
   }
   if (!missing.empty())
     throw InputError(dir, "", fmt::format("{} of {} points have no result yet (results/{}.json{}): run the jobs of "
