@@ -14,7 +14,10 @@ namespace dtsim {
 
 namespace {
 
-/// The dataset kind a model is trained on by default: the kind whose file lists the model.
+/// The dataset kind a model is trained on by default: the kind whose file lists the model; else, for a
+/// model with a vocabulary (an inline transformer family, a model file of a language model), token
+/// ids: tokenized-text (an inline Llama 3 8B read synthetic input where the file's llama3-8b read
+/// tokenized text: helper-59); else synthetic.
 std::string default_dataset(const Model& model)
 {
   for (const auto& kind : data_names("models/datasets")) {
@@ -26,7 +29,7 @@ std::string default_dataset(const Model& model)
         if (m.as_string() == model.name)
           return kind;
   }
-  return "synthetic";
+  return model.arch.count("vocab") ? "tokenized-text" : "synthetic";
 }
 
 /// A non-negative quantity of at most `max`, else an error naming the value's file and pointer.
