@@ -152,10 +152,25 @@ void add_explain_command(CLI::App& app, Action& action)
       ExplainHeader h{a->strategy, p.result.model, p.topology.name, p.topology.gpu.name, a->gpus,
                       static_cast<double>(a->batch), a->precision, a->strategy == "zero" ? a->zero_stage : 0};
       fmt::print("{}", format_step_table(h, table, p.plan));
-      if (a->strategy == "ddp" && a->gpus > 1)
-        fmt::print("Ring AllReduce: each GPU sends (N-1)/N of its {:.2f} MB gradient twice (reduce-scatter, then "
+      // The ring's closed form where the AllReduces ran GPU to GPU (☆ rows); on an NVSwitch with NVLink
+      // SHARP, NCCL's NVLS runs them through the switch (no ☆), which the ring's formula does not describe.
+      const auto any_allreduce = [&](bool starred) {
+        return std::any_of(table.steps.begin(), table.steps.end(), [&](const StepRow& r) {
+          return r.category == TaskCategory::AllReduce && r.bytes > 0 && r.inter_gpu == starred;
+        });
+      };
+      const bool through_switch = any_allreduce(false), as_rings = any_allreduce(true) || !through_switch;
+      if (a->strategy == "ddp" && a->gpus > 1 && as_rings)
+        fmt::print("Ring AllReduce{}: each GPU sends (N-1)/N of its {:.2f} MB gradient twice (reduce-scatter, then "
                    "all-gather) = {:.2f} MB payload per GPU, N = {}\n",
-                   p.result.gradient_bytes / 1e6, 2.0 * (a->gpus - 1) / a->gpus * p.result.gradient_bytes / 1e6, a->gpus);
+                   through_switch ? " (the ☆ rows)" : "", p.result.gradient_bytes / 1e6,
+                   2.0 * (a->gpus - 1) / a->gpus * p.result.gradient_bytes / 1e6, a->gpus);
+      if (a->strategy == "ddp" && a->gpus > 1 && through_switch)
+        fmt::print("AllReduce through the NVSwitch (NCCL's NVLS, NVLink SHARP: the switch sums what a node's GPUs send "
+                   "and multicasts the result; NVLSTree adds a tree between nodes; no GPU-to-GPU transfer inside the "
+                   "node, no ☆ on those rows): each GPU's {:.2f} MB gradient goes to the switch and the sum comes back, "
+                   "N = {}\n",
+                   p.result.gradient_bytes / 1e6, a->gpus);
       if (a->strategy == "dp" && a->gpus > 1)
         fmt::print("GPU0 is the hub: every input chunk, replica and output leaves or reaches GPU0, and the optimizer "
                    "runs there alone\n");
