@@ -116,7 +116,7 @@ struct TrainingRun {
   /// over their kinds (comm_overlap.hpp).
   double predicted_iteration_s = 0, predicted_compute_s = 0, predicted_nccl_slowdown_s = 0;
   double predicted_exposed_comm_s = 0, predicted_sharded_comm_in_flight_s = 0;
-  double predicted_pipeline_bubble_s = 0;  ///< pipelines: the stages waiting for each other (results.hpp)
+  double predicted_pipeline_bubble_s = 0;  ///< pipelines: the fill and drain every stage waits for (results.hpp)
   std::string summary;        ///< strategy, GPUs, model, precision
   /// Peak memory per GPU, GiB (largest over the GPUs): measured (0: not given) and predicted.
   double measured_allocated_gib = 0, predicted_allocated_gib = 0;

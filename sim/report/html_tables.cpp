@@ -98,8 +98,8 @@ std::string value_text(const nlohmann::json& v)
 std::string compare_section(const std::vector<nlohmann::json>& compared)
 {
   const std::vector<RunResult> runs = figures_of(compared);
-  // The pipeline bubble (the stages waiting for each other) has its column and bar segment where a row
-  // is pipelined, as compare's bubble_s.
+  // The pipeline bubble (the fill and drain every stage waits for) has its column and bar segment where
+  // a row is pipelined, as compare's bubble_s.
   const bool bubble = any_bubble(compared);
   std::string out = "<h2>Strategies compared</h2>";
   // memory/GPU and fits: the busiest GPU's device memory and the verdict, compare's memory_GiB.

@@ -99,8 +99,8 @@ int run_compare(const CompareArgs& a)
     fmt::print("{}\n", nlohmann::json{{"runs", rows}}.dump(2));
   } else {
     // host_s: an offloaded optimizer's step on the host's cores, the GPU idle (neither exposed nor waiting).
-    // bubble_s, where a row is pipelined: its stages waiting for each other (run's "pipeline bubble"),
-    // neither communication nor compute; empty on the rows without a pipeline.
+    // bubble_s, where a row is pipelined: the fill and drain every stage waits for (run's "pipeline
+    // bubble"), neither communication nor compute; empty on the rows without a pipeline.
     const bool bubble_column =
         std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
     fmt::print("{:<28} {:<13} {:>5} {:>13} {:>13} {:>13} {}{:>13} {:>11} {:>11} {:>8} {:>10} {:>12} {:>14}\n", "scenario",

@@ -176,7 +176,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
       fmt::print("{:>{}} ", c, std::max<std::size_t>(c.size(), 8));
     // host_s, only where an offloaded optimizer steps on the host (the GPU idle, not exposed communication).
     const bool host_column = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.value("host_step_s", 0.0) > 0; });
-    // bubble_s, where a point is pipelined: its stages waiting for each other (run's "pipeline bubble").
+    // bubble_s, where a point is pipelined: the fill and drain every stage waits for (run's "pipeline bubble").
     const bool bubble_column =
         std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
     fmt::print("{:>6} {:>6} {:>14} {:>14} {}{}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
