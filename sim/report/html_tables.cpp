@@ -73,12 +73,6 @@ std::string memory_cells(const nlohmann::json& result)
                      m.fits ? "<td>yes</td>" : "<td class=\"nofit\">NO FIT</td>");
 }
 
-/// Whether a table of these results has a pipeline bubble column: some result is pipelined.
-bool any_bubble(const std::vector<nlohmann::json>& results)
-{
-  return std::any_of(results.begin(), results.end(), [](const auto& j) { return pipeline_bubble_of(j).has_value(); });
-}
-
 /// A result's pipeline bubble cell (empty without a pipeline); nothing where the table has no such column.
 std::string bubble_cell(const nlohmann::json& result, bool column)
 {
@@ -100,7 +94,7 @@ std::string compare_section(const std::vector<nlohmann::json>& compared)
   const std::vector<RunResult> runs = figures_of(compared);
   // The pipeline bubble (the fill and drain every stage waits for) has its column and bar segment where
   // a row is pipelined, as compare's bubble_s.
-  const bool bubble = any_bubble(compared);
+  const bool bubble = any_pipeline_bubble(compared);
   std::string out = "<h2>Strategies compared</h2>";
   // memory/GPU and fits: the busiest GPU's device memory and the verdict, compare's memory_GiB.
   out += fmt::format("<table><tr><th>strategy</th><th>GPUs</th><th>iteration</th><th>compute</th><th>exposed comm</th>{}"
@@ -166,7 +160,7 @@ std::string scaling_section(std::vector<nlohmann::json> rows)
   const std::vector<RunResult> points = figures_of(rows);
   svg::Series speedup{"simulated", {}, {}, "#e15759"}, ideal{"ideal linear", {}, {}, "#888", true};
   svg::Series efficiency{"simulated", {}, {}, "#4e79a7"}, full{"ideal (100%)", {}, {}, "#888", true};
-  const bool bubble = any_bubble(rows);
+  const bool bubble = any_pipeline_bubble(rows);
   std::string table = std::string("<table><tr><th>GPUs</th><th>nodes</th><th>iteration</th><th>exposed comm</th>") +
                       (bubble ? "<th>pipeline bubble</th>" : "") + "<th>samples/s</th>"
                       "<th>speedup</th><th>efficiency</th><th>total</th><th>ideal linear</th><th>memory/GPU</th>"
@@ -265,7 +259,7 @@ std::string sweep_section(const std::vector<std::string>& varied, const std::vec
   std::vector<nlohmann::json> results;
   for (const auto& p : points)
     results.push_back(p.result);
-  const bool bubble = any_bubble(results);
+  const bool bubble = any_pipeline_bubble(results);
   out += std::string("<th>GPUs</th><th>iteration</th><th>exposed comm</th>") + (bubble ? "<th>pipeline bubble</th>" : "") +
          "<th>samples/s</th><th>efficiency</th><th>total days</th><th>memory/GPU</th><th>fits</th></tr>";
   for (const auto& p : points) {

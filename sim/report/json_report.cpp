@@ -2,6 +2,8 @@
 
 #include "sim/report/memory_report.hpp"
 
+#include <algorithm>
+
 namespace dtsim {
 
 namespace {
@@ -113,6 +115,11 @@ std::optional<double> pipeline_bubble_of(const nlohmann::json& report)
   if (b == report.end() || !b->is_number())
     return std::nullopt;
   return b->get<double>();
+}
+
+bool any_pipeline_bubble(const std::vector<nlohmann::json>& reports)
+{
+  return std::any_of(reports.begin(), reports.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
 }
 
 }  // namespace dtsim

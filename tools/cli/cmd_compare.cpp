@@ -101,8 +101,7 @@ int run_compare(const CompareArgs& a)
     // host_s: an offloaded optimizer's step on the host's cores, the GPU idle (neither exposed nor waiting).
     // bubble_s, where a row is pipelined: the fill and drain every stage waits for (run's "pipeline
     // bubble"), neither communication nor compute; empty on the rows without a pipeline.
-    const bool bubble_column =
-        std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
+    const bool bubble_column = any_pipeline_bubble(rows);
     fmt::print("{:<28} {:<13} {:>5} {:>13} {:>13} {:>13} {}{:>13} {:>11} {:>11} {:>8} {:>10} {:>12} {:>14}\n", "scenario",
                "strategy", "gpus", "iteration_s", "compute_s", "exposed_s", bubble_column ? fmt::format("{:>13} ", "bubble_s") : "",
                "waiting_s", "host_s", "samples/s", "speedup", "efficiency", "total_days", "memory_GiB");

@@ -177,8 +177,7 @@ void print_outputs(const SweepArgs& args, const std::vector<std::string>& varied
     // host_s, only where an offloaded optimizer steps on the host (the GPU idle, not exposed communication).
     const bool host_column = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.value("host_step_s", 0.0) > 0; });
     // bubble_s, where a point is pipelined: the fill and drain every stage waits for (run's "pipeline bubble").
-    const bool bubble_column =
-        std::any_of(rows.begin(), rows.end(), [](const auto& r) { return pipeline_bubble_of(r).has_value(); });
+    const bool bubble_column = any_pipeline_bubble(rows);
     fmt::print("{:>6} {:>6} {:>14} {:>14} {}{}{:>14} {:>10} {:>10} {:>12} {:>11} {:>4}\n", "gpus", "nodes", "iteration_s",
                "exposed_comm_s", bubble_column ? fmt::format("{:>10} ", "bubble_s") : "",
                host_column ? fmt::format("{:>10} ", "host_s") : "", "samples/s", "speedup", "efficiency", "total_days",
